@@ -1,0 +1,28 @@
+"""nbinspect: see inside PyTorch models from a Jupyter notebook.
+
+Analyzers return pandas DataFrames; everything you look at (text, widget, plots, JSON)
+is rendered from those frames.
+"""
+
+from __future__ import annotations
+
+from . import examples
+from .analyze.structure import by_type, layers, params, totals
+from .inspection import Inspection, inspect
+from .model_info import ModelInfo, dump_model_info
+from .render.json_export import json_schema
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Inspection",
+    "ModelInfo",
+    "by_type",
+    "dump_model_info",
+    "examples",
+    "inspect",
+    "json_schema",
+    "layers",
+    "params",
+    "totals",
+]

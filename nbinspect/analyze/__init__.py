@@ -1,0 +1,1 @@
+"""Analyzers: pure functions from a model (or source) to DataFrames."""

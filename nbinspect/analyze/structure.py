@@ -1,0 +1,136 @@
+"""Structure analyzers: what a model is made of, without running it.
+
+Every function takes a model (or anything :func:`nbinspect.sources.as_source` accepts) and
+returns a fresh DataFrame or dict. Shared storage (tied weights, a module registered at two
+paths) is counted once wherever a total is given; the per-path view is kept alongside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
+from ..sources import ModelSource, TensorEntry, ancestors, as_source, parent_path
+
+__all__ = ["params", "layers", "by_type", "totals"]
+
+
+def _first_owner(source: ModelSource) -> dict[Any, TensorEntry]:
+    """For each storage, the entry at the first path that holds it."""
+    first: dict[Any, TensorEntry] = {}
+    for t in source.tensors:
+        first.setdefault(t.storage_key, t)
+    return first
+
+
+def params(model: Any) -> pd.DataFrame:
+    """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
+    source = as_source(model)
+    first = _first_owner(source)
+    rows = []
+    for t in source.tensors:
+        owner = first[t.storage_key].name
+        rows.append(
+            {
+                "name": t.name,
+                "module": t.module,
+                "kind": t.kind,
+                "shape": t.shape,
+                "dtype": t.dtype,
+                "device": t.device,
+                "numel": t.numel,
+                "bytes": t.nbytes,
+                "requires_grad": t.requires_grad,
+                "tied_to": None if owner == t.name else owner,
+            }
+        )
+    return PARAMS.build(rows)
+
+
+def _unique_sums(entries: dict[Any, TensorEntry]) -> dict[str, int]:
+    out = {"params": 0, "trainable_params": 0, "param_bytes": 0, "buffer_bytes": 0, "buffer_numel": 0}
+    for t in entries.values():
+        if t.kind == PARAMETER:
+            out["params"] += t.numel
+            out["param_bytes"] += t.nbytes
+            out["trainable_params"] += t.numel if t.requires_grad else 0
+        else:
+            out["buffer_bytes"] += t.nbytes
+            out["buffer_numel"] += t.numel
+    return out
+
+
+def layers(model: Any) -> pd.DataFrame:
+    """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
+    source = as_source(model)
+    subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    for t in source.tensors:
+        own[t.module].setdefault(t.storage_key, t)
+        for path in ancestors(t.module):
+            subtree[path].setdefault(t.storage_key, t)
+    rows = []
+    for index, m in enumerate(source.modules):
+        sums = _unique_sums(subtree[m.name])
+        rows.append(
+            {
+                "index": index,
+                "name": m.name,
+                "parent": parent_path(m.name),
+                "depth": 0 if m.name == "" else m.name.count(".") + 1,
+                "type": m.type,
+                "is_leaf": m.is_leaf,
+                "alias_of": m.alias_of,
+                "params": sums["params"],
+                "own_params": _unique_sums(own[m.name])["params"],
+                "trainable_params": sums["trainable_params"],
+                "frozen_params": sums["params"] - sums["trainable_params"],
+                "param_bytes": sums["param_bytes"],
+                "buffer_bytes": sums["buffer_bytes"],
+                "training": m.training,
+                "attrs": m.attrs,
+            }
+        )
+    return LAYERS.build(rows)
+
+
+def by_type(model: Any) -> pd.DataFrame:
+    """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
+    source = as_source(model)
+    type_of = {m.name: m.type for m in source.modules}
+    groups: dict[str, dict[str, int]] = {}
+    for m in source.modules:
+        if m.alias_of is None:
+            groups.setdefault(m.type, {"modules": 0, "params": 0, "param_bytes": 0})["modules"] += 1
+    total = 0
+    for t in _first_owner(source).values():
+        if t.kind == PARAMETER:
+            g = groups[type_of[t.module]]
+            g["params"] += t.numel
+            g["param_bytes"] += t.nbytes
+            total += t.numel
+    rows = [
+        {"type": name, **g, "share": 100.0 * g["params"] / total}
+        for name, g in groups.items()
+        if g["params"] > 0
+    ]
+    rows.sort(key=lambda r: (-r["params"], r["type"]))
+    return BY_TYPE.build(rows)
+
+
+def totals(model: Any) -> dict[str, int]:
+    """Model-wide counts (keys schema.TOTALS_KEYS); shared storage counted once."""
+    source = as_source(model)
+    sums = _unique_sums(_first_owner(source))
+    return {
+        "total_params": sums["params"],
+        "trainable_params": sums["trainable_params"],
+        "non_trainable_params": sums["params"] - sums["trainable_params"],
+        "total_params_by_path": sum(t.numel for t in source.tensors if t.kind == PARAMETER),
+        "buffer_numel": sums["buffer_numel"],
+        "param_bytes": sums["param_bytes"],
+        "buffer_bytes": sums["buffer_bytes"],
+        "num_modules": sum(1 for m in source.modules if m.alias_of is None),
+    }

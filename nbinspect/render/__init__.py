@@ -1,0 +1,1 @@
+"""Renderers: text, JSON, plots and HTML made from frames, never from the model."""

@@ -1,0 +1,107 @@
+"""Plain-text renderings of the frames: tables and the summary `print(inspection)` shows."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from .format import format_bytes, format_count, format_shape, is_missing, trainable_status
+
+__all__ = ["table", "layer_tree", "summary"]
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
+    """Columns padded to their widest cell; `right` says which are right-aligned."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(header), *(line(r) for r in rows)])
+
+
+def _tree_prefixes(layers: pd.DataFrame) -> list[str]:
+    """Box-drawing prefixes ('├─ ', '│  └─ ', ...) for rows in pre-order."""
+    last_child: dict[str, str] = {}
+    for name, parent in zip(layers["name"], layers["parent"]):
+        if not is_missing(parent):
+            last_child[parent] = name
+    open_levels: dict[int, bool] = {}  # depth -> does that ancestor have siblings still to come
+    prefixes = []
+    for name, parent, depth in zip(layers["name"], layers["parent"], layers["depth"]):
+        if depth == 0:
+            prefixes.append("")
+            continue
+        is_last = last_child[parent] == name
+        open_levels[depth] = not is_last
+        bars = "".join("│  " if open_levels.get(d) else "   " for d in range(1, depth))
+        prefixes.append(bars + ("└─ " if is_last else "├─ "))
+    return prefixes
+
+
+def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None, title: str = "") -> str:
+    """The module tree as a table, down to `depth` (None: all levels)."""
+    prefixes = _tree_prefixes(layers)
+    traced = layers["output_shapes"].notna().any()
+    header = ["Module", "Type"] + (["Output shape"] if traced else []) + ["Params", "Share", "Trainable"]
+    rows = []
+    for prefix, row in zip(prefixes, layers.itertuples(index=False)):
+        if depth is not None and row.depth > depth:
+            continue
+        label = prefix + (row.name.rsplit(".", 1)[-1] if row.name else title or row.type)
+        kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"
+        share = f"{100 * row.params / total_params:.1f}%" if total_params else ""
+        cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
+        cells += [format_count(row.params), share, trainable_status(row.trainable_params, row.frozen_params)]
+        rows.append(cells)
+    right = [False, False] + ([False] if traced else []) + [True, True, False]
+    return table(header, rows, right)
+
+
+def _summary_block(totals: Mapping[str, int]) -> str:
+    unique, by_path = totals["total_params"], totals["total_params_by_path"]
+    lines = [
+        ("Parameters", format_count(unique), format_bytes(totals["param_bytes"])),
+        ("  trainable", format_count(totals["trainable_params"]), ""),
+        ("  non-trainable", format_count(totals["non_trainable_params"]), ""),
+    ]
+    if by_path != unique:
+        lines.append(("  counted by path", format_count(by_path), "shared tensors counted at every path"))
+    lines += [
+        ("Buffers", format_count(totals["buffer_numel"]), format_bytes(totals["buffer_bytes"])),
+        ("Modules", format_count(totals["num_modules"]), ""),
+    ]
+    return table(["Summary", "", ""], lines, [False, True, False])
+
+
+def _by_type_block(by_type: pd.DataFrame) -> str:
+    rows = [
+        [r.type, format_count(r.modules), format_count(r.params), f"{r.share:.1f}%", format_bytes(r.param_bytes)]
+        for r in by_type.itertuples(index=False)
+    ]
+    return table(["Parameters by module type", "Modules", "Params", "Share", "Memory"], rows, [False, True, True, True, True])
+
+
+def summary(
+    title: str,
+    framework: str,
+    totals: Mapping[str, int],
+    layers: pd.DataFrame,
+    by_type: pd.DataFrame,
+    depth: int | None = 3,
+) -> str:
+    """The text `print(inspection)` shows: summary, layer tree to `depth`, parameters by type."""
+    deepest = int(layers["depth"].max()) if len(layers) else 0
+    shown = "all levels" if depth is None or depth >= deepest else f"depth <= {depth} of {deepest}"
+    heading = f"{title} ({framework})"
+    parts = [
+        heading,
+        "=" * len(heading),
+        _summary_block(totals),
+        f"Layers ({shown})\n" + layer_tree(layers, totals["total_params"], depth, title),
+    ]
+    if len(by_type):
+        parts.append(_by_type_block(by_type))
+    return "\n\n".join(parts)

@@ -1,0 +1,157 @@
+"""The columns of every frame nbinspect produces: the one place their names and dtypes live.
+
+Analyzers build frames with :meth:`FrameSchema.build`, which refuses unknown or missing
+columns, so a frame can never drift from what is written here. Renderers, the widget,
+JSON export and the tests read column names from these frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "Column",
+    "FrameSchema",
+    "PARAMS",
+    "LAYERS",
+    "BY_TYPE",
+    "TRACE_COLUMNS",
+    "TOTALS_KEYS",
+    "PARAMETER",
+    "BUFFER",
+    "FRAMES",
+]
+
+PARAMETER = "parameter"
+BUFFER = "buffer"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str  # a pandas dtype name: "string", "Int64", "boolean", "float64", "object"
+    doc: str
+
+
+@dataclass(frozen=True)
+class FrameSchema:
+    name: str
+    columns: tuple[Column, ...]
+    doc: str = ""
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def build(self, records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+        """A frame from row dicts. Every key must be a column of this schema; columns a row
+        leaves out become missing values (e.g. trace columns before a forward pass)."""
+        records = list(records)
+        expected = set(self.names)
+        for i, row in enumerate(records):
+            keys = set(row)
+            if keys - expected:
+                raise ValueError(f"{self.name} row {i}: unknown columns {sorted(keys - expected)}")
+        data = {c.name: _array([row.get(c.name) for row in records], c.dtype) for c in self.columns}
+        return pd.DataFrame(data, columns=self.names)
+
+    def validate(self, frame: pd.DataFrame) -> None:
+        """Raise ValueError if `frame` does not have exactly this schema's columns and dtypes."""
+        if list(frame.columns) != self.names:
+            raise ValueError(f"{self.name} frame columns {list(frame.columns)} != schema {self.names}")
+        for c in self.columns:
+            actual = str(frame[c.name].dtype)
+            if actual != c.dtype and not (c.dtype == "string" and actual.startswith("string")):
+                raise ValueError(f"{self.name}.{c.name} has dtype {actual}, schema says {c.dtype}")
+
+
+def _array(values: list, dtype: str):
+    if dtype == "object":
+        out = np.empty(len(values), dtype=object)
+        for i, v in enumerate(values):  # element-wise: tuples must stay tuples, not become rows
+            out[i] = v
+        return out
+    if dtype == "float64":
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    return pd.array(values, dtype=dtype)
+
+
+PARAMS = FrameSchema(
+    "params",
+    (
+        Column("name", "string", "dotted path of the tensor"),
+        Column("module", "string", "dotted path of the module that holds it ('' is the root)"),
+        Column("kind", "string", "'parameter' or 'buffer'"),
+        Column("shape", "object", "tuple of ints; None for an uninitialized (lazy) parameter"),
+        Column("dtype", "string", "element type without the 'torch.' prefix, e.g. 'float32'"),
+        Column("device", "string", "device the tensor lives on, e.g. 'cpu', 'meta'"),
+        Column("numel", "Int64", "number of elements"),
+        Column("bytes", "Int64", "numel times element size"),
+        Column("requires_grad", "boolean", "whether the optimizer would train it"),
+        Column("tied_to", "string", "first path holding the same storage; missing if not shared"),
+    ),
+    "One row per parameter and buffer path. Shared storage appears at each path; "
+    "rows with `tied_to` set are not counted again in totals.",
+)
+
+TRACE_COLUMNS = (
+    Column("input_shapes", "object", "shapes of the tensors the module received (first call)"),
+    Column("output_shapes", "object", "shapes of the tensors it returned (first call)"),
+    Column("output_dtypes", "object", "dtypes of the tensors it returned (first call)"),
+    Column("calls", "Int64", "how many times forward ran"),
+    Column("flops", "Int64", "floating point operations of all calls, subtree"),
+    Column("activation_bytes", "Int64", "bytes autograd saved for backward, subtree"),
+)
+
+LAYERS = FrameSchema(
+    "layers",
+    (
+        Column("index", "Int64", "position in pre-order"),
+        Column("name", "string", "dotted path; '' is the root"),
+        Column("parent", "string", "dotted path of the parent; missing for the root"),
+        Column("depth", "Int64", "0 for the root"),
+        Column("type", "string", "class name"),
+        Column("is_leaf", "boolean", "has no child modules"),
+        Column("alias_of", "string", "first path of the same module object if registered twice"),
+        Column("params", "Int64", "parameters in the subtree, shared storage counted once"),
+        Column("own_params", "Int64", "parameters registered directly on this module"),
+        Column("trainable_params", "Int64", "subtree parameters with requires_grad"),
+        Column("frozen_params", "Int64", "subtree parameters without requires_grad"),
+        Column("param_bytes", "Int64", "bytes of subtree parameters, shared storage once"),
+        Column("buffer_bytes", "Int64", "bytes of subtree buffers, shared storage once"),
+        Column("training", "boolean", "the module's train/eval flag"),
+        Column("attrs", "object", "dict of layer hyperparameters"),
+        *TRACE_COLUMNS,
+    ),
+    "One row per module path in pre-order. Trace columns are missing until a forward pass "
+    "has been traced.",
+)
+
+BY_TYPE = FrameSchema(
+    "by_type",
+    (
+        Column("type", "string", "module class name"),
+        Column("modules", "Int64", "how many distinct modules of this type"),
+        Column("params", "Int64", "parameters owned by modules of this type, shared once"),
+        Column("param_bytes", "Int64", "bytes of those parameters"),
+        Column("share", "float64", "percent of the model's unique parameters"),
+    ),
+    "Parameters grouped by the type of the module that owns them, largest first.",
+)
+
+FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE)}
+
+TOTALS_KEYS = (
+    "total_params",  # unique parameter elements (shared storage once)
+    "trainable_params",
+    "non_trainable_params",
+    "total_params_by_path",  # every path counted, as naive counters do
+    "buffer_numel",
+    "param_bytes",
+    "buffer_bytes",
+    "num_modules",  # distinct module objects, root included
+)

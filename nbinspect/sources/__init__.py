@@ -1,0 +1,34 @@
+"""Where tensors come from. Every input becomes a :class:`ModelSource`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
+
+__all__ = ["ModelSource", "ModuleEntry", "TensorEntry", "as_source", "ancestors", "parent_path"]
+
+EXPECTED = "a torch.nn.Module instance"
+
+
+def as_source(obj: Any, name: str | None = None) -> ModelSource:
+    """The source for `obj`; a ModelSource is returned as it is."""
+    if isinstance(obj, ModelSource):
+        return obj
+    import torch.nn as nn
+
+    from .torch_module import from_module
+
+    if isinstance(obj, nn.Module):
+        return from_module(obj, name)
+    if isinstance(obj, type) and issubclass(obj, nn.Module):
+        raise TypeError(
+            f"nbinspect expected {EXPECTED}, got the class {obj.__name__} itself: "
+            f"build it first, e.g. {obj.__name__}(...)"
+        )
+    raise TypeError(f"nbinspect expected {EXPECTED}, got {type(obj).__name__}: {_short_repr(obj)}")
+
+
+def _short_repr(obj: Any, limit: int = 60) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

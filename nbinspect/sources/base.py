@@ -1,0 +1,63 @@
+"""What every source provides: a module tree and named tensors.
+
+A live torch module, a state_dict, a checkpoint file or an MLX model all become a
+:class:`ModelSource`; the analyzers only ever see this shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One parameter or buffer at one path."""
+
+    name: str  # dotted path
+    module: str  # owning module path, "" for the root
+    kind: str  # schema.PARAMETER or schema.BUFFER
+    shape: tuple[int, ...] | None  # None when not materialised (lazy parameter)
+    dtype: str
+    device: str
+    numel: int
+    nbytes: int
+    requires_grad: bool
+    storage_key: Hashable  # equal keys mean the same elements in memory
+    tensor: Any = field(default=None, repr=False, compare=False)  # the values, when available
+
+
+@dataclass(frozen=True)
+class ModuleEntry:
+    """One module at one path."""
+
+    name: str
+    type: str
+    is_leaf: bool
+    training: bool | None
+    attrs: dict[str, Any]
+    alias_of: str | None = None  # first path of the same module object
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    name: str
+    framework: str
+    modules: tuple[ModuleEntry, ...]  # pre-order, root first
+    tensors: tuple[TensorEntry, ...]  # every path, so shared storage appears more than once
+    model: Any = field(default=None, repr=False, compare=False)  # live model, if there is one
+
+
+def parent_path(path: str) -> str | None:
+    """'a.b.c' -> 'a.b', 'a' -> '', '' -> None."""
+    if path == "":
+        return None
+    return path.rpartition(".")[0]
+
+
+def ancestors(path: str) -> list[str]:
+    """Module paths from the root down to `path` itself: 'a.b' -> ['', 'a', 'a.b']."""
+    if path == "":
+        return [""]
+    parts = path.split(".")
+    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]

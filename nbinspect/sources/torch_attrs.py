@@ -1,0 +1,88 @@
+"""Layer hyperparameters of torch modules, read without calling into the model.
+
+torch.nn classes declare their hyperparameters in ``__constants__`` (Linear's in/out
+features, Conv's kernel/stride/padding/groups, norms' eps/momentum, Dropout's p, RNNs'
+sizes, ...). A few facts live elsewhere (whether a bias exists, attention heads, container
+length) and are added per type. Modules from outside torch.nn fall back to their simple
+public attributes, or to their ``extra_repr`` text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly version of a hyperparameter value, or None if it is not one."""
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, (tuple, list, torch.Size)) and all(isinstance(v, _SCALARS) for v in value):
+        return tuple(value)
+    return None
+
+
+def _constants(module: nn.Module) -> dict[str, Any]:
+    names: list[str] = []
+    for cls in reversed(type(module).__mro__):
+        for name in getattr(cls, "__constants__", ()):
+            if name not in names:
+                names.append(name)
+    # Read the instance dict only: getattr could run a property of user code.
+    return {name: _plain(module.__dict__[name]) for name in names if name in module.__dict__}
+
+
+def _has(module: nn.Module, name: str) -> bool:
+    return module._parameters.get(name) is not None
+
+
+def _extras(module: nn.Module) -> dict[str, Any]:
+    if isinstance(module, (nn.Linear, nn.Bilinear, nn.modules.conv._ConvNd)):
+        return {"bias": _has(module, "bias")}
+    if isinstance(module, nn.MultiheadAttention):
+        return {
+            "embed_dim": module.embed_dim,
+            "num_heads": module.num_heads,
+            "head_dim": module.head_dim,
+            "dropout": module.dropout,
+            "kdim": module.kdim,
+            "vdim": module.vdim,
+            "bias": module.in_proj_bias is not None,
+            "add_bias_kv": module.bias_k is not None,
+        }
+    if isinstance(module, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)):
+        return {"length": len(module)}
+    return {}
+
+
+def _generic(module: nn.Module) -> dict[str, Any]:
+    """Simple public attributes of a module from outside torch.nn, else its extra_repr."""
+    out = {}
+    for name, value in vars(module).items():
+        if name.startswith("_") or name == "training":
+            continue
+        plain = _plain(value)
+        if plain is not None:
+            out[name] = plain
+    if not out:
+        try:
+            text = module.extra_repr()
+        except Exception:  # user code: a broken extra_repr must not break inspection
+            text = ""
+        if text:
+            out["extra_repr"] = text
+    return out
+
+
+def layer_attrs(module: nn.Module) -> dict[str, Any]:
+    attrs = _constants(module)
+    attrs.update(_extras(module))
+    if not type(module).__module__.startswith("torch.") and not attrs:
+        attrs = _generic(module)
+    return attrs
