@@ -52,7 +52,7 @@ def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None
             continue
         label = prefix + (row.name.rsplit(".", 1)[-1] if row.name else title or row.type)
         kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"
-        share = f"{100 * row.params / total_params:.1f}%" if total_params else ""
+        share = f"{100 * row.params / total_params:.1f}%" if total_params and row.params else ""
         cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
         cells += [format_count(row.params), share, trainable_status(row.trainable_params, row.frozen_params)]
         rows.append(cells)
@@ -97,8 +97,7 @@ def summary(
     shown = "all levels" if depth is None or depth >= deepest else f"depth <= {depth} of {deepest}"
     heading = f"{title} ({framework})"
     parts = [
-        heading,
-        "=" * len(heading),
+        heading + "\n" + "=" * len(heading),
         _summary_block(totals),
         f"Layers ({shown})\n" + layer_tree(layers, totals["total_params"], depth, title),
     ]

@@ -1,0 +1,63 @@
+"""Shared fixtures: the example zoo, golden-file comparison, and a model-unchanged check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from nbinspect import examples
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from current output")
+
+
+@pytest.fixture
+def golden(request):
+    """golden(name, text): compare with tests/golden/<name>, or rewrite it with --update-golden."""
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if request.config.getoption("--update-golden"):
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"missing {path}: run pytest --update-golden"
+        assert text == path.read_text(encoding="utf-8")
+
+    return check
+
+
+@pytest.fixture(params=examples.names())
+def zoo_name(request) -> str:
+    return request.param
+
+
+def model_state(model: torch.nn.Module) -> dict:
+    """Everything an analyzer must leave alone: modes, flags, values, hooks, devices."""
+    return {
+        "modes": [m.training for m in model.modules()],
+        "requires_grad": [p.requires_grad for p in model.parameters()],
+        "grads": [p.grad is None for p in model.parameters()],
+        "values": {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()},
+        "devices": [str(t.device) for t in model.state_dict().values()],
+        "hooks": [
+            (len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()
+        ],
+        "rng": torch.get_rng_state(),
+    }
+
+
+def assert_unchanged(before: dict, after: dict) -> None:
+    for key in ("modes", "requires_grad", "grads", "devices", "hooks"):
+        assert before[key] == after[key], key
+    assert before["values"].keys() == after["values"].keys()
+    for name, value in before["values"].items():
+        other = after["values"][name]
+        assert value.dtype == other.dtype and value.shape == other.shape, name
+        if value.device.type != "meta":
+            assert torch.equal(value, other), name
+    assert torch.equal(before["rng"], after["rng"]), "global RNG state changed"
