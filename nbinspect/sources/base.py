@@ -24,7 +24,11 @@ class TensorEntry:
     nbytes: int
     requires_grad: bool
     storage_key: Hashable  # equal keys mean the same elements in memory
-    tensor: Any = field(default=None, repr=False, compare=False)  # the values, when available
+    tensor: Any = field(default=None, repr=False, compare=False)  # a tensor, or a loader for one
+
+    def values(self) -> Any:
+        """The tensor's values: the tensor itself, or loaded on demand by a lazy source."""
+        return self.tensor() if callable(self.tensor) else self.tensor
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,38 @@
+"""The public API is exactly what __all__ says, and every name in it exists."""
+
+import nbinspect
+
+EXPECTED = {
+    "Inspection",
+    "ModelInfo",
+    "by_type",
+    "dump_model_info",
+    "examples",
+    "inspect",
+    "json_schema",
+    "layers",
+    "params",
+    "totals",
+}
+
+
+def test_all_is_the_public_api():
+    assert set(nbinspect.__all__) == EXPECTED
+    assert len(nbinspect.__all__) == len(set(nbinspect.__all__))
+
+
+def test_every_public_name_resolves():
+    for name in nbinspect.__all__:
+        assert getattr(nbinspect, name) is not None, name
+
+
+def test_no_stray_public_names():
+    """Names without a leading underscore at package level are either exported or submodules."""
+    import types
+
+    stray = {
+        n
+        for n, v in vars(nbinspect).items()
+        if not n.startswith("_") and n not in EXPECTED and not isinstance(v, types.ModuleType) and n != "annotations"
+    }
+    assert not stray, f"public names missing from __all__: {sorted(stray)}"
