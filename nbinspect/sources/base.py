@@ -7,7 +7,7 @@ A live torch module, a state_dict, a checkpoint file or an MLX model all become 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any, Hashable, Mapping
 
 
 @dataclass(frozen=True)
@@ -25,10 +25,18 @@ class TensorEntry:
     requires_grad: bool
     storage_key: Hashable  # equal keys mean the same elements in memory
     tensor: Any = field(default=None, repr=False, compare=False)  # a tensor, or a loader for one
+    release_hook: Any = field(default=None, repr=False, compare=False)  # drops file pages, if mapped
 
     def values(self) -> Any:
         """The tensor's values: the tensor itself, or loaded on demand by a lazy source."""
         return self.tensor() if callable(self.tensor) else self.tensor
+
+    def release(self) -> None:
+        """Done with the values for now: a memory-mapped file source gives their pages back to
+        the OS (they are read from the file again if needed). A no-op for in-memory tensors.
+        Streaming loops call it after each tensor so resident memory stays bounded."""
+        if self.release_hook is not None:
+            self.release_hook()
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class ModelSource:
     modules: tuple[ModuleEntry, ...]  # pre-order, root first
     tensors: tuple[TensorEntry, ...]  # every path, so shared storage appears more than once
     model: Any = field(default=None, repr=False, compare=False)  # live model, if there is one
+    # What a file held besides the weights (epoch, optimizer summary, load report, ...).
+    metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 def parent_path(path: str) -> str | None:
