@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .inspection import inspect
-from .render.format import format_bytes, format_count, format_shape, trainable_status
+from .render.format import format_bytes, format_count, format_shape, is_missing, trainable_status
 
 __all__ = ["ModelInfo", "dump_model_info"]
 
@@ -34,7 +34,7 @@ def _leaf_layers(insp) -> list[dict[str, Any]]:
     shapes = {m: {n.rsplit(".", 1)[-1]: s for n, s in zip(g["name"], g["shape"])} for m, g in tensors}
     out = []
     for row in insp.layers.itertuples(index=False):
-        if row.is_leaf and row.name:
+        if row.is_leaf and row.name and is_missing(row.alias_of):  # an alias is the same module again
             out.append(
                 {
                     "name": row.name,

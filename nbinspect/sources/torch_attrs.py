@@ -43,6 +43,8 @@ def _has(module: nn.Module, name: str) -> bool:
 
 
 def _extras(module: nn.Module) -> dict[str, Any]:
+    if isinstance(module, nn.modules.conv._ConvNd) and not module.transposed:
+        return {"bias": _has(module, "bias"), "output_padding": None}  # None: dropped below
     if isinstance(module, (nn.Linear, nn.Bilinear, nn.modules.conv._ConvNd)):
         return {"bias": _has(module, "bias")}
     if isinstance(module, nn.MultiheadAttention):
@@ -82,7 +84,9 @@ def _generic(module: nn.Module) -> dict[str, Any]:
 
 def layer_attrs(module: nn.Module) -> dict[str, Any]:
     attrs = _constants(module)
-    attrs.update(_extras(module))
-    if not type(module).__module__.startswith("torch.") and not attrs:
-        attrs = _generic(module)
-    return attrs
+    for name, value in _extras(module).items():
+        if value is None:
+            attrs.pop(name, None)
+        else:
+            attrs[name] = value
+    return attrs or _generic(module)

@@ -45,7 +45,7 @@ def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requi
         dtype=dtype_name(tensor.dtype),
         device=str(tensor.device),
         numel=numel,
-        nbytes=numel * tensor.element_size(),
+        nbytes=0 if lazy else numel * tensor.element_size(),
         requires_grad=requires_grad,
         storage_key=("id", id(tensor)) if lazy else storage_key(tensor),
         tensor=tensor,
