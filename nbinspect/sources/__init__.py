@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Mapping
 
 from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
 
 __all__ = ["ModelSource", "ModuleEntry", "TensorEntry", "as_source", "ancestors", "parent_path"]
 
-EXPECTED = "a torch.nn.Module instance"
+EXPECTED = "a torch.nn.Module instance, a state_dict, or a checkpoint path"
 
 
 def as_source(obj: Any, name: str | None = None) -> ModelSource:
-    """The source for `obj`; a ModelSource is returned as it is."""
+    """The source for `obj`: a torch module, a state_dict or training checkpoint dict, or a
+    checkpoint path (see :func:`load_checkpoint`); a ModelSource is returned as it is."""
     if isinstance(obj, ModelSource):
         return obj
     import torch.nn as nn
@@ -21,6 +23,10 @@ def as_source(obj: Any, name: str | None = None) -> ModelSource:
 
     if isinstance(obj, nn.Module):
         return from_module(obj, name)
+    if isinstance(obj, (Mapping, str, os.PathLike)):
+        from .checkpoint import load_checkpoint
+
+        return load_checkpoint(obj, name=name)
     if isinstance(obj, type) and issubclass(obj, nn.Module):
         raise TypeError(
             f"nbinspect expected {EXPECTED}, got the class {obj.__name__} itself: "

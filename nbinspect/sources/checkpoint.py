@@ -1,0 +1,148 @@
+"""Checkpoint files and folders as sources, and ``load_checkpoint``, the public entry point.
+
+Formats are recognised by their first bytes, not their names: a zip (``torch.save``), a
+legacy pickle, or a safetensors header. A ``*.index.json`` (Hugging Face sharded layout)
+or a folder holding one, or holding safetensors/torch files, becomes one source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from torch import nn
+
+from .base import ModelSource
+from .errors import CheckpointError
+from .model_loader import load_into
+from .pages import drop_tensor_pages
+from .safetensors_file import read_safetensors
+from .state_dict import from_mapping, split_checkpoint, stored_tensors
+from .torch_file import ZIP_MAGIC, load_torch_file
+from .tree import StoredTensor, build_source, natural_key
+
+__all__ = ["load_checkpoint", "from_path"]
+
+_PICKLE_MAGIC = b"\x80"
+_TORCH_PATTERNS = ("*.pt", "*.pth", "*.bin", "*.ckpt")
+
+
+def _is_safetensors(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(9)
+    return len(head) == 9 and head[8:9] == b"{"
+
+
+def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
+    """(tensors, metadata, whether the file order should be sorted) of one file."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not head:
+        raise CheckpointError(f"{path}: empty file")
+    if _is_safetensors(path):  # first: a header length can start with the pickle byte
+        stored, meta = read_safetensors(path)
+        return stored, {"format": "safetensors", **meta}, True
+    if head == ZIP_MAGIC or head.startswith(_PICKLE_MAGIC):
+        obj, mapped = load_torch_file(path, trust=trust)
+        if isinstance(obj, nn.Module):  # a whole pickled model (trusted): its weights
+            obj = {"state_dict": obj.state_dict(), "model_class": type(obj).__name__}
+        if not isinstance(obj, Mapping):
+            raise CheckpointError(f"{path}: holds a {type(obj).__name__}, not a state_dict or checkpoint dict")
+        weights, meta = split_checkpoint(obj, key, str(path))
+        if not isinstance(weights, Mapping):
+            raise CheckpointError(f"{path}: entry {meta.get('weights_key')!r} holds a {type(weights).__name__}, not a state_dict")
+        release = drop_tensor_pages if mapped else None
+        return stored_tensors(weights, meta, str(path), release), {"format": "torch", **meta}, False
+    raise CheckpointError(
+        f"{path}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, "
+        "*.index.json of shards, or a folder of these)"
+    )
+
+
+def _from_index(index: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
+    try:
+        doc = json.loads(index.read_text(encoding="utf-8"))
+        weight_map: dict[str, str] = doc["weight_map"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{index}: not a shard index with a 'weight_map' ({exc!r})") from None
+    shards: dict[str, dict[str, StoredTensor]] = {}
+    for shard in dict.fromkeys(weight_map.values()):
+        path = index.parent / shard
+        if not path.is_file():
+            raise CheckpointError(f"{index}: shard {shard!r} is missing (expected {path})")
+        shards[shard] = {t.name: t for t in _read_file(path, trust, key)[0]}
+    stored = []
+    for name, shard in weight_map.items():
+        if name not in shards[shard]:
+            raise CheckpointError(f"{index}: tensor {name!r} is not in its shard {shard!r}")
+        stored.append(shards[shard][name])
+    meta = {"format": f"sharded ({len(shards)} files)", **{str(k): v for k, v in (doc.get("metadata") or {}).items()}}
+    return stored, meta, True
+
+
+def _from_folder(folder: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
+    indexes = sorted(folder.glob("*.safetensors.index.json")) or sorted(folder.glob("*.index.json"))
+    if len(indexes) == 1:
+        return _from_index(indexes[0], trust, key)
+    if len(indexes) > 1:
+        raise CheckpointError(f"{folder}: several shard indexes ({', '.join(p.name for p in indexes)}); pass one")
+    files = sorted(folder.glob("*.safetensors"), key=lambda p: natural_key(p.name))
+    if not files:
+        files = sorted((p for pattern in _TORCH_PATTERNS for p in folder.glob(pattern)), key=lambda p: natural_key(p.name))
+    if not files:
+        raise CheckpointError(f"{folder}: no checkpoint files (*.safetensors, *.index.json, *.pt, *.pth, *.bin, *.ckpt)")
+    stored, meta = [], {"format": f"folder ({len(files)} files)"}
+    for path in files:
+        stored += _read_file(path, trust, key)[0]
+    return stored, meta, True
+
+
+def from_path(path: str | os.PathLike, *, trust: bool = False, key: str | None = None, name: str | None = None) -> ModelSource:
+    """The source for a checkpoint file, shard index or folder (tensor values stay lazy)."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such file or folder")
+    if path.is_dir():
+        stored, meta, sort = _from_folder(path, trust, key)
+    elif path.name.endswith(".json"):
+        stored, meta, sort = _from_index(path, trust, key)
+    else:
+        stored, meta, sort = _read_file(path, trust, key)
+    names = [t.name for t in stored]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise CheckpointError(f"{path}: tensor {dup!r} appears in more than one file")
+    return build_source(name or path.name, stored, metadata={"file": str(path), **meta}, sort=sort)
+
+
+def load_checkpoint(
+    checkpoint: Any,
+    *,
+    model: str | type | Callable[..., Any] | None = None,
+    config: Mapping[str, Any] | str | os.PathLike | None = None,
+    trust: bool = False,
+    key: str | None = None,
+    name: str | None = None,
+) -> ModelSource:
+    """A checkpoint as a source every analyzer accepts.
+
+    `checkpoint`: a path (.pt/.pth/.bin/.ckpt, .safetensors, *.index.json, or a folder) or
+    an in-memory state_dict / training checkpoint dict. Files load with
+    ``weights_only=True`` and mmap; `trust=True` allows a pickle that runs code.
+    `key` picks the weights entry of a training checkpoint (default: the first of
+    ``model_state_dict``, ``state_dict``, ``model``, ``ema``, ``module``).
+
+    Without `model` the module tree comes from the dotted names (types unknown). With
+    `model` (a class, a factory, or ``"pkg.module:factory"``) called with `config` (a dict,
+    or a YAML/JSON file of keyword arguments), the weights are loaded into a fresh model
+    and ``metadata["load_report"]`` lists missing, unexpected and mismatched keys.
+    """
+    if isinstance(checkpoint, Mapping):
+        source = from_mapping(checkpoint, name, key=key)
+    elif isinstance(checkpoint, (str, os.PathLike)):
+        source = from_path(checkpoint, trust=trust, key=key, name=name)
+    else:
+        raise TypeError(f"load_checkpoint expected a path or a state_dict, got {type(checkpoint).__name__}")
+    return source if model is None else load_into(source, model, config)

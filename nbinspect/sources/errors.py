@@ -1,0 +1,15 @@
+"""Errors a source raises for a bad checkpoint: one line naming the file (and tensor)."""
+
+from __future__ import annotations
+
+__all__ = ["CheckpointError", "UnsafeCheckpointError"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read: missing, empty, truncated, corrupt or of an
+    unknown format. The message names the file, and the tensor where one is known."""
+
+
+class UnsafeCheckpointError(CheckpointError):
+    """A pickle that would run code outside torch's safe list to load. Nothing from it has
+    run; pass ``trust=True`` (``--trust`` on the command line) if you trust the file."""

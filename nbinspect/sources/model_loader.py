@@ -1,0 +1,130 @@
+"""Loading a checkpoint's weights into a freshly built model, with a report of the keys.
+
+The model comes from a class or factory (or ``"pkg.module:factory"``) called with keyword
+arguments from a dict or a YAML/JSON file. Weights whose shapes match are copied in;
+missing, unexpected and mismatched keys are reported, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import torch
+from torch import nn
+
+from .base import ModelSource
+from .torch_module import dtype_name, from_module
+
+__all__ = ["LoadReport", "resolve_factory", "read_config", "load_into"]
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """How a checkpoint's keys met a model's state_dict keys."""
+
+    loaded: int
+    missing: tuple[str, ...] = ()  # in the model, not in the checkpoint (left as initialised)
+    unexpected: tuple[str, ...] = ()  # in the checkpoint, not in the model (ignored)
+    mismatched: tuple[tuple[str, tuple, tuple], ...] = ()  # (name, checkpoint shape, model shape): not loaded
+    cast: tuple[tuple[str, str, str], ...] = ()  # (name, checkpoint dtype, model dtype): converted
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.unexpected or self.mismatched)
+
+    def __str__(self) -> str:
+        lines = [f"Loaded {self.loaded} tensors" + ("; every key matched" if self.ok else "")]
+        for title, items in (
+            ("missing (kept the model's initial values)", self.missing),
+            ("unexpected (ignored)", self.unexpected),
+            ("shape mismatch (not loaded)", [f"{n}: checkpoint {list(a)} vs model {list(b)}" for n, a, b in self.mismatched]),
+            ("dtype converted", [f"{n}: {a} -> {b}" for n, a, b in self.cast]),
+        ):
+            if items:
+                lines.append(f"{len(items)} {title}: " + ", ".join(items[:10]) + (" ..." if len(items) > 10 else ""))
+        return "\n".join(lines)
+
+
+def resolve_factory(spec: str | type | Callable[..., Any]) -> Callable[..., Any]:
+    """A callable from ``"pkg.module:attr"`` (attr may be dotted), or `spec` if callable."""
+    if callable(spec):
+        return spec
+    module_name, sep, attr = str(spec).partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"model {spec!r}: expected 'package.module:factory'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"model {spec!r}: cannot import {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"model {spec!r}: {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"model {spec!r}: {attr!r} is not callable")
+    return obj
+
+
+def read_config(config: Mapping[str, Any] | str | os.PathLike | None) -> dict[str, Any]:
+    """Keyword arguments for the model factory: a dict, or a YAML (or JSON) file of one."""
+    if config is None:
+        return {}
+    if isinstance(config, Mapping):
+        return dict(config)
+    import yaml
+
+    path = Path(config)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read config ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: config must be a mapping of keyword arguments, got {type(data).__name__}")
+    return dict(data)
+
+
+def load_into(source: ModelSource, factory: str | type | Callable[..., Any], config: Any = None) -> ModelSource:
+    """Build the model, copy the checkpoint's matching weights in, and return the model's
+    source, with the checkpoint's metadata and ``metadata["load_report"]``."""
+    build = resolve_factory(factory)
+    kwargs = read_config(config)
+    try:
+        model = build(**kwargs)
+    except Exception as exc:  # user code: say which factory failed, with what
+        raise ValueError(f"model {getattr(build, '__name__', build)!r}({kwargs}) failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model {getattr(build, '__name__', build)!r} returned a {type(model).__name__}, not a torch.nn.Module")
+    target = model.state_dict()
+    entries = {t.name: t for t in source.tensors}
+    matched, mismatched, cast = {}, [], []
+    for name, t in entries.items():
+        if name not in target:
+            continue
+        if tuple(target[name].shape) != t.shape:
+            mismatched.append((name, t.shape, tuple(target[name].shape)))
+            continue
+        if dtype_name(target[name].dtype) != t.dtype:
+            cast.append((name, t.dtype, dtype_name(target[name].dtype)))
+        matched[name] = t.values()
+    with torch.no_grad():
+        model.load_state_dict(matched, strict=False)
+    for name in matched:
+        entries[name].release()
+    report = LoadReport(
+        loaded=len(matched),
+        missing=tuple(n for n in target if n not in entries),
+        unexpected=tuple(n for n in entries if n not in target),
+        mismatched=tuple(mismatched),
+        cast=tuple(cast),
+    )
+    result = from_module(model, source.name)
+    return dataclasses.replace(result, metadata={**source.metadata, "load_report": report})

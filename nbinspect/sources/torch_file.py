@@ -1,0 +1,53 @@
+"""``torch.save`` files (.pt, .pth, .bin, .ckpt): loaded safely and memory-mapped.
+
+``weights_only=True`` lets the unpickler build tensors and plain containers only, so nothing
+in the file runs; a pickle that needs more is refused with an error naming what it wanted,
+unless the caller trusts the file. Zip-format files are memory-mapped (``mmap=True``): only
+the pages a loop touches are read, and ``drop_tensor_pages`` gives them back.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .errors import CheckpointError, UnsafeCheckpointError
+
+__all__ = ["ZIP_MAGIC", "load_torch_file"]
+
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _refusal(path: Path, exc: Exception) -> UnsafeCheckpointError:
+    found = re.search(r"GLOBAL (\S+)", str(exc))
+    what = f"needs {found.group(1)}" if found else "needs objects outside torch's safe list"
+    return UnsafeCheckpointError(
+        f"{path}: refused to unpickle: the file {what}, and loading it would run code from the file. "
+        "Nothing was run. If you trust this file, pass trust=True (--trust on the command line)"
+    )
+
+
+def load_torch_file(path: Path, *, trust: bool = False) -> tuple[Any, bool]:
+    """(the unpickled object, whether its tensors are memory-mapped)."""
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if not magic:
+        raise CheckpointError(f"{path}: empty file")
+    mapped = magic == ZIP_MAGIC  # the legacy (pre-1.6) format cannot be mapped
+    try:
+        return torch.load(path, map_location="cpu", weights_only=not trust, mmap=mapped), mapped
+    except pickle.UnpicklingError as exc:
+        if not trust and "Weights only load failed" in str(exc):
+            raise _refusal(path, exc) from None
+        raise CheckpointError(f"{path}: corrupt torch checkpoint ({_first_line(exc)})") from None
+    except (RuntimeError, EOFError, ValueError, OSError, KeyError, AttributeError, ImportError) as exc:
+        raise CheckpointError(f"{path}: cannot read as a torch checkpoint ({_first_line(exc)})") from None

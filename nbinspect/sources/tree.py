@@ -1,0 +1,102 @@
+"""A source from named tensors alone: the module tree is rebuilt from the dotted names.
+
+Without the model object, module types are unknown and attrs empty; names, shapes, dtypes
+and values are exact. Parameters and buffers are told apart the only way the names allow:
+integer/bool tensors and BatchNorm's running statistics are buffers, everything else is
+counted as a parameter.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Iterable, Mapping
+
+from ..schema import BUFFER, PARAMETER
+from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
+
+__all__ = ["StoredTensor", "UNKNOWN_TYPE", "natural_key", "build_source"]
+
+UNKNOWN_TYPE = "unknown"
+_BUFFER_NAMES = frozenset({"running_mean", "running_var", "num_batches_tracked"})
+_FLOATING = ("float", "bfloat", "complex")
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """One tensor as a file or a state_dict holds it."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # torch dtype name without the 'torch.' prefix
+    nbytes: int
+    storage_key: Hashable
+    tensor: Any = field(repr=False)  # a tensor, or a zero-argument loader for one
+    release_hook: Callable[[], None] | None = field(default=None, repr=False)
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that puts 'layers.2' before 'layers.10'."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"\.", name))
+
+
+def _kind(t: StoredTensor) -> str:
+    if t.name.rpartition(".")[2] in _BUFFER_NAMES or not t.dtype.startswith(_FLOATING):
+        return BUFFER
+    return PARAMETER
+
+
+def _module_paths(names: Iterable[str]) -> list[str]:
+    """Every module path the names imply, in pre-order by first appearance."""
+    children: dict[str, list[str]] = {"": []}
+    for name in names:
+        path = parent_path(name) or ""
+        for parent, child in zip(ancestors(path), ancestors(path)[1:]):
+            if child not in children:
+                children[child] = []
+                children[parent].append(child)
+    order: list[str] = []
+    stack = [""]
+    while stack:
+        path = stack.pop()
+        order.append(path)
+        stack.extend(reversed(children[path]))
+    return order
+
+
+def build_source(
+    name: str,
+    stored: Iterable[StoredTensor],
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    sort: bool = False,
+    framework: str = "torch",
+) -> ModelSource:
+    """A ModelSource from stored tensors. `sort` orders names naturally (for files whose
+    order is not the model's, like safetensors); otherwise the given order is kept."""
+    stored = sorted(stored, key=lambda t: natural_key(t.name)) if sort else list(stored)
+    paths = _module_paths(t.name for t in stored)
+    has_children = {parent_path(p) for p in paths if p}
+    modules = tuple(
+        ModuleEntry(name=p, type=UNKNOWN_TYPE, is_leaf=p not in has_children, training=None, attrs={})
+        for p in paths
+    )
+    tensors = tuple(
+        TensorEntry(
+            name=t.name,
+            module=parent_path(t.name) or "",
+            kind=(kind := _kind(t)),
+            shape=t.shape,
+            dtype=t.dtype,
+            device="cpu",
+            numel=math.prod(t.shape),
+            nbytes=t.nbytes,
+            requires_grad=kind == PARAMETER,
+            storage_key=t.storage_key,
+            tensor=t.tensor,
+            release_hook=t.release_hook,
+        )
+        for t in stored
+    )
+    return ModelSource(name=name, framework=framework, modules=modules, tensors=tensors, metadata=dict(metadata or {}))
