@@ -14,6 +14,14 @@ from .render.json_export import json_schema
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext nbinspect` registers `%inspect_model` (IPython is imported only then)."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = [
     "Inspection",
     "ModelInfo",
@@ -23,6 +31,7 @@ __all__ = [
     "inspect",
     "json_schema",
     "layers",
+    "load_ipython_extension",
     "params",
     "totals",
 ]

@@ -11,6 +11,7 @@ EXPECTED = {
     "inspect",
     "json_schema",
     "layers",
+    "load_ipython_extension",
     "params",
     "totals",
 }

@@ -1,0 +1,128 @@
+"""%inspect_model: inspect a model from a notebook cell.
+
+    %load_ext nbinspect
+    %inspect_model model --input-shape 1,3,32,32
+    insp = %inspect_model model.encoder --text
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class, needs_local_scope
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+__all__ = ["InspectMagics", "load_ipython_extension"]
+
+MAGIC = "inspect_model"
+
+
+def _fail(message: str) -> UsageError:
+    return UsageError(f"%{MAGIC}: {message}")
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(d) for d in text.split(","))
+    except ValueError:
+        raise _fail(f"--input-shape {text!r} is not a comma-separated list of integers, e.g. 1,3,32,32") from None
+    if not dims or any(d < 0 for d in dims):
+        raise _fail(f"--input-shape {text!r} needs one or more non-negative integers")
+    return dims
+
+
+def _dtype(name: str | None):
+    if name is None:
+        return None
+    import torch
+
+    dtype = getattr(torch, name.removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype):
+        raise _fail(f"--dtype {name!r} is not a torch dtype (e.g. float32, bfloat16, int64)")
+    return dtype
+
+
+@magics_class
+class InspectMagics(Magics):
+    def _eval(self, expr: str, local_ns: dict | None, what: str) -> Any:
+        try:
+            return eval(expr, self.shell.user_ns, local_ns)  # the user's own expression, in their scope
+        except NameError as exc:
+            raise _fail(f"{what} {expr!r}: {exc}") from None
+        except Exception as exc:
+            raise _fail(f"{what} {expr!r} failed: {type(exc).__name__}: {exc}") from None
+
+    def _displayhook_will_show(self, line: str) -> bool:
+        """True when this magic is the cell's last expression, so IPython displays what it
+        returns; then displaying it here too would show it twice. Reads the cell source the
+        same way IPython's own `quiet()` check does."""
+        try:
+            cell = self.shell.history_manager.input_hist_parsed[-1]
+            last = ast.parse(cell).body[-1]
+        except (IndexError, SyntaxError, AttributeError):
+            return False
+        if not isinstance(last, ast.Expr) or self.shell.displayhook.quiet():
+            return False
+        call = last.value
+        return (
+            isinstance(call, ast.Call)
+            and getattr(call.func, "attr", None) == "run_line_magic"
+            and [getattr(a, "value", None) for a in call.args[:2]] == [MAGIC, line]
+        )
+
+    @magic_arguments()
+    @argument("expr", help="the model: any expression in the notebook's scope, e.g. model, model.encoder, nets[0]")
+    @argument("--input", metavar="EXPR", help="trace a forward pass with this tensor, tuple or dict expression")
+    @argument("--input-shape", metavar="SHAPE", help="trace with zeros of this shape, e.g. 1,3,32,32")
+    @argument("--dtype", help="dtype for --input-shape, e.g. int64 for token ids (default: the model's)")
+    @argument("--depth", type=int, default=3, help="layer tree depth for the text summary (default 3)")
+    @argument("--no-stats", action="store_true", help="skip weight statistics (faster on huge models)")
+    @argument("--bins", type=int, default=64, help="histogram bins per tensor (default 64)")
+    @argument("--batch-size", type=int, help="plan training memory for this batch size")
+    @argument("--optimizer", default="adam", help="optimizer for the memory plan (default adam)")
+    @argument("--compare", metavar="EXPR", help="compare with a second model or a checkpoint path")
+    @argument("--json", metavar="PATH", help="also write the JSON export here")
+    @argument("--html", metavar="PATH", help="also write a standalone HTML page here")
+    @argument("--text", action="store_true", help="print the text summary instead of showing the widget")
+    @argument("-o", "--output", metavar="NAME", help="store the result in this variable too")
+    @needs_local_scope
+    @line_magic(MAGIC)
+    def inspect_model(self, line: str, local_ns: dict | None = None):
+        """Inspect a model and show it as an interactive tree; returns the Inspection."""
+        # IPython hands a line magic its trailing ';' (the "show no Out[]" marker)
+        args = parse_argstring(self.inspect_model, line.rstrip().removesuffix(";"))
+        from .inspection import inspect
+
+        model = self._eval(args.expr, local_ns, "model expression")
+        options: dict[str, Any] = {}
+        if args.input is not None:
+            options["input"] = self._eval(args.input, local_ns, "--input")
+        elif args.input_shape is not None:
+            options["input"] = _shape(args.input_shape)
+            if args.dtype is not None:
+                options["dtype"] = _dtype(args.dtype)
+        try:
+            result = inspect(model, **options)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise _fail(str(exc).splitlines()[0]) from None
+
+        if args.json:
+            result.to_json(args.json)
+        if args.output:
+            self.shell.user_ns[args.output] = result
+        shown_by_ipython = self._displayhook_will_show(line)
+        if args.text:
+            print(result.summary(depth=args.depth))
+            return None if shown_by_ipython else result
+        if not shown_by_ipython:
+            from IPython.display import display
+
+            display(result)
+        return result
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext nbinspect`; loading twice is harmless (the magic is replaced by itself)."""
+    ipython.register_magics(InspectMagics)

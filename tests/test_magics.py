@@ -1,0 +1,111 @@
+"""%inspect_model in a real IPython shell: evaluation scope, options, results, clean errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+import nbinspect
+from nbinspect import examples
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbinspect")
+    shell.run_line_magic("load_ext", "nbinspect")  # a second load is harmless
+    shell.run_cell("from nbinspect import examples; nets = [examples.build('mlp'), examples.build('cnn')]")
+    yield shell
+    InteractiveShell.clear_instance()
+
+
+def test_line_magic_returns_inspection_of_any_expression(ip):
+    insp = ip.run_line_magic("inspect_model", "nets[1].features --text")
+    assert isinstance(insp, nbinspect.Inspection)
+    assert insp.name == "Sequential"
+    assert insp.totals == nbinspect.inspect(examples.build("cnn").features).totals
+
+
+def test_assignment_form_and_output_variable(ip):
+    result = ip.run_cell("insp = %inspect_model nets[0] -o kept --text")
+    assert result.success, result.error_in_exec
+    assert ip.user_ns["insp"] is ip.user_ns["kept"]
+    assert ip.user_ns["insp"].totals["total_params"] == 6922
+
+
+def test_text_option_prints_the_summary(ip, capsys):
+    ip.run_line_magic("inspect_model", "nets[0] --text --depth 1")
+    assert capsys.readouterr().out.strip() == nbinspect.inspect(examples.build("mlp")).summary(depth=1)
+
+
+def test_json_option_writes_the_export(ip, tmp_path):
+    path = tmp_path / "m.json"
+    ip.run_line_magic("inspect_model", f"nets[0] --text --json {path}")
+    assert json.loads(path.read_text())["totals"]["total_params"] == 6922
+
+
+def test_local_scope_inside_a_function(ip):
+    ip.run_cell("def f():\n    local_model = examples.build('shared')\n    found = %inspect_model local_model --text\n    return found\n")
+    result = ip.run_cell("r = f()")
+    assert result.success, result.error_in_exec
+    assert ip.user_ns["r"].name == "SharedLayerNet"
+
+
+def test_help_lists_the_options(ip):
+    doc = ip.find_line_magic("inspect_model").__doc__
+    for option in ("--input", "--input-shape", "--dtype", "--depth", "--no-stats", "--bins", "--batch-size",
+                   "--optimizer", "--compare", "--json", "--html", "--text", "-o"):
+        assert option in doc, option
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("modle", "name 'modle' is not defined"),
+        ("nets[5]", "failed: IndexError"),
+        ("42", "expected a torch.nn.Module"),
+        ("nets[0] --input-shape 1,x,3", "not a comma-separated list of integers"),
+        ("nets[0] --input-shape 4,32 --dtype float33", "not a torch dtype"),
+        ("nets[0] --bogus", "unrecognized arguments"),
+    ],
+)
+def test_errors_are_one_line_usage_errors(ip, line, message):
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("inspect_model", line)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_errors_in_a_cell_show_no_traceback(ip, capsys):
+    result = ip.run_cell("%inspect_model modle")
+    assert not result.success
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "UsageError: %inspect_model: model expression 'modle': name 'modle' is not defined" in text
+    assert "Traceback" not in text
+
+
+def _shown(ip, cell: str) -> tuple[int, int]:
+    """(explicit display() calls, values IPython's displayhook printed) while running `cell`."""
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        result = ip.run_cell(cell, store_history=True)
+    assert result.success, result.error_in_exec
+    return len(cap.outputs), cap.stdout.count("<Inspection ")
+
+
+@pytest.mark.parametrize(
+    "cell,expected",
+    [
+        ("%inspect_model nets[0]", (0, 1)),  # last expression: IPython shows the returned value
+        ("shown = %inspect_model nets[0]", (1, 0)),  # assigned: the magic displays it itself
+        ("%inspect_model nets[0]\nx = 1", (1, 0)),  # not last: displayed by the magic
+        ("%inspect_model nets[0];", (1, 0)),  # semicolon silences the displayhook
+    ],
+)
+def test_result_is_shown_exactly_once(ip, cell, expected):
+    assert _shown(ip, cell) == expected
