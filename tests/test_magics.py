@@ -104,7 +104,7 @@ def _shown(ip, cell: str) -> tuple[int, int]:
         ("%inspect_model nets[0]", (0, 1)),  # last expression: IPython shows the returned value
         ("shown = %inspect_model nets[0]", (1, 0)),  # assigned: the magic displays it itself
         ("%inspect_model nets[0]\nx = 1", (1, 0)),  # not last: displayed by the magic
-        ("%inspect_model nets[0];", (1, 0)),  # semicolon silences the displayhook
+        ("%inspect_model nets[0];", (0, 1)),  # IPython passes ';' into the magic and still shows Out
     ],
 )
 def test_result_is_shown_exactly_once(ip, cell, expected):
