@@ -11,7 +11,10 @@ import pandas as pd
 
 from .analyze import structure
 from .render import json_export, text
+from .render.html import standalone_html
+from .render.payload import build_payload
 from .sources import as_source
+from .widget import InspectWidget, bundle_source
 
 __all__ = ["Inspection", "inspect"]
 
@@ -70,6 +73,31 @@ class Inspection:
         if path is not None:
             Path(path).write_text(document + "\n", encoding="utf-8")
         return document
+
+    def widget(self) -> InspectWidget:
+        """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
+        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework)
+
+    def show(self) -> InspectWidget:
+        """Display the widget in the notebook and return it."""
+        from IPython.display import display
+
+        w = self.widget()
+        display(w)
+        return w
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        data, _ = self.widget()._repr_mimebundle_()
+        return {**data, "text/plain": repr(self)}
+
+    def to_html(self, path: str | Path | None = None) -> str:
+        """A standalone HTML page of the widget (bundle and data inlined, works offline);
+        also written to `path` when given."""
+        payload = build_payload(self.name, self.framework, self.totals, self.frames)
+        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
+        if path is not None:
+            Path(path).write_text(page, encoding="utf-8")
+        return page
 
 
 def inspect(model: Any, *, name: str | None = None) -> Inspection:

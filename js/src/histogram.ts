@@ -1,0 +1,111 @@
+// Histograms as hand-written SVG: a sparkline for table rows, a chart with axes for the
+// detail panel.
+
+import { formatCompact, formatStat } from "./format";
+import type { Hist } from "./types";
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function el<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  return node;
+}
+
+/** All c.length + 1 edges of a histogram (expanding the uniform [lo, hi] form). */
+export function edgesOf(h: Hist): number[] {
+  if (h.e.length === h.c.length + 1) return h.e;
+  const [lo, hi] = h.e;
+  return Array.from({ length: h.c.length + 1 }, (_, i) => lo + ((hi - lo) * i) / h.c.length);
+}
+
+/** About `count` round tick values covering [lo, hi]. */
+export function niceTicks(lo: number, hi: number, count = 5): number[] {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((f) => f * mag).find((s) => s >= raw) ?? raw;
+  const out: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  return out;
+}
+
+const height = (count: number, top: number, log: boolean) =>
+  top <= 0 ? 0 : log ? Math.log10(1 + count) / Math.log10(1 + top) : count / top;
+
+/** A small histogram: bars only, scaled to the tallest bin. */
+export function sparkline(h: Hist, width = 72, tall = 18): SVGSVGElement {
+  const svg = el("svg", { width, height: tall, viewBox: `0 0 ${width} ${tall}`, class: "nbi-spark", "aria-hidden": "true" });
+  const edges = edgesOf(h);
+  const lo = edges[0];
+  const span = edges[edges.length - 1] - lo || 1;
+  const top = Math.max(...h.c);
+  h.c.forEach((count, i) => {
+    if (!count) return;
+    const x0 = ((edges[i] - lo) / span) * width;
+    const x1 = ((edges[i + 1] - lo) / span) * width;
+    const bar = Math.max(1, height(count, top, false) * tall);
+    svg.append(el("rect", { x: x0.toFixed(2), y: (tall - bar).toFixed(2), width: Math.max(0.8, x1 - x0 - 0.4).toFixed(2), height: bar.toFixed(2) }));
+  });
+  return svg;
+}
+
+export interface ChartOptions {
+  width: number;
+  height: number;
+  log: boolean;
+}
+
+/** A histogram with labelled axes: value along x, count (or log count) up y. */
+export function chart(h: Hist, { width, height: tall, log }: ChartOptions): SVGSVGElement {
+  const m = { left: 44, right: 10, top: 8, bottom: 34 };
+  const w = width - m.left - m.right;
+  const ht = tall - m.top - m.bottom;
+  const svg = el("svg", { width, height: tall, viewBox: `0 0 ${width} ${tall}`, class: "nbi-chart", role: "img" });
+  const edges = edgesOf(h);
+  const lo = edges[0];
+  const hi = edges[edges.length - 1];
+  const span = hi - lo || 1;
+  const top = Math.max(...h.c, 0);
+  const x = (v: number) => m.left + ((v - lo) / span) * w;
+  const y = (c: number) => m.top + ht - height(c, top, log) * ht;
+  const title = el("title", {});
+  title.textContent = `Histogram of ${h.c.reduce((a, b) => a + b, 0).toLocaleString("en-US")} values from ${formatStat(lo)} to ${formatStat(hi)}`;
+  svg.append(title);
+  const bars = el("g", { class: "nbi-bars" });
+  h.c.forEach((count, i) => {
+    if (!count) return;
+    const x0 = x(edges[i]);
+    const x1 = x(edges[i + 1]);
+    const r = el("rect", { x: x0.toFixed(2), y: y(count).toFixed(2), width: Math.max(0.8, x1 - x0 - 0.5).toFixed(2), height: (m.top + ht - y(count)).toFixed(2) });
+    const tip = el("title", {});
+    tip.textContent = `[${formatStat(edges[i])}, ${formatStat(edges[i + 1])}): ${count.toLocaleString("en-US")}`;
+    r.append(tip);
+    bars.append(r);
+  });
+  svg.append(bars);
+  const axis = el("g", { class: "nbi-axis" });
+  axis.append(el("line", { x1: m.left, x2: m.left + w, y1: m.top + ht, y2: m.top + ht }));
+  axis.append(el("line", { x1: m.left, x2: m.left, y1: m.top, y2: m.top + ht }));
+  for (const v of niceTicks(lo, hi, Math.max(2, Math.floor(w / 60)))) {
+    axis.append(el("line", { x1: x(v), x2: x(v), y1: m.top + ht, y2: m.top + ht + 4 }));
+    axis.append(text(formatStat(v), x(v), m.top + ht + 14, "middle"));
+  }
+  const yTicks = log ? [0, ...[1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9].filter((c) => c <= top)] : niceTicks(0, top, 3);
+  for (const c of yTicks) {
+    axis.append(el("line", { x1: m.left - 4, x2: m.left, y1: y(c), y2: y(c) }));
+    axis.append(text(formatCompact(c), m.left - 6, y(c) + 3, "end"));
+  }
+  axis.append(text("value", m.left + w / 2, tall - 4, "middle"));
+  const yLabel = text(log ? "count (log)" : "count", 10, m.top + ht / 2, "middle");
+  yLabel.setAttribute("transform", `rotate(-90 10 ${m.top + ht / 2})`);
+  axis.append(yLabel);
+  svg.append(axis);
+  return svg;
+}
+
+function text(content: string, x: number, y: number, anchor: string): SVGTextElement {
+  const t = el("text", { x: x.toFixed(1), y: y.toFixed(1), "text-anchor": anchor });
+  t.textContent = content;
+  return t;
+}

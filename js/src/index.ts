@@ -1,0 +1,48 @@
+// The anywidget entry point: render an InspectWidget's payload and keep `selected` in sync.
+
+import type { Hist, HistFetcher, Payload, WidgetModel } from "./types";
+import { TreeView } from "./view";
+
+type Invoke = (name: string, msg: unknown, options?: { signal?: AbortSignal }) => Promise<[unknown, unknown]>;
+
+export interface RenderProps {
+  model: WidgetModel;
+  el: HTMLElement;
+  experimental?: { invoke: Invoke };
+}
+
+/** Histograms from the kernel's `_histogram` command, cached; none on a static page. */
+function fetcher(invoke: Invoke | undefined): HistFetcher | undefined {
+  if (!invoke) return undefined;
+  const cache = new Map<string, Promise<Hist | null>>();
+  return (name, kind) => {
+    const key = `${kind}:${name}`;
+    let hit = cache.get(key);
+    if (!hit) {
+      hit = invoke("_histogram", { name, kind }, { signal: AbortSignal.timeout(15000) }).then(([response]) => response as Hist | null);
+      hit.catch(() => cache.delete(key));
+      cache.set(key, hit);
+    }
+    return hit;
+  };
+}
+
+export function render({ model, el, experimental }: RenderProps): () => void {
+  const view = new TreeView(el, model.get("payload") as Payload, {
+    onSelect(path) {
+      model.set("selected", path);
+      model.save_changes();
+    },
+    fetchHist: fetcher(experimental?.invoke),
+  });
+  const selected = model.get("selected");
+  if (selected) view.selectPath(selected);
+  const onPayload = () => view.setPayload(model.get("payload"));
+  model.on("change:payload", onPayload);
+  return () => {
+    model.off("change:payload", onPayload);
+    view.destroy();
+  };
+}
+
+export default { render };

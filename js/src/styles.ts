@@ -1,0 +1,88 @@
+// The widget's CSS. Colours come from JupyterLab's theme variables, so the widget follows
+// light and dark themes; the fallbacks are the light theme.
+
+export const STYLES = `
+.nbi {
+  --nbi-bg: var(--jp-layout-color0, #fff);
+  --nbi-bg-alt: var(--jp-layout-color1, #fff);
+  --nbi-bg-head: var(--jp-layout-color2, #eee);
+  --nbi-fg: var(--jp-ui-font-color0, rgba(0,0,0,.87));
+  --nbi-fg-dim: var(--jp-ui-font-color2, rgba(0,0,0,.54));
+  --nbi-border: var(--jp-border-color2, #e0e0e0);
+  --nbi-accent: var(--jp-brand-color1, #1976d2);
+  --nbi-select: var(--jp-brand-color3, #bbdefb);
+  --nbi-warn: var(--jp-warn-color1, #f57c00);
+  font-family: var(--jp-ui-font-family, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif);
+  font-size: var(--jp-ui-font-size1, 13px);
+  color: var(--nbi-fg);
+  background: var(--nbi-bg);
+  line-height: 1.3;
+}
+.nbi *, .nbi *::before, .nbi *::after { box-sizing: border-box; }
+.nbi-header { display: flex; flex-wrap: wrap; align-items: baseline; gap: 6px 10px; margin: 0 0 6px; }
+.nbi-model { font-size: 1.25em; font-weight: 600; }
+.nbi-framework { color: var(--nbi-fg-dim); font-size: .9em; }
+.nbi-totals { display: flex; flex-wrap: wrap; gap: 6px; margin-left: auto; }
+.nbi-total { display: inline-flex; gap: 5px; align-items: baseline; padding: 2px 8px; border: 1px solid var(--nbi-border);
+  border-radius: 10px; background: var(--nbi-bg-alt); }
+.nbi-total-label { color: var(--nbi-fg-dim); font-size: .85em; }
+.nbi-total-value { font-weight: 600; font-variant-numeric: tabular-nums; }
+.nbi-toolbar { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin: 0 0 6px; }
+.nbi-toolbar input, .nbi-toolbar select, .nbi-button {
+  font: inherit; color: var(--nbi-fg); background: var(--nbi-bg-alt); border: 1px solid var(--nbi-border);
+  border-radius: 4px; padding: 3px 8px; min-height: 26px; }
+.nbi-search { min-width: 200px; flex: 0 1 260px; }
+.nbi-button { cursor: pointer; }
+.nbi-button:hover, .nbi-toolbar select:hover { border-color: var(--nbi-accent); }
+.nbi :focus-visible { outline: 2px solid var(--nbi-accent); outline-offset: -2px; }
+.nbi-columns { position: relative; }
+.nbi-columns > summary { list-style: none; display: inline-block; }
+.nbi-columns > summary::-webkit-details-marker { display: none; }
+.nbi-columns-list { position: absolute; z-index: 5; top: 30px; left: 0; display: grid; gap: 2px; padding: 6px 10px;
+  background: var(--nbi-bg-alt); border: 1px solid var(--nbi-border); border-radius: 4px; box-shadow: 0 2px 8px rgba(0,0,0,.2);
+  white-space: nowrap; }
+.nbi-main { display: flex; gap: 10px; align-items: flex-start; }
+.nbi-grid { position: relative; flex: 1 1 auto; min-width: 0; overflow: auto; border: 1px solid var(--nbi-border);
+  border-radius: 4px; background: var(--nbi-bg); contain: strict; min-height: 60px; }
+.nbi-grid:focus { outline: none; }
+.nbi-grid:focus-visible { box-shadow: 0 0 0 2px var(--nbi-accent) inset; }
+.nbi-head { position: sticky; top: 0; z-index: 2; min-width: max-content; }
+.nbi-body { position: relative; min-width: max-content; }
+.nbi-row { display: grid; align-items: center; height: ${24}px; min-width: 100%; }
+.nbi-body > .nbi-row { position: absolute; top: 0; left: 0; right: 0; border-bottom: 1px solid var(--nbi-border); cursor: default; }
+.nbi-head-row { height: 28px; background: var(--nbi-bg-head); border-bottom: 1px solid var(--nbi-border); }
+.nbi-body > .nbi-row:hover { background: color-mix(in srgb, var(--nbi-accent) 8%, transparent); }
+.nbi-body > .nbi-row.nbi-heat { background: color-mix(in srgb, var(--nbi-warn) var(--nbi-heat), transparent); }
+.nbi-body > .nbi-row.nbi-selected { background: var(--nbi-select); }
+.nbi-cell { padding: 0 6px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.nbi-num { text-align: right; font-variant-numeric: tabular-nums; }
+.nbi-sort { all: unset; cursor: pointer; font-weight: 600; display: block; width: 100%; overflow: hidden; text-overflow: ellipsis; }
+.nbi-arrow { color: var(--nbi-accent); font-size: .8em; }
+.nbi-caret { display: inline-block; width: 14px; text-align: center; cursor: pointer; color: var(--nbi-fg-dim); user-select: none; }
+.nbi-key { font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace); font-size: .95em; }
+.nbi-kind-tensor .nbi-key { color: var(--nbi-fg-dim); font-style: italic; }
+.nbi-kind-group .nbi-key { font-weight: 600; color: var(--nbi-accent); }
+.nbi-tag { margin-left: 6px; color: var(--nbi-fg-dim); font-size: .85em; }
+.nbi-pct { display: inline-block; min-width: 3.6em; margin-left: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
+.nbi-badge { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: .82em; line-height: 16px; }
+.nbi-trainable { background: color-mix(in srgb, #2e7d32 18%, transparent); }
+.nbi-frozen { background: color-mix(in srgb, #1565c0 20%, transparent); }
+.nbi-partial { background: color-mix(in srgb, var(--nbi-warn) 25%, transparent); }
+.nbi-spark { display: block; fill: var(--nbi-accent); opacity: .85; }
+.nbi-detail { flex: 0 0 320px; max-height: 440px; overflow: auto; padding: 6px 10px; border: 1px solid var(--nbi-border);
+  border-radius: 4px; background: var(--nbi-bg-alt); }
+.nbi-detail-title { margin: 2px 0 6px; font-size: 1.05em; font-family: var(--jp-code-font-family, ui-monospace, monospace);
+  word-break: break-all; }
+.nbi-hint { color: var(--nbi-fg-dim); }
+.nbi-detail table { border-collapse: collapse; width: 100%; margin: 0 0 8px; font-size: .92em; }
+.nbi-detail caption { text-align: left; font-weight: 600; padding: 4px 0 2px; color: var(--nbi-fg-dim); }
+.nbi-detail th, .nbi-detail td { text-align: left; padding: 1px 6px 1px 0; vertical-align: top; border-bottom: 1px solid var(--nbi-border); }
+.nbi-kv th { font-weight: 500; color: var(--nbi-fg-dim); width: 40%; }
+.nbi-chart { display: block; }
+.nbi-chart .nbi-bars { fill: var(--nbi-accent); }
+.nbi-chart .nbi-axis line { stroke: var(--nbi-fg-dim); }
+.nbi-chart .nbi-axis text { fill: var(--nbi-fg-dim); font-size: 10px; }
+.nbi-log { display: inline-flex; align-items: center; gap: 2px; font-size: .9em; }
+.nbi-status { margin-top: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
+@media (max-width: 760px) { .nbi-main { flex-direction: column; } .nbi-detail { flex-basis: auto; width: 100%; } }
+`;
