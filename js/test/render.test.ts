@@ -1,0 +1,153 @@
+// Rendering against a fake anywidget model in jsdom.
+
+import { afterEach, describe, expect, it } from "vitest";
+import widget from "../src/index";
+import type { Payload, WidgetModel } from "../src/types";
+import { payload } from "./fixtures";
+
+class FakeModel implements WidgetModel {
+  saved = 0;
+  handlers = new Map<string, () => void>();
+  constructor(public state: { payload: Payload; selected: string }) {}
+  get(key: "payload"): Payload;
+  get(key: "selected"): string;
+  get(key: "payload" | "selected"): Payload | string {
+    return this.state[key];
+  }
+  set(key: "selected", value: string) {
+    this.state[key] = value;
+  }
+  save_changes() {
+    this.saved++;
+  }
+  on(event: string, cb: () => void) {
+    this.handlers.set(event, cb);
+  }
+  off(event: string) {
+    this.handlers.delete(event);
+  }
+}
+
+let cleanup: (() => void) | undefined;
+afterEach(() => {
+  cleanup?.();
+  document.body.replaceChildren();
+});
+
+function mount(p: Payload = payload(), selected = "") {
+  const model = new FakeModel({ payload: p, selected });
+  const el = document.createElement("div");
+  document.body.append(el);
+  cleanup = widget.render({ model, el });
+  const grid = el.querySelector<HTMLElement>("[role=treegrid]")!;
+  const rows = () => [...el.querySelectorAll<HTMLElement>(".nbi-body [role=row]")];
+  const row = (path: string) => rows().find((r) => r.dataset.path === path);
+  return { model, el, grid, rows, row };
+}
+
+const key = (grid: HTMLElement, k: string) => grid.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+
+describe("render", () => {
+  it("is an ARIA treegrid with levels, expansion state and column headers", () => {
+    const { grid, rows, row, el } = mount();
+    expect(grid.getAttribute("aria-rowcount")).toBe(String(rows().length + 1));
+    expect(row("")!.getAttribute("aria-level")).toBe("1");
+    expect(row("")!.getAttribute("aria-expanded")).toBe("true");
+    expect(row("blocks")!.getAttribute("aria-level")).toBe("2");
+    expect(row("stem.weight")!.hasAttribute("aria-expanded")).toBe(false);
+    const headers = [...el.querySelectorAll("[role=columnheader]")].map((h) => h.textContent);
+    expect(headers).toEqual(["Name", "Type", "Params", "Train", "Shape", "Memory", "Distribution", "mean", "std", "min", "max", "Status", "Rel. change"]);
+    expect(el.querySelector(".nbi-header")!.textContent).toContain("Net");
+  });
+
+  it("expands a fold on click and marks the sorted column", () => {
+    const { row, el } = mount();
+    const fold = row("blocks.0–3")!;
+    expect(fold.getAttribute("aria-expanded")).toBe("false");
+    expect(fold.textContent).toContain("blocks.0–3 ×4");
+    fold.querySelector<HTMLElement>(".nbi-caret")!.click();
+    expect(row("blocks.0–3")!.getAttribute("aria-expanded")).toBe("true");
+    expect(row("blocks.2")!.getAttribute("aria-level")).toBe("4");
+    const params = el.querySelector<HTMLElement>('[role=columnheader][data-column="params"] button')!;
+    params.click();
+    expect(el.querySelector('[role=columnheader][data-column="params"]')!.getAttribute("aria-sort")).toBe("descending");
+    params.click();
+    expect(el.querySelector('[role=columnheader][data-column="params"]')!.getAttribute("aria-sort")).toBe("ascending");
+    params.click();
+    expect(el.querySelector('[role=columnheader][data-column="params"]')!.hasAttribute("aria-sort")).toBe(false);
+  });
+
+  it("sends the selected path to the model and shows details", () => {
+    const { model, row, el } = mount();
+    row("stem")!.click();
+    expect(model.state.selected).toBe("stem");
+    expect(model.saved).toBe(1);
+    expect(row("stem")!.getAttribute("aria-selected")).toBe("true");
+    const detail = el.querySelector(".nbi-detail")!;
+    expect(detail.textContent).toContain("in_features");
+    expect(detail.querySelector(".nbi-tensors")!.textContent).toContain("[8, 5]");
+    row("stem.weight")!.click();
+    expect(detail.querySelector("svg.nbi-chart")).not.toBeNull();
+    expect(detail.textContent).toContain("count");
+  });
+
+  it("moves with the arrow keys and expands with Enter", () => {
+    const { model, grid, row } = mount();
+    key(grid, "ArrowDown");
+    expect(model.state.selected).toBe("");
+    key(grid, "ArrowDown");
+    key(grid, "ArrowDown");
+    expect(model.state.selected).toBe("stem.weight");
+    key(grid, "ArrowLeft");
+    expect(model.state.selected).toBe("stem");
+    key(grid, "ArrowLeft");
+    expect(row("stem")!.getAttribute("aria-expanded")).toBe("false");
+    key(grid, "Enter");
+    expect(row("stem")!.getAttribute("aria-expanded")).toBe("true");
+  });
+
+  it("draws an inline histogram for rows with stats and colours changed rows", () => {
+    const { row } = mount();
+    expect(row("stem.weight")!.querySelector("svg.nbi-spark rect")).not.toBeNull();
+    expect(row("stem")!.querySelector("svg.nbi-spark")).toBeNull();
+    expect(row("stem.weight")!.classList.contains("nbi-heat")).toBe(true);
+    expect(row("head.weight")!.classList.contains("nbi-heat")).toBe(false);
+  });
+
+  it("filters from the search box and hides columns", () => {
+    const { el, rows } = mount();
+    const search = el.querySelector<HTMLInputElement>(".nbi-search")!;
+    search.value = "head";
+    search.dispatchEvent(new Event("input"));
+    expect(rows().map((r) => r.dataset.path)).toEqual(["", "head", "head.weight"]);
+    const box = el.querySelector<HTMLInputElement>('.nbi-columns input[data-column="type"]')!;
+    box.checked = false;
+    box.dispatchEvent(new Event("change"));
+    expect(el.querySelector('[role=columnheader][data-column="type"]')).toBeNull();
+  });
+
+  it("renders strings as text, never as markup", () => {
+    const p = payload();
+    p.modules.type[1] = "<script>alert(1)</script>";
+    p.modules.key[1] = "<img src=x onerror=alert(1)>";
+    p.modules.attrs[1] = { extra_repr: "<b>bold</b>" };
+    const { el, rows, model } = mount(p, "");
+    const stem = rows()[1];
+    expect(stem.textContent).toContain("<script>alert(1)</script>");
+    expect(el.querySelector("script, img, b")).toBeNull();
+    stem.click();
+    expect(model.state.selected).toBe("<img src=x onerror=alert(1)>");
+    expect(el.querySelector(".nbi-detail")!.textContent).toContain("<b>bold</b>");
+    expect(el.querySelector("script, img, b")).toBeNull();
+  });
+
+  it("opens at the row the model already has selected and follows payload changes", () => {
+    const { row, model, rows } = mount(payload(), "blocks.2.fc");
+    expect(row("blocks.2.fc")!.getAttribute("aria-selected")).toBe("true");
+    const next = payload();
+    next.model.name = "Other";
+    model.state.payload = next;
+    model.handlers.get("change:payload")!();
+    expect(rows()[0].textContent).toContain("Other");
+  });
+});
