@@ -11,6 +11,7 @@ from .analyze.structure import by_type, layers, params, totals
 from .inspection import Inspection, inspect
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
+from .widget import InspectWidget
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,7 @@ def load_ipython_extension(ipython) -> None:
 
 __all__ = [
     "Inspection",
+    "InspectWidget",
     "ModelInfo",
     "by_type",
     "dump_model_info",

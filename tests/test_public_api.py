@@ -4,6 +4,7 @@ import nbinspect
 
 EXPECTED = {
     "Inspection",
+    "InspectWidget",
     "ModelInfo",
     "by_type",
     "dump_model_info",

@@ -1,0 +1,174 @@
+"""The widget's payload (built from frames only), InspectWidget and the standalone page."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nbinspect
+from nbinspect import examples
+from nbinspect.render.html import standalone_html
+from nbinspect.render.payload import INLINE_BINS, build_payload, histogram
+from nbinspect.widget import InspectWidget, bundle_source
+
+from .widget_support import stats_frame, stats_row
+
+
+def payload_of(insp, **extra):
+    return build_payload(insp.name, insp.framework, insp.totals, {**insp.frames, **extra})
+
+
+def strict_json(obj) -> str:
+    return json.dumps(obj, allow_nan=False)
+
+
+def test_payload_columns_line_up_with_the_frames(zoo_name):
+    insp = nbinspect.inspect(examples.build(zoo_name))
+    p = payload_of(insp)
+    strict_json(p)
+    layers, params = insp.layers, insp.params
+    for column, values in p["modules"].items():
+        assert len(values) == len(layers), column
+    for column, values in p["tensors"].items():
+        assert len(values) == len(params), column
+    # parents point back at the frame's parent paths; keys rebuild the dotted names
+    names = layers["name"].tolist()
+    paths = []
+    for key, parent in zip(p["modules"]["key"], p["modules"]["parent"]):
+        paths.append("" if parent < 0 else key if paths[parent] == "" else f"{paths[parent]}.{key}")
+    assert paths == names
+    assert p["modules"]["params"] == layers["params"].tolist()
+    assert [names[m] for m in p["tensors"]["module"]] == params["module"].tolist()
+    assert p["totals"]["total_params"] == insp.totals["total_params"]
+    assert "stats" not in p["tensors"] and "compare" not in p["tensors"] and "flops" not in p["modules"]
+
+
+def test_tied_and_frozen_facts_travel():
+    insp = nbinspect.inspect(examples.build("tiny_lm"))
+    t = payload_of(insp)["tensors"]
+    i = t["key"].index("weight", t["module"].index(insp.layers["name"].tolist().index("lm_head")))
+    assert t["tied_to"][i] == "tok_emb.weight"
+    frozen = payload_of(nbinspect.inspect(examples.build("frozen")))
+    assert any(f > 0 for f in frozen["modules"]["frozen"])
+    assert False in frozen["tensors"]["requires_grad"]
+
+
+def test_stats_frame_gives_rows_stats_and_small_histograms():
+    model = examples.build("mlp")
+    insp = nbinspect.inspect(model)
+    stats = stats_frame(model, bins=64)
+    p = payload_of(insp, stats=stats)
+    strict_json(p)
+    t = p["tensors"]
+    assert p["stat_fields"][:5] == ["numel", "mean", "std", "min", "max"]
+    for name, values, hist in zip(insp.params["name"], t["stats"], t["hist"]):
+        row = stats[stats["name"] == name].iloc[0]
+        assert values[1] == pytest.approx(row["mean"], rel=1e-5, abs=1e-12)
+        assert len(hist["c"]) <= INLINE_BINS
+        assert sum(hist["c"]) == sum(row["hist_counts"])  # coarsening keeps every count
+        assert hist["e"][0] == pytest.approx(row["hist_edges"][0], rel=1e-5)
+        assert hist["e"][-1] == pytest.approx(row["hist_edges"][-1], rel=1e-5)
+        assert len(hist["e"]) == 2  # uniform bins travel as [lo, hi]
+    fine = histogram({"stats": stats}, insp.params["name"].iloc[0])
+    assert fine["c"] == stats["hist_counts"].iloc[0]
+    assert len(fine["e"]) == 65
+    assert histogram({"stats": stats}, "no.such.tensor") is None
+    assert histogram(dict(insp.frames), insp.params["name"].iloc[0]) is None
+
+
+def test_nan_and_inf_travel_as_null_and_uneven_edges_are_kept():
+    values = np.array([np.nan, np.inf, -1.0, 0.0, 2.0])
+    row = stats_row("w", values, bins=4) | {"mean": np.nan, "max": np.inf}
+    row["hist_edges"] = [-1.0, -0.5, 0.0, 1.0, 2.0]
+    insp = nbinspect.inspect(examples.build("mlp"))
+    name = insp.params["name"].iloc[0]
+    p = payload_of(insp, stats=pd.DataFrame([row | {"name": name}]))
+    text = strict_json(p)
+    assert "NaN" not in text and "Infinity" not in text
+    first = p["tensors"]["stats"][0]
+    fields = p["stat_fields"]
+    assert first[fields.index("mean")] is None and first[fields.index("max")] is None
+    assert first[fields.index("nan")] == 1 and first[fields.index("inf")] == 1
+    assert p["tensors"]["hist"][0]["e"] == [-1.0, -0.5, 0.0, 1.0, 2.0]
+    assert p["tensors"]["stats"][1] is None  # tensors without a stats row
+
+
+def test_module_stats_compare_and_trace_columns_are_used_when_present():
+    model = examples.build("cnn")
+    insp = nbinspect.inspect(model)
+    names = insp.layers["name"].tolist()
+    module_stats = pd.DataFrame([stats_row(n, np.arange(5.0) + i) for i, n in enumerate(names)])
+    compare = pd.DataFrame({"name": insp.params["name"], "status": "changed", "rel_change": 0.25})
+    layers = insp.layers.copy()
+    layers["flops"] = pd.array(range(len(layers)), dtype="Int64")
+    layers["output_shapes"] = [(2, 8)] * len(layers)
+    p = payload_of(insp, layers=layers, stats_by_module=module_stats, compare=compare)
+    strict_json(p)
+    assert p["modules"]["flops"] == list(range(len(names)))
+    assert p["modules"]["output_shapes"][0] == [2, 8]
+    assert p["modules"]["stats"][3][p["stat_fields"].index("mean")] == pytest.approx(5.0)
+    assert p["tensors"]["compare"][0] == ["changed", 0.25]
+    assert histogram({"stats_by_module": module_stats}, names[2], kind="module")["c"]
+
+
+def test_inspect_widget_is_handed_frames_and_answers_histogram_requests():
+    model = examples.build("mlp")
+    insp = nbinspect.inspect(model)
+    stats = stats_frame(model)
+    w = InspectWidget({**insp.frames, "stats": stats}, insp.totals, name=insp.name)
+    assert w._esm == bundle_source()
+    assert w.payload["model"] == {"name": "MLP", "framework": "torch"}
+    assert w.selected == ""
+    name = insp.params["name"].iloc[2]
+    response, buffers = w._histogram({"name": name, "kind": "tensor"}, [])
+    assert response["c"] == stats.set_index("name").loc[name, "hist_counts"] and buffers == []
+    assert repr(w) == "<InspectWidget MLP: 7 modules, selected=''>"
+    w.selected = "body.0"
+    assert "selected='body.0'" in repr(w)
+
+
+def test_inspection_displays_as_the_widget_with_a_stable_text_repr():
+    insp = nbinspect.inspect(examples.build("cnn"))
+    bundle = insp._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(insp)
+    assert "0x" not in repr(insp)
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"]
+    assert isinstance(insp.widget(), InspectWidget)
+
+
+def test_show_displays_the_widget(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    insp = nbinspect.inspect(examples.build("mlp"))
+    w = insp.show()
+    assert shown == [w] and isinstance(w, InspectWidget)
+
+
+def test_standalone_page_inlines_bundle_and_payload(tmp_path):
+    insp = nbinspect.inspect(examples.build("tiny_lm"))
+    page = insp.to_html(tmp_path / "m.html")
+    assert (tmp_path / "m.html").read_text(encoding="utf-8") == page
+    assert not re.search(r"(src|href)=\"https?:", page)  # nothing fetched from the network
+    data = re.search(r'<script type="application/json" id="nbinspect-payload">(.*?)</script>', page, re.S).group(1)
+    assert json.loads(data) == json.loads(strict_json(payload_of(insp)))
+    assert "<title>TinyLM — nbinspect</title>" in page
+
+
+def test_standalone_page_cannot_be_broken_out_of():
+    hostile = "</script><script>alert(1)</script><!--"
+    insp = nbinspect.inspect(examples.build("mlp"))
+    p = payload_of(insp)
+    p["modules"]["type"][1] = hostile
+    p["modules"]["attrs"][1] = {"extra_repr": hostile}
+    page = standalone_html(p, "const s = '</script><script>alert(2)</script>';", title="<b>x</b>")
+    assert page.count("</script>") == 3  # only the page's own three script elements close
+    assert "<script>alert(1)" not in page  # the payload's "<" travel as \\u003c
+    bundle = re.search(r'id="nbinspect-bundle">(.*?)</script>', page, re.S).group(1)
+    assert bundle == "const s = '<\\/script><script>alert(2)<\\/script>';"  # the same string to JS
+    assert "<title>&lt;b&gt;x&lt;/b&gt;</title>" in page
+    data = re.search(r'id="nbinspect-payload">(.*?)</script>', page, re.S).group(1)
+    assert json.loads(data)["modules"]["type"][1] == hostile
