@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from . import examples
 from .analyze.structure import by_type, layers, params, totals
+from .comparison import Comparison, compare
 from .inspection import Inspection, inspect
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
+from .sources.checkpoint import load_checkpoint
+from .sources.errors import CheckpointError, UnsafeCheckpointError
 from .widget import InspectWidget
 
 __version__ = "0.1.0"
@@ -24,6 +27,11 @@ def load_ipython_extension(ipython) -> None:
 
 
 __all__ = [
+    "CheckpointError",
+    "Comparison",
+    "UnsafeCheckpointError",
+    "compare",
+    "load_checkpoint",
     "Inspection",
     "InspectWidget",
     "ModelInfo",

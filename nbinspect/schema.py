@@ -19,6 +19,9 @@ __all__ = [
     "PARAMS",
     "LAYERS",
     "BY_TYPE",
+    "COMPARE",
+    "COMPARE_GROUPS",
+    "COMPARE_STATUSES",
     "TRACE_COLUMNS",
     "TOTALS_KEYS",
     "PARAMETER",
@@ -143,7 +146,52 @@ BY_TYPE = FrameSchema(
     "Parameters grouped by the type of the module that owns them, largest first.",
 )
 
-FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE)}
+COMPARE_STATUSES = ("same", "changed", "dtype_changed", "reshaped", "added", "removed")
+
+_DELTA_COLUMNS = (
+    Column("numel", "Int64", "elements compared; missing when nothing could be compared"),
+    Column("l2_a", "float64", "L2 norm of a"),
+    Column("l2_b", "float64", "L2 norm of b"),
+    Column("l2_delta", "float64", "L2 norm of the delta b - a"),
+    Column("rel_change", "float64", "l2_delta / l2_a (0 when both are 0, inf when only a is 0)"),
+    Column("max_abs_delta", "float64", "largest |b - a|"),
+    Column("cosine", "float64", "cosine similarity of a and b; missing when either is all zeros"),
+    Column("mean_drift", "float64", "mean(b) - mean(a)"),
+    Column("frac_above", "object", "tuple: fraction of elements with |b - a| > each threshold"),
+)
+
+COMPARE = FrameSchema(
+    "compare",
+    (
+        Column("name", "string", "dotted path of the tensor"),
+        Column("module", "string", "dotted path of the module holding it"),
+        Column("component", "string", "part of the network read from the name (analyze/components.py)"),
+        Column("layer", "Int64", "layer index read from the name; missing outside numbered layers"),
+        Column("status", "string", "one of COMPARE_STATUSES"),
+        Column("shape_a", "object", "shape in a; missing if added"),
+        Column("shape_b", "object", "shape in b; missing if removed"),
+        Column("dtype_a", "string", "dtype in a"),
+        Column("dtype_b", "string", "dtype in b"),
+        *_DELTA_COLUMNS,
+    ),
+    "One row per tensor name of two sources, a's order then b's additions. Delta columns are "
+    "computed for same/changed/dtype_changed rows (in float64, chunk by chunk), missing otherwise.",
+)
+
+COMPARE_GROUPS = FrameSchema(
+    "compare_groups",
+    (
+        Column("group", "string", "module path, component name or layer index the rows roll up to"),
+        Column("layer", "Int64", "layer index when grouped per layer; missing otherwise"),
+        Column("tensors", "Int64", "tensor names in the group"),
+        Column("changed", "Int64", "tensors whose status is not 'same'"),
+        *_DELTA_COLUMNS,
+    ),
+    "The compare frame rolled up per module, component or layer; norms and fractions are over "
+    "all compared elements of the group, as if they were one tensor.",
+)
+
+FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE, COMPARE, COMPARE_GROUPS)}
 
 TOTALS_KEYS = (
     "total_params",  # unique parameter elements (shared storage once)

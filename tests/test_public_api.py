@@ -3,6 +3,11 @@
 import nbinspect
 
 EXPECTED = {
+    "CheckpointError",
+    "Comparison",
+    "UnsafeCheckpointError",
+    "compare",
+    "load_checkpoint",
     "Inspection",
     "InspectWidget",
     "ModelInfo",

@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping
 from ..schema import BUFFER, PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
 
-__all__ = ["StoredTensor", "UNKNOWN_TYPE", "natural_key", "build_source"]
+__all__ = ["StoredTensor", "UNKNOWN_TYPE", "natural_key", "module_paths", "build_source"]
 
 UNKNOWN_TYPE = "unknown"
 _BUFFER_NAMES = frozenset({"running_mean", "running_var", "num_batches_tracked"})
@@ -47,7 +47,7 @@ def _kind(t: StoredTensor) -> str:
     return PARAMETER
 
 
-def _module_paths(names: Iterable[str]) -> list[str]:
+def module_paths(names: Iterable[str]) -> list[str]:
     """Every module path the names imply, in pre-order by first appearance."""
     children: dict[str, list[str]] = {"": []}
     for name in names:
@@ -76,7 +76,7 @@ def build_source(
     """A ModelSource from stored tensors. `sort` orders names naturally (for files whose
     order is not the model's, like safetensors); otherwise the given order is kept."""
     stored = sorted(stored, key=lambda t: natural_key(t.name)) if sort else list(stored)
-    paths = _module_paths(t.name for t in stored)
+    paths = module_paths(t.name for t in stored)
     has_children = {parent_path(p) for p in paths if p}
     modules = tuple(
         ModuleEntry(name=p, type=UNKNOWN_TYPE, is_leaf=p not in has_children, training=None, attrs={})

@@ -1,0 +1,211 @@
+"""Comparing two sources tensor by tensor (the ``compare`` frame), and rolling it up.
+
+Deltas stream chunk by chunk (about a million elements at a time, into reused buffers, so
+no full-size temporaries), each chunk reduced in its working precision and the partial
+sums accumulated in float64. Files release their pages after each tensor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..schema import COMPARE, COMPARE_GROUPS
+from ..sources import TensorEntry, ancestors, as_source
+from ..sources.tree import module_paths
+from .components import component, layer_index
+
+__all__ = ["DEFAULT_THRESHOLDS", "compare_frame", "by_module", "by_component", "by_layer"]
+
+DEFAULT_THRESHOLDS = (1e-8, 1e-6, 1e-4)
+CHUNK = 1 << 20
+
+
+@dataclass
+class _Sums:
+    """Mergeable sufficient statistics of a delta: everything the delta columns need."""
+
+    above: list[int]
+    n: int = 0
+    aa: float = 0.0  # sum a^2
+    bb: float = 0.0  # sum b^2
+    dd: float = 0.0  # sum (b - a)^2
+    d: float = 0.0  # sum (b - a)
+    max_abs: float = 0.0
+
+    def add(self, other: "_Sums") -> None:
+        self.n += other.n
+        self.aa, self.bb, self.dd, self.d = self.aa + other.aa, self.bb + other.bb, self.dd + other.dd, self.d + other.d
+        self.max_abs = other.max_abs if math.isnan(other.max_abs) else max(self.max_abs, other.max_abs)
+        self.above = [x + y for x, y in zip(self.above, other.above)]
+
+    def columns(self) -> dict[str, Any]:
+        l2_a, l2_b, l2_d = math.sqrt(self.aa), math.sqrt(self.bb), math.sqrt(self.dd)
+        ab = (self.aa + self.bb - self.dd) / 2  # a.b, from |b - a|^2 = |a|^2 + |b|^2 - 2 a.b
+        cosine = max(-1.0, min(1.0, ab / (l2_a * l2_b))) if l2_a > 0 and l2_b > 0 else None
+        rel = l2_d / l2_a if l2_a > 0 else (0.0 if l2_d == 0 else math.inf)
+        return {
+            "numel": self.n,
+            "l2_a": l2_a,
+            "l2_b": l2_b,
+            "l2_delta": l2_d,
+            "rel_change": rel,
+            "max_abs_delta": self.max_abs,
+            "cosine": cosine,
+            "mean_drift": self.d / self.n if self.n else None,
+            "frac_above": tuple(c / self.n if self.n else 0.0 for c in self.above),
+        }
+
+    @classmethod
+    def from_row(cls, row: Any, k: int) -> "_Sums":
+        """Back from a frame row (compare or compare_groups) to mergeable sums."""
+        if pd.isna(row.numel):
+            return cls([0] * k)
+        n = int(row.numel)
+        return cls(
+            above=[round(f * n) for f in row.frac_above],
+            n=n,
+            aa=row.l2_a**2,
+            bb=row.l2_b**2,
+            dd=row.l2_delta**2,
+            d=0.0 if pd.isna(row.mean_drift) else row.mean_drift * n,
+            max_abs=row.max_abs_delta,
+        )
+
+
+@dataclass
+class _Buffers:
+    """Reused chunk buffers per working dtype: a, b and the delta."""
+
+    by_dtype: dict[torch.dtype, tuple[torch.Tensor, ...]] = field(default_factory=dict)
+
+    def get(self, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+        if dtype not in self.by_dtype:
+            self.by_dtype[dtype] = tuple(torch.empty(CHUNK, dtype=dtype) for _ in range(3))
+        return self.by_dtype[dtype]
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach()
+    return (torch.view_as_real(t) if t.is_complex() else t).reshape(-1)
+
+
+def delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...], buffers: _Buffers) -> _Sums:
+    """Sums of b - a over same-shape tensors, chunk by chunk. `thresholds` ascending."""
+    a, b = _flat(a), _flat(b)
+    wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
+    work = torch.float64 if wide else torch.float32
+    buf_a, buf_b, buf_d = buffers.get(work)
+    limits = [np.array(t, dtype=torch.empty(0, dtype=work).numpy().dtype) for t in thresholds]
+    s = _Sums([0] * len(thresholds), n=a.numel())
+    for start in range(0, a.numel(), CHUNK):
+        ca, cb = a[start : start + CHUNK], b[start : start + CHUNK]
+        m = ca.numel()
+        ca = ca if ca.dtype == work else buf_a[:m].copy_(ca)
+        cb = cb if cb.dtype == work else buf_b[:m].copy_(cb)
+        d = torch.sub(cb, ca, out=buf_d[:m])
+        s.aa += float(torch.dot(ca, ca))
+        s.bb += float(torch.dot(cb, cb))
+        s.dd += float(torch.dot(d, d))
+        s.d += float(d.sum())
+        chunk_max = float(d.abs_().max())
+        s.max_abs = chunk_max if math.isnan(chunk_max) else max(s.max_abs, chunk_max)
+        values = d.numpy()
+        for k, limit in enumerate(limits):
+            if not chunk_max > limit:  # ascending: no element passes this or a larger one
+                break
+            s.above[k] += int(np.count_nonzero(values > limit))
+    return s
+
+
+def _row(name: str, a: TensorEntry | None, b: TensorEntry | None) -> dict[str, Any]:
+    either = a or b
+    return {
+        "name": name,
+        "module": either.module,
+        "component": component(name),
+        "layer": layer_index(name),
+        "shape_a": a.shape if a else None,
+        "shape_b": b.shape if b else None,
+        "dtype_a": a.dtype if a else None,
+        "dtype_b": b.dtype if b else None,
+    }
+
+
+def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers: _Buffers) -> dict[str, Any]:
+    if a.shape != b.shape:
+        return {"status": "reshaped"}
+    try:
+        s = delta_sums(a.values(), b.values(), thresholds, buffers)
+    finally:
+        a.release()
+        b.release()
+    same = s.max_abs == 0 and a.dtype == b.dtype
+    status = "same" if same else "dtype_changed" if a.dtype != b.dtype else "changed"
+    return {"status": status, **s.columns()}
+
+
+def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOLDS) -> pd.DataFrame:
+    """One row per tensor name of `a` and `b` (schema.COMPARE): status and delta statistics.
+    `a` and `b` are anything :func:`nbinspect.sources.as_source` accepts."""
+    thresholds = tuple(sorted(float(t) for t in thresholds))
+    src_a, src_b = as_source(a), as_source(b)
+    in_a = {t.name: t for t in src_a.tensors}
+    in_b = {t.name: t for t in src_b.tensors}
+    buffers = _Buffers()
+    rows = []
+    with torch.no_grad():
+        for name, ta in in_a.items():
+            tb = in_b.get(name)
+            extra = {"status": "removed"} if tb is None else _pair(ta, tb, thresholds, buffers)
+            rows.append({**_row(name, ta, tb), **extra})
+    rows += [{**_row(name, None, tb), "status": "added"} for name, tb in in_b.items() if name not in in_a]
+    frame = COMPARE.build(rows)
+    frame.attrs["thresholds"] = thresholds
+    return frame
+
+
+def _groups(frame: pd.DataFrame, keys: list[tuple[str, Any]]) -> pd.DataFrame:
+    """Roll rows up into groups; `keys[i]` lists the (group, layer) pairs row i belongs to."""
+    k = len(frame.attrs.get("thresholds", DEFAULT_THRESHOLDS))
+    sums: dict[tuple[str, Any], _Sums] = {}
+    counts: dict[tuple[str, Any], list[int]] = {}
+    for row, row_keys in zip(frame.itertuples(index=False), keys):
+        part = _Sums.from_row(row, k)
+        for key in row_keys:
+            sums.setdefault(key, _Sums([0] * k)).add(part)
+            c = counts.setdefault(key, [0, 0])
+            c[0] += 1
+            c[1] += row.status != "same"
+    records = []
+    for (group, layer), s in sums.items():
+        columns = s.columns() if s.n else {"numel": 0}
+        records.append({"group": group, "layer": layer, "tensors": counts[group, layer][0], "changed": counts[group, layer][1], **columns})
+    out = COMPARE_GROUPS.build(records)
+    out.attrs.update(frame.attrs)
+    return out
+
+
+def by_module(frame: pd.DataFrame) -> pd.DataFrame:
+    """The compare frame rolled up per module path (every ancestor included), pre-order."""
+    order = {path: i for i, path in enumerate(module_paths(frame["name"]))}
+    keys = [[(path, None) for path in ancestors(module)] for module in frame["module"]]
+    out = _groups(frame, keys)
+    return out.iloc[out["group"].map(order).argsort(kind="stable")].reset_index(drop=True)
+
+
+def by_component(frame: pd.DataFrame, per_layer: bool = False) -> pd.DataFrame:
+    """Rolled up per component (attn.q, mlp.up, norm, ...), or per (layer, component)."""
+    keys = [[(c, l if per_layer and not pd.isna(l) else None)] for c, l in zip(frame["component"], frame["layer"])]
+    return _groups(frame, keys)
+
+
+def by_layer(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rolled up per layer index; tensors outside numbered layers form the group ''."""
+    keys = [[("" if pd.isna(l) else str(l), None if pd.isna(l) else int(l))] for l in frame["layer"]]
+    return _groups(frame, keys)

@@ -1,0 +1,108 @@
+"""Comparison: how two models or checkpoints differ, tensor by tensor and rolled up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from .analyze import compare as _compare
+from .analyze import structure
+from .render.compare_text import comparison_text
+from .render.json_export import jsonable
+from .sources import as_source
+
+__all__ = ["Comparison", "compare"]
+
+
+class Comparison:
+    """The ``compare`` frame of two sources (one row per tensor: status, L2 of the delta,
+    ``rel_change``, max |delta|, cosine, mean drift, fractions above thresholds) and its
+    roll-ups. ``print()`` it for text; in a notebook it shows the tree coloured by change."""
+
+    def __init__(
+        self,
+        name_a: str,
+        name_b: str,
+        frames: Mapping[str, pd.DataFrame],
+        totals: Mapping[str, Any],
+        thresholds: tuple[float, ...],
+    ):
+        self.name_a, self.name_b = name_a, name_b
+        self.frames = MappingProxyType(dict(frames))  # compare, and the shown tree's layers and params
+        self.totals = MappingProxyType(dict(totals))  # of the shown tree
+        self.thresholds = thresholds
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """One row per tensor (schema.COMPARE)."""
+        return self.frames["compare"]
+
+    def by_module(self) -> pd.DataFrame:
+        """Rolled up per module path, root ('') first (schema.COMPARE_GROUPS)."""
+        return _compare.by_module(self.frame)
+
+    def by_component(self, per_layer: bool = False) -> pd.DataFrame:
+        """Rolled up per component (attn.q/k/v/o, mlp.gate/up/down, embedding, norm, ...),
+        or per (layer, component) with ``per_layer=True``."""
+        return _compare.by_component(self.frame, per_layer)
+
+    def by_layer(self) -> pd.DataFrame:
+        """Rolled up per layer index read from the names."""
+        return _compare.by_layer(self.frame)
+
+    def summary(self, top: int = 10) -> str:
+        """Text: status counts, overall and per-component change, the `top` most changed."""
+        overall = self.by_module().head(1)
+        return comparison_text(f"{self.name_a} -> {self.name_b}", self.frame, overall, self.by_component(), self.thresholds, top)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        counts = self.frame["status"].value_counts()
+        return f"<Comparison {self.name_a} -> {self.name_b}: " + ", ".join(f"{int(n)} {s}" for s, n in counts.items()) + ">"
+
+    def to_dict(self) -> dict:
+        """Plain Python: the thresholds, and the per-tensor, per-module and per-component rows."""
+        return jsonable(
+            {
+                "a": self.name_a,
+                "b": self.name_b,
+                "thresholds": list(self.thresholds),
+                "tensors": self.frame.to_dict("records"),
+                "modules": self.by_module().to_dict("records"),
+                "components": self.by_component().to_dict("records"),
+            }
+        )
+
+    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
+        document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            Path(path).write_text(document + "\n", encoding="utf-8")
+        return document
+
+    def widget(self):
+        """The module tree (of b when it only adds tensors, else of a), coloured by change."""
+        from .widget import InspectWidget
+
+        return InspectWidget(self.frames, self.totals, name=f"{self.name_a} -> {self.name_b}")
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.widget()._repr_mimebundle_(include=include, exclude=exclude)
+
+
+def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRESHOLDS) -> Comparison:
+    """Compare two models, state_dicts or checkpoint paths (any mix) tensor by tensor.
+
+    Tensors are matched by name; each row says whether it is the same, changed, has a
+    changed dtype, was reshaped, added (only in b) or removed (only in a), with delta
+    statistics computed chunk by chunk in float64. Neither input is changed."""
+    src_a, src_b = as_source(a), as_source(b)
+    frame = _compare.compare_frame(src_a, src_b, thresholds)
+    tree = src_b if (frame["status"] == "removed").sum() == 0 and (frame["status"] == "added").any() else src_a
+    frames = {"compare": frame, "layers": structure.layers(tree), "params": structure.params(tree)}
+    return Comparison(src_a.name, src_b.name, frames, structure.totals(tree), frame.attrs["thresholds"])
