@@ -12,7 +12,7 @@ TORCH := torch==2.13.0
 JS_BUNDLE := nbinspect/static/widget.js
 JS_DEPS := js/node_modules/.package-lock.json
 
-.PHONY: demo test venv js clean
+.PHONY: demo test venv js notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,11 @@ demo: $(VENV)/.installed $(JS_BUNDLE)
 
 test: $(VENV)/.installed-test $(JS_BUNDLE)
 	cd js && npm test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
+
+# Re-run the tutorials in place after changing them (outputs are committed, widget state not).
+notebooks: $(VENV)/.installed-test $(JS_BUNDLE)
+	$(BIN)/python notebooks/execute.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache js/node_modules nbinspect/static
