@@ -1,29 +1,148 @@
-"""The `nbinspect` command."""
+"""The `nbinspect` command: ``inspect`` a model or checkpoint, ``compare`` two, ``demo``.
+
+Exit codes: 0 ok, 2 usage error (argparse), 1 any other error, printed as one line.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import Any
 
 from . import examples
-from .inspection import inspect
+from .analyze.compare import DEFAULT_THRESHOLDS
+from .comparison import compare
+from .inspection import inspect, memory
+from .render.checkpoint_text import metadata_text, tensor_listing
+from .render.compare_text import groups_table
+from .sources.checkpoint import load_checkpoint
+from .sources.skeleton import skeleton
 
 __all__ = ["main"]
 
 
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(d) for d in text.replace("x", ",").split(",") if d.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a shape like 1,3,224,224, got {text!r}") from None
+    if not shape or min(shape) < 0:
+        raise argparse.ArgumentTypeError(f"expected a shape like 1,3,224,224, got {text!r}")
+    return shape
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 1e-8,1e-6,1e-4, got {text!r}") from None
+
+
+def _dtype(text: str) -> Any:
+    import torch
+
+    dtype = getattr(torch, text.removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype):
+        raise argparse.ArgumentTypeError(f"not a torch dtype: {text!r}")
+    return dtype
+
+
+def _source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trust", action="store_true", help="allow a pickle that runs code from the file (only for files you trust)")
+    p.add_argument("--key", help="entry of a training checkpoint holding the weights (default: model_state_dict, state_dict, model, ema, module)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nbinspect", description="See inside PyTorch models.")
+    parser = argparse.ArgumentParser(prog="nbinspect", description="See inside PyTorch models and checkpoints.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    ins = sub.add_parser("inspect", help="summarise a checkpoint (.pt/.pth/.bin, .safetensors, shard index or folder)")
+    ins.add_argument("path", help="checkpoint file, *.index.json, or folder")
+    ins.add_argument("--model", help="build this model and load the checkpoint into it: package.module:factory")
+    ins.add_argument("--config", help="YAML (or JSON) file of keyword arguments for --model")
+    ins.add_argument("--input-shape", type=_shape, help="trace a forward pass with zeros of this shape, e.g. 1,3,224,224 (needs --model)")
+    ins.add_argument("--input-dtype", type=_dtype, help="dtype of that input, e.g. int64 for token ids (default: the model's)")
+    ins.add_argument("--batch-size", type=int, help="batch size for the memory plan (activations scale from the input shape)")
+    ins.add_argument("--optimizer", default="adam", help="optimizer for the memory plan (default adam)")
+    ins.add_argument("--depth", type=int, default=3, help="layer tree depth (default 3)")
+    ins.add_argument("--verbose", action="store_true", help="all tree levels and every tensor's name, shape, dtype and size")
+    ins.add_argument("--json", metavar="OUT", help="also write the JSON export to OUT")
+    ins.add_argument("--html", metavar="OUT", help="also write a standalone HTML page to OUT")
+    _source_options(ins)
+
+    cmp = sub.add_parser("compare", help="compare two checkpoints tensor by tensor")
+    cmp.add_argument("a", help="reference checkpoint (file, *.index.json or folder)")
+    cmp.add_argument("b", help="checkpoint compared with it")
+    cmp.add_argument("--thresholds", type=_floats, default=DEFAULT_THRESHOLDS, help="|delta| thresholds, default 1e-8,1e-6,1e-4")
+    cmp.add_argument("--top", type=int, default=10, help="how many most-changed tensors to list (default 10)")
+    cmp.add_argument("--by", choices=("module", "layer"), action="append", default=[], help="also roll up per module or per layer")
+    cmp.add_argument("--json", metavar="OUT", help="also write the comparison as JSON to OUT")
+    _source_options(cmp)
+
     demo = sub.add_parser("demo", help="summarise a built-in example model")
     demo.add_argument("--model", default="tiny_lm", choices=examples.names(), help="which example (default tiny_lm)")
     demo.add_argument("--depth", type=int, default=3, help="layer tree depth (default 3)")
     return parser
 
 
+def _inspect(args: argparse.Namespace) -> None:
+    if args.model:
+        sys.path.insert(0, os.getcwd())  # --model names the user's own module, as `python -m` would find it
+    source = load_checkpoint(args.path, model=args.model, config=args.config, trust=args.trust, key=args.key)
+    insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype)
+    parts = [insp.summary(depth=None if args.verbose else args.depth)]
+    if source.metadata:
+        parts.append(metadata_text(source.metadata))
+    model: Any = source.model if source.model is not None else skeleton(source)
+    plan = memory(model, input=args.input_shape, batch_size=args.batch_size, optimizer=args.optimizer, input_dtype=args.input_dtype)
+    parts.append(str(plan))
+    if args.input_shape:
+        parts.append(str(insp.flow))
+    if args.verbose:
+        parts.append(tensor_listing(insp.params))
+    print("\n\n".join(parts))
+    if args.json:
+        insp.to_json(args.json)
+    if args.html:
+        insp.to_html(args.html)
+
+
+def _compare(args: argparse.Namespace) -> None:
+    a = load_checkpoint(args.a, trust=args.trust, key=args.key)
+    b = load_checkpoint(args.b, trust=args.trust, key=args.key)
+    result = compare(a, b, thresholds=args.thresholds)
+    parts = [result.summary(top=args.top)]
+    if "module" in args.by:
+        parts.append("By module\n" + groups_table(result.by_module(), "Module", result.thresholds))
+    if "layer" in args.by:
+        parts.append("By layer\n" + groups_table(result.by_layer(), "Layer", result.thresholds))
+    print("\n\n".join(parts))
+    if args.json:
+        result.to_json(args.json)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "demo":
-        print(inspect(examples.build(args.model)).summary(depth=args.depth))
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "inspect" and args.input_shape and not args.model:
+        parser.error("--input-shape needs --model: a checkpoint alone cannot run a forward pass")
+    if args.command == "inspect" and args.config and not args.model:
+        parser.error("--config needs --model")
+    try:
+        if args.command == "demo":
+            print(inspect(examples.build(args.model)).summary(depth=args.depth))
+        elif args.command == "inspect":
+            _inspect(args)
+        else:
+            _compare(args)
+    except KeyboardInterrupt:
+        print("nbinspect: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the command's contract: one line, exit code 1
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"nbinspect: error: {message}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,0 +1,30 @@
+"""Text for what a checkpoint holds besides its tree: metadata, load report, tensor listing."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+
+from .format import format_bytes, format_count, format_shape, is_missing
+from .text import table
+
+__all__ = ["metadata_text", "tensor_listing"]
+
+
+def metadata_text(metadata: Mapping[str, Any]) -> str:
+    """The checkpoint's non-weight entries (epoch, optimizer, ...) and the load report."""
+    rows = [[str(k), str(v)] for k, v in metadata.items() if k != "load_report"]
+    parts = [table(["Checkpoint", ""], rows, [False, False])] if rows else []
+    if "load_report" in metadata:
+        parts.append("Loading into the model\n" + str(metadata["load_report"]))
+    return "\n\n".join(parts)
+
+
+def tensor_listing(params: pd.DataFrame) -> str:
+    """Every tensor: name, shape, dtype, elements, bytes, and the path it shares storage with."""
+    rows = [
+        [r.name, format_shape(r.shape), r.dtype, format_count(r.numel), format_bytes(r.bytes), "" if is_missing(r.tied_to) else r.tied_to]
+        for r in params.itertuples(index=False)
+    ]
+    return f"Tensors ({len(rows):,})\n" + table(["Name", "Shape", "Dtype", "Elements", "Bytes", "Same storage as"], rows, [False, False, False, True, True, False])
