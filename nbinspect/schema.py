@@ -26,6 +26,7 @@ __all__ = [
     "TOTALS_KEYS",
     "PARAMETER",
     "BUFFER",
+    "STATS",
     "FRAMES",
 ]
 
@@ -191,7 +192,35 @@ COMPARE_GROUPS = FrameSchema(
     "all compared elements of the group, as if they were one tensor.",
 )
 
-FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE, COMPARE, COMPARE_GROUPS)}
+STATS = FrameSchema(
+    "stats",
+    (
+        Column("name", "string", "tensor path (by='tensor') or module path (by='module')"),
+        Column("module", "string", "module holding the tensor; the module itself for module rows"),
+        Column("kind", "string", "'parameter', 'buffer', or 'module' for a subtree roll-up"),
+        Column("dtype", "string", "element type; module rows list their tensors' dtypes"),
+        Column("numel", "Int64", "elements, NaN/Inf included (module rows: parameters, shared once)"),
+        Column("mean", "float64", "mean of the finite elements; NaN when there are none"),
+        Column("std", "float64", "population standard deviation (ddof=0) of the finite elements"),
+        Column("min", "float64", "smallest finite element"),
+        Column("max", "float64", "largest finite element"),
+        Column("abs_mean", "float64", "mean of |x| over the finite elements"),
+        Column("l2", "float64", "Euclidean norm of the finite elements"),
+        Column("zeros", "float64", "fraction of all elements that are exactly 0"),
+        Column("nan", "Int64", "NaN elements"),
+        Column("inf", "Int64", "+Inf and -Inf elements"),
+        Column("hist_counts", "object", "int64 array of `bins` counts of the finite elements over [min, max]"),
+        Column("hist_edges", "object", "float64 array of bins+1 edges, as numpy.histogram draws them"),
+        Column("hist_sample", "Int64", "elements the histogram was binned from: all finite ones up to "
+               "65,536 per tensor, a strided sample of 65,536 above (counts scaled to all)"),
+        Column("note", "string", "why values are missing or were changed (meta, dequantized, complex "
+               "magnitude, sparse, skipped: error); missing when nothing to say"),
+    ),
+    "Weight statistics, one row per tensor path or per module subtree. Rows without values "
+    "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
+)
+
+FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE, COMPARE, COMPARE_GROUPS, STATS)}
 
 TOTALS_KEYS = (
     "total_params",  # unique parameter elements (shared storage once)

@@ -1,0 +1,249 @@
+"""Tensors to :class:`~nbinspect.analyze.moments.Moments`, exactly and near memory bandwidth.
+
+Two paths, both exact for counts, min and max and within ~1e-7 of a float64 reference for
+the moments:
+
+- **Small tensors** (up to ``SAMPLE`` elements) are reduced many at a time: their values
+  are concatenated in float64 and every statistic, histogram included, is a segmented
+  reduction (one call for thousands of tensors). Histograms are exact and bin like
+  ``numpy.histogram(finite_values, bins, range=(min, max))``.
+- **Large tensors** are read once, in chunks of ``CHUNK`` elements that stay in cache:
+  ``aminmax``, ``sum`` and a sum of squares per chunk (shifted by the chunk mean when the
+  data sit far from zero, as LayerNorm weights do), combined in float64. fp16/bf16/fp8
+  chunks are upcast into a reused float32 buffer, integer and bool chunks into float64.
+  The histogram is binned from a strided sample of ``SAMPLE`` elements (the stride is made
+  coprime with the last dimension so every column is visited), scaled to the finite count;
+  ``Moments.hist_sample`` says how many elements it was binned from.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from .moments import Moments, histogram_edges, merge
+
+__all__ = ["CHUNK", "SAMPLE", "batch_moments", "large_moments", "tensor_moments", "Workspace"]
+
+CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
+SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
+_SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation risk)
+
+
+class Workspace:
+    """Reused scratch buffers (one chunk per compute dtype), so big tensors cost no
+    allocations and no full-size temporaries."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
+
+    def get(self, dtype: torch.dtype, role: str, n: int) -> torch.Tensor:
+        key = (dtype, role)
+        buf = self._buffers.get(key)
+        if buf is None or buf.numel() < n:
+            buf = self._buffers[key] = torch.empty(max(n, CHUNK if role != "sample" else n), dtype=dtype)
+        return buf[:n]
+
+
+def tensor_moments(values: torch.Tensor, bins: int = 64, workspace: Workspace | None = None) -> Moments:
+    """Statistics of one real tensor (floating, integer or bool, dense, any device)."""
+    if values.numel() <= SAMPLE:
+        return batch_moments([values], bins)[0]
+    return large_moments(values, bins, workspace or Workspace())
+
+
+# ---------------------------------------------------------------- small tensors, batched
+
+
+def _segment_sum(seg: torch.Tensor, values: torch.Tensor, k: int) -> torch.Tensor:
+    return torch.zeros(k, dtype=values.dtype).index_add_(0, seg, values)
+
+
+def _bin_counts(x: torch.Tensor, seg: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bins: int) -> np.ndarray:
+    """(k, bins) int64 counts of float64 values `x` in segments `seg` over [lo, hi] per
+    segment, with numpy.histogram's edges and edge rule (the last bin is closed). Values
+    outside a segment's range go to its end bins."""
+    k = len(lo)
+    edges = torch.from_numpy(histogram_edges(lo.numpy(), hi.numpy(), bins))
+    lo, hi = edges[:, 0], edges[:, -1]
+    first, width = lo[seg], (hi - lo)[seg]
+    index = ((x - first) / width * bins).to(torch.int64).clamp_(0, bins - 1)
+    base = seg * (bins + 1)
+    flat_edges = edges.reshape(-1)
+    index -= (x < flat_edges[base + index]).to(torch.int64)
+    index += ((x >= flat_edges[base + index + 1]) & (index != bins - 1)).to(torch.int64)
+    index.clamp_(0, bins - 1)
+    counts = torch.bincount(seg * bins + index, minlength=k * bins)
+    return counts.reshape(k, bins).numpy()
+
+
+def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Moments]:
+    """Statistics of many small real tensors at once, in float64, exact histograms."""
+    if not tensors:
+        return []
+    k = len(tensors)
+    order = sorted(range(k), key=lambda i: str(tensors[i].dtype))  # one cat per dtype
+    groups: dict[torch.dtype, list[torch.Tensor]] = {}
+    for i in order:
+        groups.setdefault(tensors[i].dtype, []).append(tensors[i].reshape(-1))
+    x = torch.cat([torch.cat(g).to("cpu", torch.float64) for g in groups.values()])
+    lengths = torch.tensor([tensors[i].numel() for i in order], dtype=torch.int64)
+    seg = torch.repeat_interleave(torch.arange(k), lengths)
+    finite = torch.isfinite(x)
+    nan = _segment_sum(seg, torch.isnan(x).to(torch.int64), k)
+    count = _segment_sum(seg, finite.to(torch.int64), k)
+    zeros = _segment_sum(seg, (x == 0).to(torch.int64), k)
+    if not bool(finite.all()):
+        seg, x = seg[finite], x[finite]
+    total = _segment_sum(seg, x, k)
+    mean = total / count  # NaN where a segment has no finite values
+    m2 = _segment_sum(seg, (x - mean[seg]).square(), k)
+    abs_sum = _segment_sum(seg, x.abs(), k)
+    lo = torch.full((k,), math.inf, dtype=torch.float64).scatter_reduce_(0, seg, x, "amin")
+    hi = torch.full((k,), -math.inf, dtype=torch.float64).scatter_reduce_(0, seg, x, "amax")
+    has = count > 0
+    lo, hi = torch.where(has, lo, math.nan), torch.where(has, hi, math.nan)
+    hist = _bin_counts(x, seg, lo, hi, bins)
+    columns = [c.tolist() for c in (count, mean, m2, abs_sum, lo, hi, zeros, nan)]
+    out: list[Moments] = [None] * k  # type: ignore[list-item]
+    for j, i in enumerate(order):
+        n, mu, m2_, a, mn, mx, z, na = (col[j] for col in columns)
+        numel = tensors[i].numel()
+        if n == 0:
+            out[i] = Moments.empty(bins, numel, na, numel - na)
+        else:
+            out[i] = Moments(numel, n, mu, m2_, a, mn, mx, z, na, numel - n - na, hist[j], mn, mx, n)
+    return out
+
+
+# ---------------------------------------------------------------- large tensors, chunked
+
+
+def _chunks(t: torch.Tensor, size: int) -> Iterator[torch.Tensor]:
+    """1-D pieces of at most `size` elements covering `t` once, in memory order when the
+    tensor is dense (any dim order), copying at most one piece at a time otherwise."""
+    if t.dim() == 0 or t.numel() == 0:
+        yield t.reshape(-1)
+        return
+    dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride(d)))
+    if dense.is_contiguous():
+        flat = dense.view(-1)
+        for i in range(0, flat.numel(), size):
+            yield flat[i : i + size]
+    elif t[0].numel() > size:
+        for row in t:
+            yield from _chunks(row, size)
+    else:
+        rows = size // t[0].numel()
+        for i in range(0, t.shape[0], rows):
+            yield t[i : i + rows].reshape(-1)
+
+
+def _sample_stride(t: torch.Tensor) -> int:
+    """Step between sampled elements: about numel / SAMPLE, coprime with the last dim so a
+    row-major matrix is sampled across all its columns, not a few."""
+    stride = -(-t.numel() // SAMPLE)
+    last = t.shape[-1] if t.dim() else 1
+    while math.gcd(stride, last) != 1:
+        stride += 1
+    return stride
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    if dtype == torch.float64:
+        return dtype
+    return torch.float32 if dtype.is_floating_point else torch.float64
+
+
+def _chunk_moments(c: torch.Tensor, lo: float, hi: float, work: torch.Tensor, bins: int) -> Moments:
+    """Moments (no histogram) of a finite 1-D chunk whose min/max are known."""
+    n = c.numel()
+    s = float(c.sum())
+    if lo < 0 < hi:
+        torch.abs(c, out=work)
+        abs_sum = float(work.sum())
+        has_zero = float(work.amin()) == 0
+    else:
+        abs_sum, has_zero = abs(s), lo == 0 or hi == 0
+    zeros = 0
+    if has_zero:  # dot of a sign vector counts nonzeros exactly (integers below 2**24)
+        torch.sign(c, out=work)
+        zeros = n - int(torch.dot(work, work))
+    torch.mul(c, c, out=work)
+    q = float(work.sum())
+    m2 = q - s * s / n
+    mean = s / n
+    if q > _SHIFT_ABOVE * m2:  # far from zero: sum of squares would cancel, re-centre
+        shift = float(torch.tensor(mean, dtype=c.dtype))
+        torch.sub(c, shift, out=work)
+        s = float(work.sum())
+        work.mul_(work)
+        m2 = float(work.sum()) - s * s / n
+        mean = shift + s / n
+    return Moments(n, n, mean, max(m2, 0.0), abs_sum, lo, hi, zeros, 0, 0, np.zeros(bins, np.int64), lo, hi, 0)
+
+
+def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
+    """Statistics of a large real tensor in one chunked pass plus a strided sample."""
+    cdt = _compute_dtype(t.dtype)
+    stride = _sample_stride(t)
+    sample = workspace.get(cdt, "sample", -(-t.numel() // stride) + 1)
+    taken = position = nan = inf = 0
+    parts: list[Moments] = []
+    for c in _chunks(t, CHUNK):
+        n = c.numel()
+        if c.dtype != cdt or c.device.type != "cpu":
+            c = workspace.get(cdt, "upcast", n).copy_(c)
+        picked = c[(-position) % stride :: stride]
+        sample[taken : taken + picked.numel()].copy_(picked)
+        taken += picked.numel()
+        position += n
+        lo, hi = (float(v) for v in torch.aminmax(c))
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            finite = torch.isfinite(c)
+            chunk_nan = int(torch.isnan(c).sum())
+            nan += chunk_nan
+            inf += n - int(finite.sum()) - chunk_nan
+            c = c[finite]
+            if c.numel() == 0:
+                continue
+            lo, hi = (float(v) for v in torch.aminmax(c))
+        parts.append(_chunk_moments(c, lo, hi, workspace.get(cdt, "work", c.numel()), bins))
+    total = merge(parts) if parts else Moments.empty(bins)
+    if total.count == 0:
+        return Moments.empty(bins, t.numel(), nan, inf)
+    picked = sample[:taken]
+    picked = picked[torch.isfinite(picked)].to(torch.float64)
+    lo_t = torch.tensor([total.min], dtype=torch.float64)
+    hi_t = torch.tensor([total.max], dtype=torch.float64)
+    counts = _bin_counts(picked, torch.zeros(len(picked), dtype=torch.int64), lo_t, hi_t, bins)[0]
+    return Moments(
+        numel=t.numel(),
+        count=total.count,
+        mean=total.mean,
+        m2=total.m2,
+        abs_sum=total.abs_sum,
+        min=total.min,
+        max=total.max,
+        zeros=total.zeros,
+        nan=nan,
+        inf=inf,
+        hist=_scale_counts(counts, total.count),
+        hist_lo=total.min,
+        hist_hi=total.max,
+        hist_sample=len(picked),
+    )
+
+
+def _scale_counts(counts: np.ndarray, total: int) -> np.ndarray:
+    """Sample counts scaled to sum exactly to `total` (largest remainders round up)."""
+    if counts.sum() == 0:
+        return counts
+    exact = counts * (total / counts.sum())
+    out = np.floor(exact).astype(np.int64)
+    short = total - int(out.sum())
+    out[np.argsort(out - exact, kind="stable")[:short]] += 1
+    return out

@@ -1,0 +1,190 @@
+"""Weight statistics: the `stats` frame (schema.STATS), per tensor or rolled up per module.
+
+``stats(model)`` reads every tensor once, tensor by tensor (a lazy source loads one at a
+time and the reference is dropped before the next), computes mergeable
+:class:`~nbinspect.analyze.moments.Moments` and turns them into rows. Tied storage is
+computed once; module roll-ups merge each module subtree's *parameters*, shared storage
+once. Nothing in the model changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..schema import PARAMETER, STATS
+from ..sources import ModelSource, TensorEntry, ancestors, as_source
+from .moments import Moments, histogram_edges, merge
+from .reduce import SAMPLE, Workspace, batch_moments, large_moments
+
+__all__ = ["stats", "tensor_stats"]
+
+BY = ("tensor", "module")
+PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
+_BATCH_ELEMENTS = 1 << 20  # small tensors reduced together, at most this many elements
+_BATCH_TENSORS = 4096
+
+
+def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = None) -> pd.DataFrame:
+    """Weight statistics of `obj` (schema.STATS): a torch module, a ModelSource, a dict of
+    name -> tensor, or one tensor.
+
+    ``by="tensor"`` gives one row per parameter and buffer path; ``by="module"`` one row
+    per module path, merging the parameters of its subtree (shared storage once).
+    Moments ignore NaN/Inf and count them; histograms have `bins` bins over each row's
+    finite range (``hist_sample`` says how many elements were binned: all of them up to
+    65,536 per tensor, a strided sample of that size above). A progress bar (tqdm.auto)
+    shows after two seconds; ``progress=False`` hides it, ``True`` shows it at once.
+    """
+    if by not in BY:
+        raise ValueError(f"stats(by={by!r}): choose one of {BY}")
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+        raise ValueError(f"stats(bins={bins!r}): need a positive integer number of bins")
+    source = _stats_source(obj)
+    results = tensor_stats(source, bins, progress)
+    if by == "tensor":
+        return STATS.build(_row(t.name, t.module, t.kind, t.dtype, t.numel, *results[t.storage_key]) for t in source.tensors)
+    return STATS.build(_module_rows(source, results, bins))
+
+
+def tensor_stats(
+    source: ModelSource, bins: int = 64, progress: bool | None = None
+) -> dict[Any, tuple[Moments | None, str | None]]:
+    """Moments and a note for each distinct storage of `source` (None when it has no values)."""
+    unique: dict[Any, TensorEntry] = {}
+    for t in source.tensors:
+        unique.setdefault(t.storage_key, t)
+    results: dict[Any, tuple[Moments | None, str | None]] = {}
+    pending: list[tuple[Any, torch.Tensor, str | None, int]] = []
+    workspace = Workspace()
+    pending_elements = 0
+
+    def flush() -> None:
+        for (key, _, note, implicit), m in zip(pending, batch_moments([p[1] for p in pending], bins)):
+            results[key] = (_with_zeros(m, implicit, bins), note)
+        pending.clear()
+
+    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar:
+        for key, entry in unique.items():
+            try:
+                values, note, implicit = _real_values(entry)
+                if values is None:
+                    results[key] = (None, note)
+                elif values.numel() <= SAMPLE:
+                    pending.append((key, values, note, implicit))
+                    pending_elements += values.numel()
+                    if len(pending) >= _BATCH_TENSORS or pending_elements >= _BATCH_ELEMENTS:
+                        flush()
+                        pending_elements = 0
+                else:
+                    results[key] = (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note)
+            except Exception as exc:  # one odd tensor must not sink the whole table
+                results[key] = (None, f"skipped: {type(exc).__name__}: {exc}")
+            values = None  # drop the reference, and let a memory-mapped source free the pages
+            entry.release()
+            bar.update(entry.nbytes)
+        flush()
+    return results
+
+
+def _progress(total: int, progress: bool | None):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        desc="weight stats",
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        disable=progress is False,
+        delay=0 if progress else PROGRESS_DELAY,
+        leave=False,
+    )
+
+
+def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, int]:
+    """The entry's values as a dense real tensor, a note on what was done to them, and how
+    many implicit zeros a sparse tensor adds."""
+    if entry.shape is None:
+        return None, "no values: uninitialized (lazy) parameter", 0
+    if entry.device == "meta":
+        return None, "no values: meta tensor", 0
+    t = entry.values()
+    if not isinstance(t, torch.Tensor):
+        return None, f"no values: {type(t).__name__} is not a tensor", 0
+    t = t.detach()
+    notes, implicit = [], 0
+    if t.is_quantized:
+        t = t.dequantize()
+        notes.append("dequantized")
+    if t.layout != torch.strided:
+        stored = t.coalesce().values() if t.layout == torch.sparse_coo else t.values()
+        implicit = t.numel() - stored.numel()
+        notes.append(f"sparse ({str(t.layout).removeprefix('torch.')}): {implicit:,} implicit zeros")
+        t = stored
+    if t.is_complex():
+        t = t.abs()
+        notes.append("magnitude of complex values")
+    return t, "; ".join(notes) or None, implicit
+
+
+def _with_zeros(m: Moments, zeros: int, bins: int) -> Moments:
+    """`m` plus `zeros` elements equal to 0 (a sparse tensor's implicit zeros)."""
+    if not zeros:
+        return m
+    hist = np.zeros(bins, np.int64)
+    hist[bins // 2] = zeros  # a point mass sits in the middle bin, as numpy.histogram puts it
+    return merge([m, Moments(zeros, zeros, 0.0, 0.0, 0.0, 0.0, 0.0, zeros, 0, 0, hist, 0.0, 0.0, zeros)])
+
+
+def _row(name, module, kind, dtype, numel, m: Moments | None, note: str | None, tensors: int | None = None) -> dict:
+    row = {"name": name, "module": module, "kind": kind, "dtype": dtype, "numel": numel, "note": note}
+    if m is None:
+        return row
+    row.update(
+        mean=m.mean,
+        std=m.std,
+        min=m.min,
+        max=m.max,
+        abs_mean=m.abs_mean,
+        l2=m.l2,
+        zeros=m.zeros / m.numel if m.numel else np.nan,
+        nan=m.nan,
+        inf=m.inf,
+        hist_counts=m.hist,
+        hist_edges=histogram_edges(m.hist_lo, m.hist_hi, m.bins),
+        hist_sample=m.hist_sample,
+    )
+    return row
+
+
+def _module_rows(source: ModelSource, results: Mapping, bins: int) -> Iterable[dict]:
+    subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    for t in source.tensors:
+        if t.kind == PARAMETER:
+            for path in ancestors(t.module):
+                subtree.setdefault(path, {}).setdefault(t.storage_key, t)
+    for module in source.modules:
+        entries = subtree[module.name]
+        measured = [results[k][0] for k in entries if results[k][0] is not None]
+        left_out = len(entries) - len(measured)
+        note = None
+        if not entries:
+            note = "no parameters"
+        elif left_out:
+            reasons = sorted({results[k][1] for k in entries if results[k][0] is None})
+            note = f"{left_out} of {len(entries)} tensors have no values ({'; '.join(reasons)})"
+        dtypes = ", ".join(sorted({t.dtype for t in entries.values()}))
+        numel = sum(t.numel for t in entries.values())
+        yield _row(module.name, module.name, "module", dtypes, numel, merge(measured) if measured else None, note)
+
+
+def _stats_source(obj: Any) -> ModelSource:
+    """A ModelSource for anything as_source takes (model, state_dict, checkpoint path,
+    ModelSource) or for a single tensor."""
+    if isinstance(obj, torch.Tensor):
+        obj = {"tensor": obj}
+    return as_source(obj)

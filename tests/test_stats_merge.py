@@ -1,0 +1,200 @@
+"""Moments and merge: float64 references, exact counts, associativity over random splits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbinspect.analyze.moments import Moments, histogram_edges, merge, rebin
+from nbinspect.analyze.reduce import SAMPLE, batch_moments, tensor_moments
+
+
+def reference(values: np.ndarray) -> dict:
+    """Statistics of `values` computed plainly in float64 numpy."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    finite = v[np.isfinite(v)]
+    return {
+        "numel": v.size,
+        "count": finite.size,
+        "mean": finite.mean(),
+        "std": finite.std(),
+        "min": finite.min(),
+        "max": finite.max(),
+        "abs_mean": np.abs(finite).mean(),
+        "l2": math.sqrt(math.fsum(finite * finite)),
+        "zeros": int((v == 0).sum()),
+        "nan": int(np.isnan(v).sum()),
+        "inf": int(np.isinf(v).sum()),
+    }
+
+
+def assert_matches(m: Moments, ref: dict, rel: float) -> None:
+    for key in ("numel", "count", "zeros", "nan", "inf"):
+        assert getattr(m, key) == ref[key], key
+    assert m.min == ref["min"] and m.max == ref["max"]
+    scale = max(ref["abs_mean"], 1e-300)
+    assert abs(m.mean - ref["mean"]) <= rel * scale, (m.mean, ref["mean"])
+    for key in ("std", "abs_mean", "l2"):
+        assert getattr(m, key) == pytest.approx(ref[key], rel=rel, abs=1e-300), key
+
+
+def part_moments(values: torch.Tensor, cuts: list[int]) -> list[Moments]:
+    bounds = [0, *sorted(set(cuts)), values.numel()]
+    return [tensor_moments(values[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def merge_tree(parts: list[Moments], shape: list[int]) -> Moments:
+    """Merge `parts` pairwise in an order driven by `shape` (a random merge tree)."""
+    parts = list(parts)
+    for s in shape:
+        if len(parts) == 1:
+            break
+        i = s % (len(parts) - 1)
+        parts[i : i + 2] = [merge(parts[i : i + 2])]
+    return merge(parts)
+
+
+values_strategy = st.lists(
+    st.one_of(
+        st.floats(-1e3, 1e3, allow_nan=False, width=64),
+        st.sampled_from([0.0, -0.0, 1.0, float("nan"), float("inf"), float("-inf")]),
+    ),
+    min_size=1,
+    max_size=300,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=values_strategy, cuts=st.lists(st.integers(0, 300), max_size=8), shape=st.lists(st.integers(0, 50), max_size=10))
+def test_merge_over_random_splits_matches_float64_reference(values, cuts, shape):
+    x = torch.tensor(values, dtype=torch.float64)
+    merged = merge_tree(part_moments(x, [c % (len(values) + 1) for c in cuts]), shape)
+    whole = tensor_moments(x)
+    for key in ("numel", "count", "zeros", "nan", "inf"):
+        assert getattr(merged, key) == getattr(whole, key), key
+    assert merged.hist.sum() == merged.count
+    if merged.count == 0:
+        assert math.isnan(merged.mean) and merged.hist_sample == 0
+        return
+    ref = reference(np.array(values))
+    assert_matches(merged, ref, rel=1e-9)
+    assert merged.hist_lo == ref["min"] and merged.hist_hi == ref["max"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), parts=st.integers(2, 6), shape=st.lists(st.integers(0, 50), max_size=8))
+def test_merge_is_associative_and_exact_on_shared_edges(seed, parts, shape):
+    """Parts that all hold the global min and max share edges: merged histograms are exact,
+    whatever the merge order."""
+    g = torch.Generator().manual_seed(seed)
+    pieces = [torch.randn(int(torch.randint(1, 200, (1,), generator=g)), generator=g, dtype=torch.float64) for _ in range(parts)]
+    pieces = [torch.cat([p, torch.tensor([-5.0, 5.0], dtype=torch.float64)]) for p in pieces]
+    moments = [tensor_moments(p) for p in pieces]
+    a, b = merge_tree(moments, shape), merge(moments)
+    union = torch.cat(pieces).numpy()
+    expected = np.histogram(union, 64, range=(-5.0, 5.0))[0]
+    assert np.array_equal(a.hist, expected) and np.array_equal(b.hist, expected)
+    assert a.count == b.count == union.size
+    assert a.mean == pytest.approx(b.mean, rel=1e-12, abs=1e-15)
+    assert a.m2 == pytest.approx(b.m2, rel=1e-12)
+
+
+def test_small_tensor_histogram_is_numpy_histogram():
+    x = np.concatenate([np.random.default_rng(0).normal(size=5000), np.arange(-10, 11, dtype=np.float64)])
+    for bins in (1, 7, 64, 100):
+        m = tensor_moments(torch.from_numpy(x), bins)
+        counts, edges = np.histogram(x, bins)
+        assert np.array_equal(m.hist, counts)
+        assert np.array_equal(m.edges, edges)
+
+
+def test_integer_values_on_bin_edges_bin_like_numpy():
+    x = np.arange(0, 1001, dtype=np.float64) % 37
+    m = tensor_moments(torch.from_numpy(x), 64)
+    assert np.array_equal(m.hist, np.histogram(x, 64)[0])
+
+
+@pytest.mark.parametrize("lo,hi", [(0.0, 1.0), (2.5, 2.5), (float("nan"), float("nan")), (-3.0, 1e-3)])
+def test_histogram_edges_match_numpy(lo, hi):
+    data = np.array([]) if math.isnan(lo) else np.array([lo, hi])
+    assert np.array_equal(histogram_edges(lo, hi, 64), np.histogram(data, 64)[1])
+
+
+def test_rebin_keeps_totals_and_moves_point_masses_whole():
+    counts = np.array([5, 0, 3, 2], dtype=np.int64)
+    moved = rebin(counts, 0.0, 4.0, -4.0, 4.0)
+    assert moved.sum() == counts.sum() and np.array_equal(moved, [0, 0, 5, 5])
+    point = rebin(np.array([0, 0, 7, 0], dtype=np.int64), 1.0, 1.0, 0.0, 4.0)
+    assert np.array_equal(point, [0, 7, 0, 0])
+    assert np.array_equal(rebin(counts, 0.0, 4.0, 0.0, 4.0), counts)
+
+
+def test_merge_rejects_mismatched_bins_and_nothing():
+    with pytest.raises(ValueError, match="at least one"):
+        merge([])
+    with pytest.raises(ValueError, match="different bin counts"):
+        merge([tensor_moments(torch.ones(3), 8), tensor_moments(torch.ones(3), 16)])
+
+
+def test_batch_moments_equal_one_at_a_time():
+    g = torch.Generator().manual_seed(1)
+    tensors = [torch.randn(n, generator=g) for n in (1, 5, 64, 1000)] + [torch.tensor([float("nan")]), torch.empty(0)]
+    together = batch_moments(tensors)
+    for t, m in zip(tensors, together):
+        alone = batch_moments([t])[0]
+        assert np.array_equal(m.hist, alone.hist) and m.count == alone.count
+        assert (math.isnan(m.mean) and math.isnan(alone.mean)) or m.mean == alone.mean
+
+
+def test_large_tensor_moments_match_float64_reference():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(3 * (1 << 20) + 123, generator=g) * 0.02
+    x[::1001] = 0.0
+    assert_matches(tensor_moments(x), reference(x.numpy()), rel=1e-7)
+
+
+def test_std_stays_accurate_far_from_zero():
+    """LayerNorm-like weights: mean**2 / var = 1e8; sum-of-squares formulas lose it all."""
+    g = torch.Generator().manual_seed(3)
+    x = 1.0 + torch.randn(2 * (1 << 20) + 7, generator=g) * 1e-4
+    m = tensor_moments(x)
+    assert_matches(m, reference(x.numpy()), rel=1e-7)
+    small = x[: SAMPLE // 2]
+    assert tensor_moments(small).std == pytest.approx(small.double().numpy().std(), rel=1e-9)
+
+
+def test_nan_and_inf_are_counted_and_left_out_of_moments():
+    g = torch.Generator().manual_seed(4)
+    for n in (1000, 3 * SAMPLE):
+        x = torch.randn(n, generator=g)
+        x[::97] = float("nan")
+        x[5::301] = float("inf")
+        x[7::503] = -float("inf")
+        m = tensor_moments(x)
+        assert_matches(m, reference(x.numpy()), rel=1e-7)
+        assert m.hist.sum() == m.count
+
+
+def test_all_nan_and_empty_tensors():
+    m = tensor_moments(torch.full((SAMPLE * 2,), float("nan")))
+    assert (m.numel, m.count, m.nan) == (SAMPLE * 2, 0, SAMPLE * 2) and math.isnan(m.mean) and m.hist.sum() == 0
+    e = tensor_moments(torch.empty(0, 5))
+    assert (e.numel, e.count, e.zeros) == (0, 0, 0) and math.isnan(e.std) and e.l2 == 0.0
+    assert np.array_equal(e.edges, np.histogram(np.array([]), 64)[1])
+
+
+def test_sampled_histogram_error_is_small():
+    """Large tensors bin a strided sample of SAMPLE elements; measured against the exact
+    histogram, each bin is off by well under 1% of the elements."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4096, 1024, generator=g) * 0.02
+    m = tensor_moments(x)
+    exact = np.histogram(x.double().numpy(), 64, range=(m.min, m.max))[0]
+    assert m.hist.sum() == exact.sum() == x.numel()
+    assert m.hist_sample <= SAMPLE and m.hist_sample > SAMPLE * 0.9
+    assert np.abs(m.hist - exact).max() / x.numel() < 0.005
