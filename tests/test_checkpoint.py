@@ -1,0 +1,288 @@
+"""Checkpoints as sources: real files written with torch.save / safetensors, checked against
+the tensors that were saved (an independent reference), plus the module tree from names."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import nbinspect
+from nbinspect import examples, load_checkpoint
+from nbinspect.schema import BUFFER, LAYERS, PARAMETER, PARAMS
+from nbinspect.sources import as_source
+from nbinspect.sources.tree import UNKNOWN_TYPE
+
+from .conftest import assert_unchanged, model_state
+
+
+def _state(name: str = "tiny_lm", seed: int = 0) -> dict[str, torch.Tensor]:
+    return examples.build(name, seed=seed).state_dict()
+
+
+def _untied(sd: dict) -> dict:
+    """safetensors refuses shared storage: a copy of every tensor."""
+    return {k: v.clone().contiguous() for k, v in sd.items()}
+
+
+def _values(source) -> dict[str, torch.Tensor]:
+    out = {}
+    for t in source.tensors:
+        out[t.name] = t.values().clone()
+        t.release()
+    return out
+
+
+def _assert_same_tensors(source, reference: dict[str, torch.Tensor]) -> None:
+    got = _values(source)
+    assert list(got) == list(reference) or sorted(got) == sorted(reference)
+    for name, ref in reference.items():
+        assert got[name].dtype == ref.dtype and got[name].shape == ref.shape, name
+        assert torch.equal(got[name], ref), name
+
+
+# --- state_dicts in memory ------------------------------------------------------------------
+
+
+def test_state_dict_tree_matches_the_model_tree():
+    model = examples.build("tiny_lm")
+    from_model, from_sd = nbinspect.layers(model), nbinspect.layers(model.state_dict())
+    LAYERS.validate(from_sd)
+    # Modules holding tensors appear in both, in the same pre-order; types are unknown.
+    holders = set(nbinspect.params(model)["module"])
+    model_paths = [n for n in from_model["name"] if any(h == n or h.startswith(n + ".") or n == "" for h in holders)]
+    assert list(from_sd["name"]) == model_paths
+    assert set(from_sd["type"]) == {UNKNOWN_TYPE}
+    assert all(a == {} for a in from_sd["attrs"])
+    merged = from_sd.merge(from_model, on="name", suffixes=("", "_model"))
+    assert (merged["params"] == merged["params_model"]).all()
+
+
+def test_state_dict_counts_tied_storage_once():
+    model = examples.build("tiny_lm")
+    totals = nbinspect.totals(model.state_dict())
+    assert totals["total_params"] == nbinspect.totals(model)["total_params"] == 118_528
+    params = nbinspect.params(model.state_dict()).set_index("name")
+    assert params.loc["lm_head.weight", "tied_to"] == "tok_emb.weight"
+
+
+def test_buffers_are_told_by_name_and_dtype():
+    model = examples.build("cnn")
+    params = nbinspect.params(model.state_dict()).set_index("name")
+    PARAMS.validate(params.reset_index())
+    assert params.loc["features.1.running_mean", "kind"] == BUFFER
+    assert params.loc["features.1.num_batches_tracked", "kind"] == BUFFER
+    assert params.loc["features.1.weight", "kind"] == PARAMETER
+    truth = nbinspect.totals(model)
+    got = nbinspect.totals(model.state_dict())
+    for key in ("total_params", "param_bytes", "buffer_bytes", "buffer_numel"):
+        assert got[key] == truth[key], key
+
+
+def test_inspecting_a_state_dict_changes_nothing():
+    model = examples.build("cnn")
+    before = model_state(model)
+    nbinspect.inspect(model.state_dict())
+    assert_unchanged(before, model_state(model))
+
+
+# --- torch.save files ---------------------------------------------------------------------
+
+
+def test_torch_file_plain_state_dict(tmp_path):
+    sd = _state()
+    torch.save(sd, tmp_path / "model.pt")
+    source = as_source(str(tmp_path / "model.pt"))
+    assert source.name == "model.pt" and source.metadata["format"] == "torch"
+    _assert_same_tensors(source, sd)
+    assert nbinspect.totals(tmp_path / "model.pt")["total_params"] == 118_528  # shared storage survives torch.save
+
+
+def test_nested_training_checkpoint(tmp_path):
+    model = examples.build("mlp")
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    model(torch.randn(2, 32)).sum().backward()
+    opt.step()
+    torch.save(
+        {"epoch": 7, "step": torch.tensor(1234), "model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(), "loss": 0.25},
+        tmp_path / "train.pth",
+    )
+    source = load_checkpoint(tmp_path / "train.pth")
+    _assert_same_tensors(source, model.state_dict())  # optimizer moments are not weights
+    meta = source.metadata
+    assert meta["weights_key"] == "model_state_dict"
+    assert meta["epoch"] == 7 and meta["step"] == 1234 and meta["loss"] == 0.25
+    moments = 2 * sum(p.numel() * 4 for p in model.parameters()) + 6 * 4  # exp_avg, exp_avg_sq, step per parameter
+    assert f"optimizer state: 1 param group(s), 18 tensors, {moments:,} bytes" in meta["optimizer_state_dict"]
+    assert "'lr': 0.0003" in meta["optimizer_state_dict"]
+
+
+@pytest.mark.parametrize("key", ["state_dict", "model", "ema"])
+def test_weights_under_other_keys(tmp_path, key):
+    sd = _state("mlp")
+    torch.save({key: sd, "global_step": 5}, tmp_path / "c.ckpt")
+    source = load_checkpoint(tmp_path / "c.ckpt")
+    _assert_same_tensors(source, sd)
+    assert source.metadata["weights_key"] == key and source.metadata["global_step"] == 5
+
+
+def test_key_picks_the_ema_weights(tmp_path):
+    live, ema = _state("mlp", 0), _state("mlp", 1)
+    torch.save({"model": live, "ema": ema}, tmp_path / "c.pt")
+    _assert_same_tensors(load_checkpoint(tmp_path / "c.pt"), live)
+    _assert_same_tensors(load_checkpoint(tmp_path / "c.pt", key="ema"), ema)
+    with pytest.raises(nbinspect.CheckpointError, match=r"c\.pt: no entry 'emma'"):
+        load_checkpoint(tmp_path / "c.pt", key="emma")
+
+
+def test_legacy_torch_format_loads_without_mmap(tmp_path):
+    sd = _state("mlp")
+    torch.save(sd, tmp_path / "old.bin", _use_new_zipfile_serialization=False)
+    _assert_same_tensors(load_checkpoint(tmp_path / "old.bin"), sd)
+
+
+def test_release_keeps_values_readable(tmp_path):
+    sd = _state("mlp")
+    torch.save(sd, tmp_path / "m.pt")
+    save_file(_untied(sd), tmp_path / "m.safetensors")
+    for path in ("m.pt", "m.safetensors"):
+        source = load_checkpoint(tmp_path / path)
+        for t in source.tensors:
+            first = t.values().clone()
+            t.release()  # drops the mapped pages; the file is read again on the next access
+            assert torch.equal(t.values(), first)
+            assert torch.equal(first, sd[t.name])
+
+
+# --- safetensors ----------------------------------------------------------------------------
+
+
+def test_safetensors_values_match_the_library(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    tensors = {
+        "model.layers.10.mlp.up_proj.weight": torch.randn(8, 4, generator=g).to(torch.bfloat16),
+        "model.layers.2.mlp.up_proj.weight": torch.randn(8, 4, generator=g).half(),
+        "model.layers.2.self_attn.q_proj.weight": torch.randn(4, 4, generator=g, dtype=torch.float64),
+        "model.embed_tokens.weight": torch.randn(16, 4, generator=g),
+        "model.pos_ids": torch.arange(7, dtype=torch.int64),
+        "model.mask": torch.tensor([True, False, True]),
+        "model.empty": torch.zeros(0, 3),
+        "scale": torch.tensor(2.5),
+    }
+    save_file(tensors, tmp_path / "m.safetensors", metadata={"format": "pt", "note": "hi"})
+    reference = load_file(tmp_path / "m.safetensors")
+    source = load_checkpoint(tmp_path / "m.safetensors")
+    _assert_same_tensors(source, reference)
+    names = [t.name for t in source.tensors]
+    assert names.index("model.layers.2.mlp.up_proj.weight") < names.index("model.layers.10.mlp.up_proj.weight")
+    assert source.metadata["note"] == "hi"
+    params = nbinspect.params(tmp_path / "m.safetensors").set_index("name")
+    assert params.loc["model.pos_ids", "kind"] == BUFFER and params.loc["model.mask", "kind"] == BUFFER
+    assert params.loc["model.layers.10.mlp.up_proj.weight", "dtype"] == "bfloat16"
+    assert params.loc["model.layers.10.mlp.up_proj.weight", "bytes"] == 64
+    assert params.loc["scale", "module"] == "" and params.loc["scale", "shape"] == ()
+
+
+def test_header_listing_reads_no_data(tmp_path):
+    """A sparse file claiming 6 GiB of data: the listing is exact and never maps the data."""
+    path = tmp_path / "huge.safetensors"
+    n = 3 * 2**30 // 2  # elements of one 3 GiB fp16... twice
+    header = {
+        "a.weight": {"dtype": "F16", "shape": [n], "data_offsets": [0, 2 * n]},
+        "b.weight": {"dtype": "BF16", "shape": [n // 4, 4], "data_offsets": [2 * n, 4 * n]},
+    }
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as f:
+        f.write(len(raw).to_bytes(8, "little") + raw)
+        f.truncate(8 + len(raw) + 4 * n)  # sparse: no disk, no reads
+    source = load_checkpoint(path)
+    params = nbinspect.params(source)
+    assert list(params["numel"]) == [n, n] and list(params["bytes"]) == [2 * n, 2 * n]
+    assert nbinspect.totals(source)["param_bytes"] == 6 * 2**30
+    loader = source.tensors[0].tensor
+    assert callable(loader) and loader.__defaults__ is not None  # values stay behind a loader
+    mapped = [c.cell_contents for c in loader.__closure__ if hasattr(c.cell_contents, "_map")]
+    assert mapped and mapped[0]._map is None  # the file was never memory-mapped
+
+
+def _shard(tmp_path, fmt: str = "safetensors") -> tuple[dict, dict]:
+    sd = _untied(_state())
+    names = list(sd)
+    parts = {f"model-0000{i + 1}-of-00002.{fmt}": names[i::2] for i in range(2)}
+    weight_map = {}
+    for file, keys in parts.items():
+        part = {k: sd[k] for k in keys}
+        save_file(part, tmp_path / file) if fmt == "safetensors" else torch.save(part, tmp_path / file)
+        weight_map.update({k: file for k in keys})
+    index = {"metadata": {"total_size": sum(v.numel() * v.element_size() for v in sd.values())}, "weight_map": weight_map}
+    (tmp_path / f"model.{fmt}.index.json").write_text(json.dumps(index))
+    return sd, index
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "bin"])
+def test_sharded_checkpoint_by_index_and_by_folder(tmp_path, fmt):
+    sd, index = _shard(tmp_path, fmt)
+    by_index = load_checkpoint(tmp_path / f"model.{fmt}.index.json")
+    by_folder = load_checkpoint(tmp_path)
+    for source in (by_index, by_folder):
+        _assert_same_tensors(source, sd)
+        assert source.metadata["format"] == "sharded (2 files)"
+        assert source.metadata["total_size"] == index["metadata"]["total_size"]
+    pd.testing.assert_frame_equal(nbinspect.layers(by_index), nbinspect.layers(by_folder))
+
+
+def test_folder_of_one_safetensors_file(tmp_path):
+    sd = _untied(_state("mlp"))
+    save_file(sd, tmp_path / "model.safetensors")
+    _assert_same_tensors(load_checkpoint(tmp_path), sd)
+
+
+# --- loading into a model class ------------------------------------------------------------
+
+
+def test_model_class_gets_the_weights_and_a_clean_report(tmp_path):
+    sd = _state()
+    torch.save({"model_state_dict": sd, "epoch": 3}, tmp_path / "c.pt")
+    config = tmp_path / "cfg.yaml"
+    config.write_text("vocab_size: 256\nn_layer: 2\n")
+    source = load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:TinyLM", config=config)
+    model = source.model
+    assert isinstance(model, examples.TinyLM)
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, sd[name]), name
+    report = source.metadata["load_report"]
+    assert report.ok and report.loaded == len(sd)
+    assert source.metadata["epoch"] == 3
+    layers = nbinspect.layers(source).set_index("name")
+    assert layers.loc["blocks.0.attn.qkv", "type"] == "Linear"  # types are known now
+
+
+def test_load_report_names_missing_unexpected_and_mismatched(tmp_path):
+    sd = _state()
+    sd["extra.weight"] = torch.ones(2)
+    torch.save(sd, tmp_path / "c.pt")
+    source = load_checkpoint(tmp_path / "c.pt", model=examples.TinyLM, config={"n_layer": 3, "vocab_size": 128})
+    report = source.metadata["load_report"]
+    assert not report.ok
+    assert "extra.weight" in report.unexpected
+    assert set(report.missing) == {k for k in examples.TinyLM(n_layer=3).state_dict() if k.startswith("blocks.2.")}
+    assert ("tok_emb.weight", (256, 64), (128, 64)) in report.mismatched
+    text = str(report)
+    assert "unexpected (ignored): extra.weight" in text and "shape mismatch" in text and "tok_emb.weight" in text
+
+
+def test_bad_model_spec_and_config_are_clear(tmp_path):
+    torch.save(_state("mlp"), tmp_path / "c.pt")
+    with pytest.raises(ValueError, match="expected 'package.module:factory'"):
+        load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples.MLP")
+    with pytest.raises(ValueError, match="has no attribute 'Nope'"):
+        load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:Nope")
+    (tmp_path / "cfg.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ValueError, match="cfg.yaml: config must be a mapping"):
+        load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config=tmp_path / "cfg.yaml")
+    with pytest.raises(ValueError, match=r"'MLP'\(\{'bogus': 1\}\) failed: TypeError"):
+        load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config={"bogus": 1})
