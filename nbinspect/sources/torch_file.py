@@ -46,8 +46,11 @@ def load_torch_file(path: Path, *, trust: bool = False) -> tuple[Any, bool]:
     try:
         return torch.load(path, map_location="cpu", weights_only=not trust, mmap=mapped), mapped
     except pickle.UnpicklingError as exc:
-        if not trust and "Weights only load failed" in str(exc):
+        # The weights-only unpickler also fails on a corrupt byte stream ("Unsupported
+        # operand"): that is damage, not a request for code.
+        if not trust and "Weights only load failed" in str(exc) and "Unsupported operand" not in str(exc):
             raise _refusal(path, exc) from None
-        raise CheckpointError(f"{path}: corrupt torch checkpoint ({_first_line(exc)})") from None
+        detail = "invalid pickle opcode" if "Unsupported operand" in str(exc) else _first_line(exc)
+        raise CheckpointError(f"{path}: corrupt torch checkpoint ({detail})") from None
     except (RuntimeError, EOFError, ValueError, OSError, KeyError, AttributeError, ImportError) as exc:
         raise CheckpointError(f"{path}: cannot read as a torch checkpoint ({_first_line(exc)})") from None
