@@ -7,9 +7,10 @@ is rendered from those frames.
 from __future__ import annotations
 
 from . import examples
+from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
-from .inspection import Inspection, inspect
+from .inspection import Inspection, TraceError, inspect, memory, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
 from .sources.checkpoint import load_checkpoint
@@ -42,6 +43,10 @@ __all__ = [
     "json_schema",
     "layers",
     "load_ipython_extension",
+    "memory",
     "params",
+    "stats",
     "totals",
+    "trace",
+    "TraceError",
 ]

@@ -13,10 +13,15 @@ from .analyze import structure
 from .render import json_export, text
 from .render.html import standalone_html
 from .render.payload import build_payload
+from .analyze.inputs import split_input
+from .analyze.memory import memory_plan
+from .analyze.trace import TraceError, run_trace
+from .analyze.trace_frames import flow, layers_with_trace
+from .render.flow import TextFrame, flow_text, memory_text
 from .sources import as_source
 from .widget import InspectWidget, bundle_source
 
-__all__ = ["Inspection", "inspect"]
+__all__ = ["Inspection", "TraceError", "inspect", "memory", "trace"]
 
 
 class Inspection:
@@ -48,6 +53,14 @@ class Inspection:
     @property
     def by_type(self) -> pd.DataFrame:
         return self.frames["by_type"]
+
+    @property
+    def flow(self) -> pd.DataFrame:
+        """One row per module call of the traced forward pass (schema.FLOW); ``print()`` it
+        for the staged view: inputs, each call with its shapes, outputs."""
+        if "flow" not in self.frames:
+            raise ValueError(f"{self.name} has no traced forward pass: use nbinspect.trace(model, x) or inspect(model, input=x)")
+        return TextFrame.wrap(self.frames["flow"], lambda f: flow_text(f, self.io, self.totals, self.name))
 
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
@@ -100,12 +113,84 @@ class Inspection:
         return page
 
 
-def inspect(model: Any, *, name: str | None = None) -> Inspection:
-    """Inspect `model` (a torch.nn.Module) without changing it."""
+def inspect(
+    model: Any,
+    *,
+    name: str | None = None,
+    input: Any = None,
+    backward: bool = False,
+    flops: bool = True,
+    input_dtype: Any = None,
+) -> Inspection:
+    """Inspect `model` (a torch.nn.Module) without changing it.
+
+    With `input` (a tensor, a shape tuple, a tuple/list of positional arguments or a dict of
+    keyword arguments) one forward pass is traced as by :func:`trace`."""
     source = as_source(model, name)
     frames = {
         "params": structure.params(source),
         "layers": structure.layers(source),
         "by_type": structure.by_type(source),
     }
-    return Inspection(source.name, source.framework, frames, structure.totals(source))
+    inspection = Inspection(source.name, source.framework, frames, structure.totals(source))
+    if input is not None:
+        args, kwargs = split_input(input)
+        inspection = _traced(inspection, source.model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
+    return inspection
+
+
+def trace(
+    model: Any, *args: Any, backward: bool = False, flops: bool = True, input_dtype: Any = None, **kwargs: Any
+) -> Inspection:
+    """Run ``model(*args, **kwargs)`` once and return its Inspection with the trace filled in:
+    the ``layers`` trace columns, the ``flow`` frame (one row per module call), FLOP and
+    saved-tensor totals, and the model's inputs and outputs (``io``).
+
+    A tuple of ints among the arguments is a shape: zeros of `input_dtype` (default the
+    model's dtype) on the model's device. `backward=True` also counts backward FLOPs;
+    `flops=False` skips FLOP counting, the costly part. `backward`, `flops` and
+    `input_dtype` are nbinspect's; pass a model argument of the same name through
+    ``inspect(model, input={...})``. Meta-device models run on fake tensors. The model is left exactly as it was. If the
+    forward pass raises, :class:`TraceError` names the module and carries ``partial``."""
+    return _traced(inspect(model), model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
+
+
+def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:
+    def build(result) -> Inspection:
+        frames = {**inspection.frames, "layers": layers_with_trace(inspection.layers, result), "flow": flow(result)}
+        totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
+        io = {"input": result.inputs, "output": result.outputs}
+        return Inspection(inspection.name, inspection.framework, frames, totals, io)
+
+    try:
+        result = run_trace(as_source(model).model, args, kwargs, **options)
+    except TraceError as exc:
+        exc.partial = build(exc.result)
+        raise
+    return build(result)
+
+
+def memory(
+    model: Any,
+    *,
+    input: Any = None,
+    batch_size: int | None = None,
+    optimizer: str = "adam",
+    precision: str = "fp32",
+    grad_checkpointing: bool = False,
+    master_weights: bool = False,
+    input_dtype: Any = None,
+) -> pd.DataFrame:
+    """The memory one training step needs, as the ``memory`` frame (schema.MEMORY), which
+    ``print()`` shows in human units. See :func:`nbinspect.analyze.memory.memory_plan`."""
+    plan = memory_plan(
+        model,
+        input=input,
+        batch_size=batch_size,
+        optimizer=optimizer,
+        precision=precision,
+        grad_checkpointing=grad_checkpointing,
+        master_weights=master_weights,
+        input_dtype=input_dtype,
+    )
+    return TextFrame.wrap(plan, memory_text)

@@ -19,14 +19,17 @@ __all__ = [
     "PARAMS",
     "LAYERS",
     "BY_TYPE",
+    "FLOW",
+    "MEMORY",
+    "MEMORY_COMPONENTS",
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
+    "STATS",
     "TRACE_COLUMNS",
     "TOTALS_KEYS",
     "PARAMETER",
     "BUFFER",
-    "STATS",
     "FRAMES",
 ]
 
@@ -108,6 +111,7 @@ TRACE_COLUMNS = (
     Column("output_dtypes", "object", "dtypes of the tensors it returned (first call)"),
     Column("calls", "Int64", "how many times forward ran"),
     Column("flops", "Int64", "floating point operations of all calls, subtree"),
+    Column("backward_flops", "Int64", "FLOPs of the backward pass of all calls, subtree; missing unless asked for"),
     Column("activation_bytes", "Int64", "bytes autograd saved for backward, subtree"),
 )
 
@@ -145,6 +149,45 @@ BY_TYPE = FrameSchema(
         Column("share", "float64", "percent of the model's unique parameters"),
     ),
     "Parameters grouped by the type of the module that owns them, largest first.",
+)
+
+FLOW = FrameSchema(
+    "flow",
+    (
+        Column("index", "Int64", "position in execution order (the order forward was entered)"),
+        Column("name", "string", "first dotted path of the module called; '' is the root"),
+        Column("type", "string", "class name"),
+        Column("depth", "Int64", "nesting of the call: 0 for the root's call"),
+        Column("parent", "Int64", "index of the call this one ran inside; missing for the root"),
+        Column("call", "Int64", "0 for a module's first call, 1 for its second, ..."),
+        Column("input_shapes", "object", "shapes of the tensors passed in (positional, then keyword)"),
+        Column("input_bytes", "Int64", "bytes of those tensors"),
+        Column("output_shapes", "object", "shapes of the tensors returned; missing if the call raised"),
+        Column("output_dtypes", "object", "dtypes of the tensors returned"),
+        Column("flops", "Int64", "FLOPs of this call, calls inside it included"),
+        Column("own_flops", "Int64", "FLOPs of ops run directly in this call, outside its child calls"),
+        Column("backward_flops", "Int64", "backward FLOPs of this call's ops and its children's; missing unless asked for"),
+        Column("activation_bytes", "Int64", "bytes saved for backward by this call, calls inside it included"),
+        Column("own_activation_bytes", "Int64", "bytes saved for backward directly in this call"),
+        Column("status", "string", "'ok', 'failed' (raised here) or 'interrupted' (a call inside raised)"),
+    ),
+    "One row per module call in execution order; a module called twice has two rows. "
+    "own_flops and own_activation_bytes over all rows sum to the root's flops and activation_bytes.",
+)
+
+MEMORY_COMPONENTS = ("parameters", "buffers", "gradients", "optimizer_state", "activations", "inputs", "total")
+
+MEMORY = FrameSchema(
+    "memory",
+    (
+        Column("component", "string", "one of MEMORY_COMPONENTS"),
+        Column("layer", "string", "module path the bytes belong to ('' is the root module); missing for whole-model rows"),
+        Column("bytes", "Int64", "bytes for the batch size, optimizer and precision planned"),
+        Column("share", "float64", "percent of the total"),
+        Column("note", "string", "how the whole-model figure was obtained; missing on per-module rows"),
+    ),
+    "Training memory plan: one whole-model row per component (layer missing), then per-module "
+    "rows (the module's own parameters and saved tensors) that sum to the whole-model row.",
 )
 
 COMPARE_STATUSES = ("same", "changed", "dtype_changed", "reshaped", "added", "removed")
@@ -209,7 +252,8 @@ STATS = FrameSchema(
         Column("zeros", "float64", "fraction of all elements that are exactly 0"),
         Column("nan", "Int64", "NaN elements"),
         Column("inf", "Int64", "+Inf and -Inf elements"),
-        Column("hist_counts", "object", "int64 array of `bins` counts of the finite elements over [min, max]"),
+        Column("hist_counts", "object", "int64 array of `bins` counts of the finite elements over [min, max] "
+               "(module rows: their tensors' histograms re-binned, so single bins are approximate)"),
         Column("hist_edges", "object", "float64 array of bins+1 edges, as numpy.histogram draws them"),
         Column("hist_sample", "Int64", "elements the histogram was binned from: all finite ones up to "
                "65,536 per tensor, a strided sample of 65,536 above (counts scaled to all)"),
@@ -220,7 +264,7 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
-FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE, COMPARE, COMPARE_GROUPS, STATS)}
+FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)}
 
 TOTALS_KEYS = (
     "total_params",  # unique parameter elements (shared storage once)

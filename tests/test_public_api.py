@@ -18,8 +18,12 @@ EXPECTED = {
     "json_schema",
     "layers",
     "load_ipython_extension",
+    "memory",
     "params",
+    "stats",
     "totals",
+    "trace",
+    "TraceError",
 }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["format_count", "format_bytes", "format_shape", "trainable_status", "is_missing"]
+__all__ = ["format_count", "format_bytes", "format_flops", "format_shape", "trainable_status", "is_missing"]
 
 _UNITS = ("B", "KB", "MB", "GB", "TB")
 
@@ -31,6 +31,17 @@ def format_bytes(n: Any) -> str:
             return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def format_flops(n: Any) -> str:
+    """FLOPs with a decimal prefix: 1_234_567 -> '1.23 M'; below 1000 as is; missing -> ''."""
+    if is_missing(n):
+        return ""
+    n = int(n)
+    for value, prefix in ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")):
+        if abs(n) >= value:
+            return f"{n / value:.2f} {prefix}"
+    return str(n)
 
 
 def format_shape(shape: Any) -> str:

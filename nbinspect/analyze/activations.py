@@ -1,0 +1,62 @@
+"""Activation memory: the tensors autograd saves for backward, attributed to module calls.
+
+``torch.autograd.graph.saved_tensors_hooks`` shows every tensor an op saves. Each storage
+is counted once (views of one buffer, or one tensor saved by two ops, cost memory once),
+at the call that saved it first. Parameters, buffers and the model's own inputs are not
+activations and are left out. On meta or fake tensors a storage's size comes from its
+shape and element size, so the figure is what a real run would hold, with nothing
+allocated.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import torch
+
+__all__ = ["SavedTensorMeter", "storage_info", "unique_bytes"]
+
+
+def storage_info(t: torch.Tensor) -> tuple[int, int]:
+    """(key, bytes) of the memory a tensor lives in; views of one storage share the key.
+    Tensors without a plain storage (sparse, nested, some subclasses) count as themselves."""
+    try:
+        storage = t.untyped_storage()
+        return storage._cdata, storage.nbytes()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return id(t), t.numel() * t.element_size()
+
+
+def unique_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes of the storages behind `tensors`, each storage once."""
+    return sum(dict(storage_info(t) for t in tensors).values())
+
+
+class SavedTensorMeter:
+    """Context manager: adds the bytes of each newly saved storage to
+    ``current().own_activation_bytes``. ``exclude`` are storages that are not activations."""
+
+    def __init__(self, current: Callable[[], Any], exclude: Iterable[int] = ()):
+        self.current = current
+        self.seen = set(exclude)
+        self.total = 0
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        key, nbytes = storage_info(t)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.current().own_activation_bytes += nbytes
+            self.total += nbytes
+        return t
+
+    def __enter__(self) -> "SavedTensorMeter":
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._hooks.__exit__(*exc)
+
+
+def _unpack(t: torch.Tensor) -> torch.Tensor:
+    return t

@@ -1,0 +1,157 @@
+"""FLOP counting per module call, from torch's own formulas (``torch.utils.flop_counter``).
+
+A :class:`FlopCounter` is a ``TorchDispatchMode``: it sees every aten op that runs, looks
+the op up in ``flop_registry`` (matrix multiplies, convolutions, attention kernels) and
+adds the count to the module call that is running. Ops the registry does not know and
+that do work on floating-point data are tallied by name, for the coverage note.
+
+CPU attention: torch picks ``_scaled_dot_product_flash_attention_for_cpu``, which the
+registry does not list, so it is counted with the registry's own SDPA formula; the math
+backend decomposes into ``bmm``s that the registry counts anyway. Either way attention
+costs ``4·b·h·s_q·s_k·d`` forward (causal masking not discounted, as in torch).
+
+Backward FLOPs (on request): during the forward pass each op's autograd node is tagged
+with the module call that created it; during backward the node running
+(``torch._C._current_autograd_node``) says whose backward an op belongs to.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+__all__ = ["FlopCounter", "coverage_note"]
+
+aten = torch.ops.aten
+
+_EXTRA_FORMULAS = {
+    aten._scaled_dot_product_flash_attention_for_cpu: flop_registry[aten._scaled_dot_product_flash_attention],
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: flop_registry[
+        aten._scaled_dot_product_flash_attention_backward
+    ],
+}
+
+# Ops that move or create data without arithmetic: never listed as "not counted".
+_DATA_MOVEMENT = {
+    aten.clone, aten._to_copy, aten.copy_, aten.copy, aten.cat, aten.stack, aten.detach,
+    aten.lift_fresh, aten.empty_like, aten.zeros_like, aten.ones_like, aten.full_like,
+    aten.new_empty_strided, aten.new_zeros, aten.new_ones, aten.new_empty, aten.fill_,
+    aten.zero_, aten.index_select, aten.gather, aten.embedding, aten.constant_pad_nd,
+    aten.slice_scatter, aten.select_scatter, aten.masked_fill, aten.where, aten.index,
+    aten.split_with_sizes_copy, aten.empty_strided, aten.empty, aten.zeros, aten.ones,
+    aten.full, aten.arange, aten._unsafe_view, aten.alias, aten.scalar_tensor, aten._local_scalar_dense, aten.tril, aten.triu,
+}
+
+_NODE_KEY = "nbinspect_call"
+
+
+def _shape_of(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape)
+    if isinstance(value, (list, tuple)):
+        return tuple(_shape_of(v) for v in value)
+    return value
+
+
+def _cached(formula: Callable) -> Callable:
+    """Formulas depend only on shapes and plain arguments, but the registry's wrappers map
+    tensors to shapes with pytree at ~50 us per op (and nest: addmm calls mm); remember
+    each distinct shape signature's count instead."""
+    cache: dict[Any, int] = {}
+
+    def count(*args, out_val=None, **kwargs):
+        key = (_shape_of(args), _shape_of(out_val), tuple((k, _shape_of(v)) for k, v in kwargs.items()))
+        try:
+            return cache[key]
+        except KeyError:
+            n = cache[key] = formula(*args, **kwargs, out_val=out_val)
+            return n
+        except TypeError:  # an unhashable argument: count without the cache
+            return formula(*args, **kwargs, out_val=out_val)
+
+    return count
+
+
+def _floating_out(out: Any) -> bool:
+    if isinstance(out, torch.Tensor):
+        return out.is_floating_point()
+    if isinstance(out, (tuple, list)):
+        return any(isinstance(o, torch.Tensor) and o.is_floating_point() for o in out)
+    return False
+
+
+class FlopCounter(TorchDispatchMode):
+    """Adds each op's FLOPs to ``current()`` (an object with ``own_flops`` and
+    ``own_backward_flops``). With ``tag_nodes``, autograd nodes made in the forward pass
+    remember their call (an index into ``calls``) for backward attribution."""
+
+    def __init__(self, current: Callable[[], Any], calls: list, tag_nodes: bool = False):
+        super().__init__()
+        self.current = current
+        self.calls = calls
+        self.tag_nodes = tag_nodes
+        self.in_backward = False
+        self.uncounted: Counter[str] = Counter()
+        self._pending: tuple[Any, int] | None = None
+        self._kind: dict[Any, Any] = {}  # OpOverload -> formula, "free" or "uncounted"
+
+    def _classify(self, func) -> Any:
+        packet = func._overloadpacket
+        formula = _EXTRA_FORMULAS.get(packet) or flop_registry.get(packet)
+        if formula is not None:
+            return _cached(formula)
+        if func.is_view or packet in _DATA_MOVEMENT or func.namespace != "aten":
+            return "free"
+        return "uncounted"
+
+    def tag_pending(self) -> None:
+        """Tag the autograd nodes of the last op's outputs with the call that ran it."""
+        if self._pending is None:
+            return
+        out, index = self._pending
+        self._pending = None
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            node = getattr(t, "grad_fn", None) if isinstance(t, torch.Tensor) else None
+            if node is not None and _NODE_KEY not in node.metadata:
+                node.metadata[_NODE_KEY] = index
+
+    def _backward_call(self) -> Any:
+        node = torch._C._current_autograd_node()
+        index = node.metadata.get(_NODE_KEY) if node is not None else None
+        return self.calls[index if index is not None else 0]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._pending is not None:
+            self.tag_pending()
+        out = func(*args, **kwargs)
+        kind = self._kind.get(func)
+        if kind is None:
+            kind = self._kind[func] = self._classify(func)
+        if kind == "free":
+            pass
+        elif kind == "uncounted":
+            if _floating_out(out):
+                self.uncounted[func._overloadpacket.__name__] += 1
+        elif self.in_backward:
+            self._backward_call().own_backward_flops += kind(*args, **kwargs, out_val=out)
+        else:
+            self.current().own_flops += kind(*args, **kwargs, out_val=out)
+        if self.tag_nodes and not self.in_backward:
+            call = self.current()
+            if call is not None:
+                self._pending = (out, call.index)
+        return out
+
+
+def coverage_note(uncounted: Counter) -> str:
+    """One line saying what the FLOP figures include and which ops they leave out."""
+    head = "FLOPs count matrix multiplies, convolutions and attention (torch.utils.flop_counter)"
+    if not uncounted:
+        return head + "; every floating-point op that ran was counted."
+    listed = ", ".join(f"{name} x{n}" for name, n in sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{head}; not counted: {listed}."

@@ -1,0 +1,353 @@
+"""One forward pass, watched: every module call with its shapes, FLOPs and saved tensors.
+
+:func:`run_trace` hooks each module (forward pre/post hooks, removed in ``finally``), runs
+the forward pass once under a :class:`~.flops.FlopCounter` and a
+:class:`~.activations.SavedTensorMeter`, and returns a :class:`TraceResult`: one
+:class:`Call` per module call in execution order. :mod:`.trace_frames` turns it into the
+``flow`` frame and the trace columns of ``layers``.
+
+Models on the meta device run under ``FakeTensorMode``: parameters and buffers are
+swapped for fake tensors for the duration of the call (``torch.func.functional_call``),
+so shapes, FLOPs and saved-tensor sizes come out without allocating anything, and code
+that calls ``.item()`` on a mask (transformers) still runs.
+
+Nothing about the model changes: modes, parameters, buffers (BatchNorm running stats are
+put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
+``.grad``), hooks and the global RNG state (forked) are as they were, also on error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import torch
+from torch import nn
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+from .activations import SavedTensorMeter
+from .flops import FlopCounter, coverage_note
+from .inputs import dtype_name, io_records, map_inputs, tensors_in
+
+__all__ = ["Call", "TraceResult", "TraceError", "run_trace"]
+
+
+@dataclass(slots=True)
+class Call:
+    """One call of one module."""
+
+    index: int
+    name: str  # first path of the module
+    type: str
+    depth: int
+    parent: int | None
+    call: int  # 0 for the module's first call, 1 for its second, ...
+    input_shapes: list  # of torch.Size; the frames turn them into tuples
+    input_bytes: int
+    module_id: int = 0
+    output_shapes: list | None = None
+    output_dtypes: list | None = None  # of torch.dtype
+    own_flops: int = 0
+    own_backward_flops: int = 0
+    own_activation_bytes: int = 0
+    flops: int = 0
+    backward_flops: int = 0
+    activation_bytes: int = 0
+    status: str = "running"  # ok | failed (raised here) | interrupted (a call inside it raised)
+
+
+@dataclass
+class TraceResult:
+    calls: list[Call]
+    inputs: list[dict]
+    outputs: list[dict] | None
+    uncounted_ops: Counter
+    flops: bool  # forward FLOPs were counted
+    backward: bool  # backward FLOPs were counted
+    fake: bool  # ran on fake tensors: shapes and sizes only, nothing allocated
+    totals: dict = field(default_factory=dict)
+
+
+class TraceError(RuntimeError):
+    """The traced forward pass raised. ``result`` holds the calls recorded up to the failure;
+    :func:`nbinspect.trace` adds ``partial``, the partial Inspection."""
+
+    def __init__(self, message: str, result: TraceResult):
+        super().__init__(message)
+        self.result = result
+        self.partial: Any = None
+
+
+class _Recorder:
+    """Global forward pre/post hooks (a third of the cost of one pair per module), acting on
+    the model's modules only, building the list of calls. The global pre-hook does not see
+    keyword arguments; the post-hook does, and adds their shapes."""
+
+    def __init__(self, named_modules: list[tuple[str, nn.Module]]):
+        self.info = {id(m): (path, type(m).__name__) for path, m in named_modules}
+        self.calls: list[Call] = []
+        self.stack: list[Call] = []
+        self.counts: dict[int, int] = {}
+        self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
+        self.handles: list = []
+
+    def current(self) -> Call:
+        return self.stack[-1] if self.stack else self.outside
+
+    def attach(self) -> None:
+        self.handles.append(register_module_forward_pre_hook(self.pre))
+        self.handles.append(register_module_forward_hook(self.post, with_kwargs=True))
+
+    def detach(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+    def pre(self, module: nn.Module, args: tuple) -> None:
+        key = id(module)
+        info = self.info.get(key)
+        if info is None:  # not one of this model's modules
+            return
+        if len(args) == 1 and isinstance(args[0], torch.Tensor):  # the common case, kept cheap
+            shapes, nbytes = [args[0].shape], args[0].nbytes
+        else:
+            tensors = tensors_in(args)
+            shapes, nbytes = [t.shape for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
+        stack = self.stack
+        n = self.counts.get(key, 0)
+        self.counts[key] = n + 1
+        call = Call(len(self.calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key)
+        self.calls.append(call)
+        stack.append(call)
+
+    def post(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+        key = id(module)
+        if key not in self.info or not self.stack:
+            return
+        call = self.stack.pop()
+        while call.module_id != key and self.stack:  # a caller swallowed an exception from inside
+            call.status = "failed"
+            call = self.stack.pop()
+        if kwargs:
+            _add_inputs(call, kwargs)
+        if isinstance(output, torch.Tensor):
+            call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
+        else:
+            tensors = tensors_in(output)
+            call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+        call.status = "ok"
+
+
+def _add_inputs(call: Call, kwargs: dict) -> None:
+    tensors = tensors_in(kwargs)
+    call.input_shapes = call.input_shapes + [t.shape for t in tensors]
+    call.input_bytes += sum({id(t): t.nbytes for t in tensors}.values())
+
+
+def _failed_kwargs(exc: BaseException, module_id: int) -> dict:
+    """The keyword arguments the failing module got, read from the traceback's frame of
+    ``Module._call_impl`` (global pre-hooks are not given them). Empty if not found."""
+    tb = exc.__traceback__
+    found: dict = {}
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        if tb.tb_frame.f_code.co_name in ("_call_impl", "inner") and id(local.get("self")) == module_id:
+            found = local.get("kwargs") or found
+        tb = tb.tb_next
+    return found if isinstance(found, dict) else {}
+
+
+@contextlib.contextmanager
+def _preserved(modules: list[nn.Module], tensors: list[torch.Tensor], training: bool | None, real: bool) -> Iterator[None]:
+    """Restore train/eval flags, buffers changed in place or replaced (BatchNorm running
+    stats, num_batches_tracked) and the RNG state, however the block ends."""
+    modes = [(m, m.training) for m in modules]
+    buffers = []
+    if real:
+        for m in modules:
+            for name, b in m._buffers.items():
+                if b is not None and b.device.type != "meta":
+                    buffers.append((m, name, b, b.clone()))
+    cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+    with torch.random.fork_rng(devices=cuda):
+        try:
+            if training is not None:
+                for m in modules:
+                    m.training = training
+            yield
+        finally:
+            for m, mode in modes:
+                if m.training is not mode:  # Module.__setattr__ is slow; most flags never changed
+                    m.training = mode
+            for m, name, b, copy in buffers:
+                m._buffers[name] = b
+                if not torch.equal(b, copy):
+                    with torch.no_grad(), torch.inference_mode(b.is_inference()):
+                        b.copy_(copy)
+
+
+def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtype]:
+    device, dtype = torch.device("cpu"), torch.get_default_dtype()
+    if tensors:
+        device = tensors[0].device
+    floating = [t for t in tensors if t.is_floating_point()]
+    if floating:
+        dtype = floating[0].dtype
+    return device, dtype
+
+
+def _fake_state(model: nn.Module, fake_mode, param_dtype: torch.dtype | None) -> dict[str, torch.Tensor]:
+    """Fake stand-ins for every parameter and buffer path (tied paths share one fake)."""
+    memo: dict[int, torch.Tensor] = {}
+    state = {}
+    named = [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
+    for name, t in named:
+        fake = memo.get(id(t))
+        if fake is None:
+            fake = fake_mode.from_tensor(t)
+            if param_dtype is not None and fake.is_floating_point() and fake.dtype != param_dtype:
+                fake = fake.detach().to(param_dtype).requires_grad_(t.requires_grad)
+            memo[id(t)] = fake
+        state[name] = fake
+    return state
+
+
+def _failure(recorder: _Recorder, exc: Exception, model_name: str) -> str:
+    if not recorder.stack:
+        return f"forward of {model_name} failed before any module ran: {type(exc).__name__}: {exc}"
+    failed = recorder.stack[-1]
+    failed.status = "failed"
+    _add_inputs(failed, _failed_kwargs(exc, failed.module_id))
+    for call in recorder.stack[:-1]:
+        call.status = "interrupted"
+    where = failed.name or model_name
+    shapes = " ".join("[" + ", ".join(map(str, s)) + "]" for s in failed.input_shapes) or "no tensors"
+    return f"forward failed in {where} ({failed.type}) with inputs {shapes}: {type(exc).__name__}: {exc}"
+
+
+def _finish(result: TraceResult) -> TraceResult:
+    calls = result.calls
+    for c in calls:
+        c.flops, c.backward_flops, c.activation_bytes = c.own_flops, c.own_backward_flops, c.own_activation_bytes
+    for c in reversed(calls):  # children come after their parent
+        if c.parent is not None:
+            p = calls[c.parent]
+            p.flops += c.flops
+            p.backward_flops += c.backward_flops
+            p.activation_bytes += c.activation_bytes
+    root = calls[0] if calls else None
+    result.totals = {
+        "flops": (root.flops if root else 0) if result.flops else None,
+        "backward_flops": (root.backward_flops if root else 0) if result.backward else None,
+        "activation_bytes": root.activation_bytes if root else 0,
+        "input_bytes": root.input_bytes if root else 0,
+        "flops_note": coverage_note(result.uncounted_ops) if result.flops else "FLOPs not counted (flops=False).",
+    }
+    return result
+
+
+def _backward(output: Any, wrt: list[torch.Tensor], counter: FlopCounter) -> None:
+    outs = [t for t in tensors_in(output) if t.requires_grad and t.is_floating_point()]
+    wrt = [t for t in wrt if t.requires_grad]
+    if not outs or not wrt:
+        return
+    counter.in_backward = True
+    torch.autograd.grad(outs, wrt, grad_outputs=[torch.ones_like(t) for t in outs], allow_unused=True)
+
+
+def run_trace(
+    model: nn.Module,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    backward: bool = False,
+    flops: bool = True,
+    input_dtype: torch.dtype | None = None,
+    training: bool | None = None,
+    fake: bool | None = None,
+    param_dtype: torch.dtype | None = None,
+    autocast_dtype: torch.dtype | None = None,
+    batch_size: int | None = None,
+) -> TraceResult:
+    """Run ``model(*args, **kwargs)`` once and record every module call.
+
+    Shape tuples among the inputs become zeros of `input_dtype` (default: the model's
+    floating dtype) on the model's device. `training` sets train/eval mode for the call,
+    `param_dtype` casts floating parameters and `autocast_dtype` runs under
+    ``torch.autocast``; `batch_size` resizes the first dimension of every input tensor.
+    `flops=False` skips FLOP counting (its dispatch mode is most of the trace's cost).
+    `fake` forces (or forbids) FakeTensorMode; by default it is used for meta models, and
+    whenever the parameters are cast or the batch resized, so the model is never touched.
+    Raises :class:`TraceError` naming the module that failed.
+    """
+    kwargs = dict(kwargs or {})
+    if backward and not flops:
+        raise ValueError("backward=True counts backward FLOPs, so it needs flops=True")
+    named_modules = list(model.named_modules())
+    modules = [m for _, m in named_modules]
+    model_tensors = [t for m in modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
+    device, model_dtype = _device_dtype(model_tensors)
+    dtype = input_dtype or param_dtype or model_dtype
+    given = tensors_in((args, kwargs))
+    on_meta = device.type == "meta" or any(t.device.type == "meta" for t in given)
+    use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
+    recorder = _Recorder(named_modules)
+    name = type(model).__name__
+
+    def resize(t: torch.Tensor) -> torch.Tensor:
+        if batch_size is None or t.dim() == 0:
+            return t
+        return torch.zeros((batch_size, *t.shape[1:]), dtype=t.dtype, device=t.device)
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_preserved(modules, model_tensors, training, real=not use_fake))
+        if use_fake:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+            state = _fake_state(model, fake_mode, param_dtype)
+            target = "meta" if on_meta else None
+            args, kwargs = map_inputs(
+                (args, kwargs),
+                lambda t: resize(fake_mode.from_tensor(t.to(target) if target else t)),
+                lambda s: resize(torch.zeros(s, dtype=dtype, device=device)),
+            )
+            params = list({id(t): t for t in state.values()}.values())
+            run = lambda: torch.func.functional_call(model, state, args, kwargs, tie_weights=True, strict=False)  # noqa: E731
+        else:
+            args, kwargs = map_inputs((args, kwargs), lambda t: t, lambda s: torch.zeros(s, dtype=dtype, device=device))
+            params = model_tensors
+            run = lambda: model(*args, **kwargs)  # noqa: E731
+        inputs = tensors_in((args, kwargs))
+        exclude = {t.untyped_storage()._cdata for t in (*params, *inputs) if t.layout == torch.strided}
+        counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
+        meter = SavedTensorMeter(recorder.current, exclude)
+        inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
+        result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
+        stack.enter_context(torch.inference_mode(False))
+        stack.enter_context(torch.enable_grad())
+        if autocast_dtype is not None:
+            stack.enter_context(torch.autocast(device.type, dtype=autocast_dtype))
+        stack.callback(recorder.detach)
+        recorder.attach()
+        with meter, counter if flops else contextlib.nullcontext():
+            try:
+                output = run()
+            except Exception as exc:
+                message = _failure(recorder, exc, name)
+                raise TraceError(message + _dtype_hint(exc, dtype), _finish(result)) from exc
+            counter.tag_pending()
+            result.outputs = io_records(output, "output")
+            if backward:
+                _backward(output, [*params, *inputs], counter)
+    return _finish(result)
+
+
+def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:
+    text = str(exc)
+    if not dtype.is_floating_point or ("Long" not in text and "indices" not in text):
+        return ""
+    return f" (inputs built from shapes are {dtype_name(dtype)}; pass input_dtype=torch.long for token ids)"
+

@@ -1,0 +1,87 @@
+"""Frames from a :class:`~.trace.TraceResult`: ``flow`` (one row per call) and the trace
+columns of ``layers`` (per module path, over all its calls)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..schema import FLOW, LAYERS, TRACE_COLUMNS
+from .inputs import dtype_name
+from .trace import Call, TraceResult
+
+__all__ = ["flow", "layers_with_trace"]
+
+
+def _shapes(shapes: list | None) -> list | None:
+    return None if shapes is None else [tuple(s) for s in shapes]
+
+
+def _dtypes(dtypes: list | None) -> list | None:
+    return None if dtypes is None else [dtype_name(d) for d in dtypes]
+
+
+def flow(result: TraceResult) -> pd.DataFrame:
+    """One row per module call in execution order (schema.FLOW)."""
+    backward, counted = result.backward, result.flops
+    rows = [
+        {
+            "index": c.index,
+            "name": c.name,
+            "type": c.type,
+            "depth": c.depth,
+            "parent": c.parent,
+            "call": c.call,
+            "input_shapes": _shapes(c.input_shapes),
+            "input_bytes": c.input_bytes,
+            "output_shapes": _shapes(c.output_shapes),
+            "output_dtypes": _dtypes(c.output_dtypes),
+            "flops": c.flops if counted else None,
+            "own_flops": c.own_flops if counted else None,
+            "backward_flops": c.backward_flops if backward else None,
+            "activation_bytes": c.activation_bytes,
+            "own_activation_bytes": c.own_activation_bytes,
+            "status": c.status,
+        }
+        for c in result.calls
+    ]
+    return FLOW.build(rows)
+
+
+def _per_module(calls: list[Call], backward: bool) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for c in calls:
+        row = out.get(c.name)
+        if row is None:
+            out[c.name] = {
+                "input_shapes": _shapes(c.input_shapes),
+                "output_shapes": _shapes(c.output_shapes),
+                "output_dtypes": _dtypes(c.output_dtypes),
+                "calls": 1,
+                "flops": c.flops,
+                "backward_flops": c.backward_flops if backward else None,
+                "activation_bytes": c.activation_bytes,
+            }
+            continue
+        row["calls"] += 1
+        row["flops"] += c.flops
+        row["activation_bytes"] += c.activation_bytes
+        if backward:
+            row["backward_flops"] += c.backward_flops
+    return out
+
+
+def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame:
+    """`layers` (schema.LAYERS) with its trace columns filled from `result`. A module
+    registered at two paths shows its calls at both; a module that never ran has 0 calls."""
+    stats = _per_module(result.calls, result.backward)
+    if not result.flops:
+        for row in stats.values():
+            row["flops"] = None
+    idle = {"calls": 0, "flops": 0 if result.flops else None, "backward_flops": 0 if result.backward else None, "activation_bytes": 0}
+    records = layers.to_dict("records")
+    for row in records:
+        first = row["alias_of"] if isinstance(row["alias_of"], str) else row["name"]
+        found = stats.get(first, idle)
+        for col in TRACE_COLUMNS:
+            row[col.name] = found.get(col.name)
+    return LAYERS.build(records)

@@ -1,0 +1,104 @@
+"""Text views of a traced forward pass (the ``flow`` frame) and of a training-memory plan."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from .format import format_bytes, format_count, format_flops, format_shape, is_missing
+from .text import _tree_prefixes, table
+
+__all__ = ["TextFrame", "flow_text", "memory_text"]
+
+
+class TextFrame(pd.DataFrame):
+    """A DataFrame that ``print()`` shows as nbinspect's text view; everything else (notebook
+    display, ``to_string``, slicing, which returns a plain DataFrame) is pandas as usual."""
+
+    _metadata = ["_render"]
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    @classmethod
+    def wrap(cls, frame: pd.DataFrame, render: Callable[[pd.DataFrame], str]) -> "TextFrame":
+        out = cls(frame)
+        out._render = render
+        return out
+
+    def __str__(self) -> str:
+        return self._render(pd.DataFrame(self))
+
+
+def _io_lines(records: list[dict] | None) -> list[list[str]]:
+    rows = []
+    for r in records or []:
+        if "shape" in r:
+            rows.append(["  " + r["path"], format_shape(r["shape"]), r["dtype"]])
+        else:
+            rows.append(["  " + r["path"], "", r.get("type", "")])
+    return rows
+
+
+def flow_text(flow: pd.DataFrame, io: Mapping[str, Any], totals: Mapping[str, Any], title: str = "", depth: int | None = None) -> str:
+    """Inputs, then every module call in order (nested as it ran) with its shapes, FLOPs and
+    saved bytes, then outputs and the totals. `depth` hides calls nested deeper."""
+    tree = pd.DataFrame(
+        {
+            "name": flow["index"].astype(str),
+            "parent": [None if is_missing(p) else str(p) for p in flow["parent"]],
+            "depth": flow["depth"],
+        }
+    )
+    prefixes = _tree_prefixes(tree)
+    names = list(flow["name"])
+    rows = []
+    for prefix, r in zip(prefixes, flow.itertuples(index=False)):
+        if depth is not None and r.depth > depth:
+            continue
+        outer = "" if is_missing(r.parent) else names[r.parent]
+        local = r.name[len(outer) + 1 :] if outer and r.name.startswith(outer + ".") else r.name
+        label = prefix + (local or title or r.type)
+        kind = r.type + (f" (call {r.call + 1})" if r.call else "")
+        out = format_shape(r.output_shapes) if r.status == "ok" else f"{r.status.upper()}"
+        rows.append([label, kind, format_shape(r.input_shapes), out, format_flops(r.flops), format_bytes(r.activation_bytes)])
+    calls = table(["Call", "Type", "Input", "Output", "FLOPs", "Saved"], rows, [False, False, False, False, True, True])
+    inputs = table(["Inputs", "Shape", "Dtype"], _io_lines(io.get("input")), [False, False, False])
+    parts = [f"{title} forward pass: {len(flow)} module calls" if title else f"Forward pass: {len(flow)} module calls"]
+    parts += [inputs, calls]
+    if io.get("output") is not None:
+        parts.append(table(["Outputs", "Shape", "Dtype"], _io_lines(io.get("output")), [False, False, False]))
+    parts.append(_totals_text(totals))
+    return "\n\n".join(parts)
+
+
+def _totals_text(totals: Mapping[str, Any]) -> str:
+    lines = [f"FLOPs (forward): {format_count(totals.get('flops'))} ({format_flops(totals.get('flops'))})"]
+    if not is_missing(totals.get("backward_flops")):
+        b = totals["backward_flops"]
+        lines.append(f"FLOPs (backward): {format_count(b)} ({format_flops(b)})")
+    lines.append(f"Saved for backward: {format_bytes(totals.get('activation_bytes'))}")
+    if totals.get("fake_tensors"):
+        lines.append("Ran on fake tensors (shapes only): sizes are what a real run would hold; nothing was allocated.")
+    if totals.get("flops_note"):
+        lines.append(totals["flops_note"])
+    return "\n".join(lines)
+
+
+def memory_text(memory: pd.DataFrame, top: int = 10) -> str:
+    """The whole-model rows of a memory plan in human units, then the `top` modules holding most."""
+    whole = memory[memory["layer"].isna()]
+    rows = [
+        [r.component, format_bytes(r.bytes), format_count(r.bytes), "" if is_missing(r.share) else f"{r.share:.1f}%", r.note]
+        for r in whole.itertuples(index=False)
+    ]
+    parts = ["Training memory plan\n" + table(["Component", "Size", "Bytes", "Share", "How"], rows, [False, True, True, True, False])]
+    per_module = memory[memory["layer"].notna()]
+    if len(per_module):
+        sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable").head(top)
+        lines = [[name or "(root)", format_bytes(n)] for name, n in sums.items()]
+        title = f"Modules holding the most (top {len(lines)} of {per_module['layer'].nunique()})"
+        parts.append(title + "\n" + table(["Module", "Size"], lines, [False, True]))
+    return "\n\n".join(parts)
