@@ -9,7 +9,7 @@ once. Nothing in the model changes.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -63,31 +63,44 @@ def tensor_stats(
     pending_elements = 0
 
     def flush() -> None:
-        for (key, _, note, implicit), m in zip(pending, batch_moments([p[1] for p in pending], bins)):
-            results[key] = (_with_zeros(m, implicit, bins), note)
+        try:
+            done = batch_moments([p[1] for p in pending], bins)
+        except Exception:  # one bad tensor: reduce them one by one to keep the others
+            done = None
+        for i, (key, values, note, implicit) in enumerate(pending):
+            if done is not None:
+                results[key] = (_with_zeros(done[i], implicit, bins), note)
+            else:
+                results[key] = _guarded(lambda: (_with_zeros(batch_moments([values], bins)[0], implicit, bins), note))
         pending.clear()
 
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar:
         for key, entry in unique.items():
-            try:
-                values, note, implicit = _real_values(entry)
-                if values is None:
-                    results[key] = (None, note)
-                elif values.numel() <= SAMPLE:
-                    pending.append((key, values, note, implicit))
-                    pending_elements += values.numel()
-                    if len(pending) >= _BATCH_TENSORS or pending_elements >= _BATCH_ELEMENTS:
-                        flush()
-                        pending_elements = 0
-                else:
-                    results[key] = (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note)
-            except Exception as exc:  # one odd tensor must not sink the whole table
-                results[key] = (None, f"skipped: {type(exc).__name__}: {exc}")
-            values = None  # drop the reference, and let a memory-mapped source free the pages
+            prepared = _guarded(lambda: _real_values(entry))
+            values, note, implicit = prepared if len(prepared) == 3 else (None, prepared[1], 0)
+            if values is None:
+                results[key] = (None, note)
+            elif values.numel() <= SAMPLE:
+                pending.append((key, values, note, implicit))
+                pending_elements += values.numel()
+                if len(pending) >= _BATCH_TENSORS or pending_elements >= _BATCH_ELEMENTS:
+                    flush()
+                    pending_elements = 0
+            else:
+                results[key] = _guarded(lambda: (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note))
+            values = prepared = None  # drop the references; a memory-mapped source frees the pages
             entry.release()
             bar.update(entry.nbytes)
         flush()
     return results
+
+
+def _guarded(compute: Callable[[], tuple]) -> tuple:
+    """compute(), or (None, "skipped: <error>"): one odd tensor must not sink the table."""
+    try:
+        return compute()
+    except Exception as exc:
+        return None, f"skipped: {type(exc).__name__}: {exc}"
 
 
 def _progress(total: int, progress: bool | None):
@@ -116,6 +129,8 @@ def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, i
     if not isinstance(t, torch.Tensor):
         return None, f"no values: {type(t).__name__} is not a tensor", 0
     t = t.detach()
+    if t.is_meta:
+        return None, "no values: meta tensor", 0
     notes, implicit = [], 0
     if t.is_quantized:
         t = t.dequantize()
@@ -175,8 +190,8 @@ def _module_rows(source: ModelSource, results: Mapping, bins: int) -> Iterable[d
         if not entries:
             note = "no parameters"
         elif left_out:
-            reasons = sorted({results[k][1] for k in entries if results[k][0] is None})
-            note = f"{left_out} of {len(entries)} tensors have no values ({'; '.join(reasons)})"
+            reasons = "; ".join(sorted({results[k][1] for k in entries if results[k][0] is None}))
+            note = reasons if not measured else f"{left_out} of {len(entries)} tensors left out ({reasons})"
         dtypes = ", ".join(sorted({t.dtype for t in entries.values()}))
         numel = sum(t.numel for t in entries.values())
         yield _row(module.name, module.name, "module", dtypes, numel, merge(measured) if measured else None, note)
