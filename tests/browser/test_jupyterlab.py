@@ -1,0 +1,70 @@
+"""The widget in a real JupyterLab: a notebook displays it for a zoo model, a click expands
+a node, and the selection reaches the kernel."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .jupyterlab_server import TOKEN, jupyterlab
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "import nbinspect\nfrom nbinspect import examples\n"
+                   "w = nbinspect.inspect(examples.build('cnn')).widget()\nw"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "print('SELECTED=' + repr(w.selected))"},
+    ],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, browser):  # browser first: a missing chromium fails before the server starts
+    root = tmp_path_factory.mktemp("lab-root")
+    (root / "widget.ipynb").write_text(json.dumps(NOTEBOOK))
+    with jupyterlab(root) as url:
+        yield url
+
+
+def wait_idle(page) -> None:
+    expect(page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first).to_be_visible(timeout=60_000)
+
+
+def run_cell(page, index: int) -> None:
+    wait_idle(page)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    expect(cell).to_have_class(re.compile(r"\bjp-mod-active\b"))
+    page.locator(".jp-NotebookPanel-toolbar [data-command='notebook:run-cell-and-select-next']").click()
+
+
+def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
+    page = open_page(f"{lab}/lab/tree/widget.ipynb?reset&token={TOKEN}")
+    panel = page.locator(".jp-NotebookPanel", has=page.locator(".jp-Cell"))
+    expect(page.locator(".lm-TabBar-tab.jp-mod-current[data-type='document-title']")).to_contain_text("widget.ipynb", timeout=60_000)
+    expect(panel.locator(".jp-Cell")).to_have_count(2)
+
+    run_cell(page, 0)
+    grid = page.locator(".jp-OutputArea [role=treegrid]")
+    expect(grid).to_be_visible(timeout=60_000)
+    expect(page.locator(".jp-OutputArea .nbi-header")).to_contain_text("SmallCNN")
+
+    conv = grid.locator('[role=row][data-path="features.0"]')
+    expect(conv).to_have_attribute("aria-expanded", "false")
+    conv.locator(".nbi-caret").click()
+    expect(conv).to_have_attribute("aria-expanded", "true")
+    expect(grid.locator('[role=row][data-path="features.0.weight"]')).to_be_visible()
+
+    grid.locator('[role=row][data-path="features.1"]').click()
+    expect(grid.locator('[role=row][data-path="features.1"]')).to_have_attribute("aria-selected", "true")
+    run_cell(page, 1)
+    expect(page.locator(".jp-OutputArea-output").filter(has_text="SELECTED=")).to_contain_text(
+        "SELECTED='features.1'", timeout=30_000
+    )
