@@ -1,0 +1,203 @@
+"""compare(): every delta column against a float64 numpy reference, statuses, roll-ups,
+and the same answer whatever the sources are (model, state_dict, files)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import nbinspect
+from nbinspect import examples
+from nbinspect.analyze import compare as cmp
+from nbinspect.schema import COMPARE, COMPARE_GROUPS
+
+from .conftest import assert_unchanged, model_state
+
+THRESHOLDS = (1e-8, 1e-6, 1e-4)
+
+
+def _reference(a: np.ndarray, b: np.ndarray, thresholds=THRESHOLDS) -> dict:
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    d = b - a
+    l2_a, l2_b, l2_d = np.linalg.norm(a), np.linalg.norm(b), np.linalg.norm(d)
+    return {
+        "numel": a.size,
+        "l2_a": l2_a,
+        "l2_b": l2_b,
+        "l2_delta": l2_d,
+        "rel_change": l2_d / l2_a if l2_a else (0.0 if l2_d == 0 else math.inf),
+        "max_abs_delta": np.abs(d).max(),
+        "cosine": float(a @ b) / (l2_a * l2_b) if l2_a and l2_b else None,
+        "mean_drift": d.mean(),
+        "frac_above": tuple(float((np.abs(d) > t).mean()) for t in thresholds),
+    }
+
+
+def _check(row: pd.Series, ref: dict, rtol: float = 1e-6) -> None:
+    for key, value in ref.items():
+        if value is None:
+            assert pd.isna(row[key]), key
+        elif key == "frac_above":
+            assert row[key] == pytest.approx(value, abs=1e-12), key
+        elif key == "mean_drift":
+            assert row[key] == pytest.approx(value, rel=1e-4, abs=1e-12), key
+        else:
+            assert row[key] == pytest.approx(value, rel=rtol), key
+
+
+def _perturbed(shape, seed: int, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """a, and b = a plus deltas drawn from {0, 5e-7, 5e-5, 1e-2} (exact in float32 away
+    from every threshold), so counts above thresholds have one right answer."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(shape, generator=g, dtype=torch.float64)
+    steps = torch.tensor([0.0, 5e-7, 5e-5, 1e-2], dtype=torch.float64)
+    pick = torch.randint(0, 4, shape, generator=g)
+    sign = torch.randint(0, 2, shape, generator=g) * 2 - 1
+    b = a + steps[pick] * sign
+    return a.to(dtype), b.to(dtype)
+
+
+def test_delta_columns_match_float64_reference_across_chunks():
+    # 2.5 chunks of elements: exercises the chunk loop and its float64 accumulation.
+    a, b = _perturbed((5, int(cmp.CHUNK // 2)), seed=0)
+    frame = nbinspect.compare({"w": a}, {"w": b}).frame
+    COMPARE.validate(frame)
+    row = frame.iloc[0]
+    assert row["status"] == "changed"
+    _check(row, _reference(a.numpy(), b.numpy()))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int64])
+def test_other_dtypes_are_compared_exactly_after_upcast(dtype):
+    g = torch.Generator().manual_seed(1)
+    a = (torch.randn(3000, generator=g) * 100).to(dtype)
+    b = a.clone()
+    b[::7] = (b[::7].double() + 3).to(dtype)
+    row = nbinspect.compare({"w": a}, {"w": b}).frame.iloc[0]
+    _check(row, _reference(a.double().numpy(), b.double().numpy()))
+
+
+def test_dtype_change_is_a_status_and_still_measured():
+    a = torch.linspace(-1, 1, 1001)
+    b = a.half()
+    row = nbinspect.compare({"w": a}, {"w": b}).frame.iloc[0]
+    assert row["status"] == "dtype_changed" and (row["dtype_a"], row["dtype_b"]) == ("float32", "float16")
+    _check(row, _reference(a.numpy(), b.float().numpy()))
+
+
+def test_statuses_and_missing_values():
+    a = {"same": torch.ones(3), "changed": torch.ones(3), "reshaped": torch.ones(6), "removed": torch.ones(2), "zero": torch.zeros(4)}
+    b = {"same": torch.ones(3), "changed": torch.tensor([1.0, 2.0, 1.0]), "reshaped": torch.ones(2, 3), "zero": torch.tensor([0.0, 0, 0, 1]), "added": torch.ones(1)}
+    frame = nbinspect.compare(a, b).frame.set_index("name")
+    assert frame["status"].to_dict() == {
+        "same": "same", "changed": "changed", "reshaped": "reshaped", "removed": "removed", "zero": "changed", "added": "added",
+    }  # fmt: skip
+    assert list(frame.index) == ["same", "changed", "reshaped", "removed", "zero", "added"]  # a's order, then b's additions
+    same = frame.loc["same"]
+    assert same["l2_delta"] == 0 and same["rel_change"] == 0 and same["cosine"] == pytest.approx(1.0) and same["frac_above"] == (0, 0, 0)
+    assert math.isinf(frame.loc["zero", "rel_change"]) and pd.isna(frame.loc["zero", "cosine"])
+    for name in ("reshaped", "removed", "added"):
+        assert pd.isna(frame.loc[name, "numel"]) and pd.isna(frame.loc[name, "l2_delta"])
+    assert frame.loc["reshaped", "shape_a"] == (6,) and frame.loc["reshaped", "shape_b"] == (2, 3)
+    assert frame.loc["added", "shape_a"] is None and frame.loc["removed", "dtype_b"] is pd.NA
+
+
+def test_nan_is_a_change():
+    a = torch.tensor([1.0, float("nan"), 3.0])
+    row = nbinspect.compare({"w": a}, {"w": a.clone()}).frame.iloc[0]
+    assert row["status"] == "changed" and math.isnan(row["max_abs_delta"])
+
+
+def test_model_state_dict_and_files_agree(tmp_path):
+    a, b = examples.build("tiny_lm", seed=0), examples.build("tiny_lm", seed=1)
+    before = model_state(a), model_state(b)
+    in_memory = nbinspect.compare(a, b).frame
+    assert_unchanged(before[0], model_state(a))
+    assert_unchanged(before[1], model_state(b))
+    save_file({k: v.clone() for k, v in a.state_dict().items()}, tmp_path / "a.safetensors")
+    torch.save(b.state_dict(), tmp_path / "b.pt")
+    from_files = nbinspect.compare(tmp_path / "a.safetensors", str(tmp_path / "b.pt")).frame
+    mixed = nbinspect.compare(a, tmp_path / "b.pt").frame
+    key = ["name", "status", "l2_a", "l2_b", "l2_delta", "rel_change", "max_abs_delta", "cosine", "frac_above"]
+    expected = in_memory[key].sort_values("name").reset_index(drop=True)
+    for other in (from_files, mixed):
+        pd.testing.assert_frame_equal(other[key].sort_values("name").reset_index(drop=True), expected)
+    sa, sb = a.state_dict(), b.state_dict()
+    for row in in_memory.itertuples(index=False):
+        _check(row._asdict(), _reference(sa[row.name].numpy(), sb[row.name].numpy()), rtol=1e-5)
+
+
+def _llama_like(seed: int, layers: int = 2) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    sd = {"model.embed_tokens.weight": torch.randn(32, 8, generator=g)}
+    for i in range(layers):
+        for part in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"):
+            sd[f"model.layers.{i}.{part}.weight"] = torch.randn(8, 8, generator=g)
+        sd[f"model.layers.{i}.input_layernorm.weight"] = torch.ones(8)
+    sd["model.norm.weight"] = torch.ones(8)
+    sd["lm_head.weight"] = torch.randn(32, 8, generator=g)
+    return sd
+
+
+def test_roll_ups_equal_the_reference_over_their_members():
+    a = _llama_like(0)
+    b = {k: v + (0.01 * (i % 3)) * torch.sin(torch.arange(v.numel()).reshape(v.shape) * 1.0) for i, (k, v) in enumerate(a.items())}
+    result = nbinspect.compare(a, b)
+
+    def ref(names):
+        return _reference(np.concatenate([a[n].numpy().ravel() for n in names]), np.concatenate([b[n].numpy().ravel() for n in names]))
+
+    comps = result.by_component().set_index("group")
+    COMPARE_GROUPS.validate(result.by_component())
+    assert list(comps.index) == ["embedding", "attn.q", "attn.k", "attn.v", "attn.o", "mlp.gate", "mlp.up", "mlp.down", "norm", "head"]
+    for group in ("attn.q", "mlp.down", "norm"):
+        members = [n for n in a if result.frame.set_index("name").loc[n, "component"] == group]
+        _check(comps.loc[group], ref(members))
+        assert comps.loc[group, "tensors"] == len(members)
+
+    modules = result.by_module().set_index("group")
+    assert list(modules.index[:3]) == ["", "model", "model.embed_tokens"]
+    _check(modules.loc["model.layers.1"], ref([n for n in a if n.startswith("model.layers.1.")]))
+    _check(modules.loc[""], ref(list(a)))
+
+    layers = result.by_layer().set_index("group")
+    assert list(layers.index) == ["", "0", "1"] and layers.loc["1", "layer"] == 1
+    per_layer = result.by_component(per_layer=True)
+    row = per_layer[(per_layer["group"] == "attn.v") & (per_layer["layer"] == 0)].iloc[0]
+    _check(row, ref(["model.layers.0.self_attn.v_proj.weight"]))
+
+
+def test_changed_counts_and_thresholds_are_kept():
+    a = {"x": torch.zeros(10), "y": torch.ones(10)}
+    b = {"x": torch.zeros(10), "y": torch.ones(10) + 1e-3}
+    result = nbinspect.compare(a, b, thresholds=(1e-2, 1e-5))
+    assert result.thresholds == (1e-5, 1e-2)
+    root = result.by_module().iloc[0]
+    assert root["tensors"] == 2 and root["changed"] == 1
+    assert root["frac_above"] == pytest.approx((0.5, 0.0))
+
+
+def test_text_json_and_repr():
+    result = nbinspect.compare(examples.build("tiny_lm", seed=0), examples.build("tiny_lm", seed=1))
+    text = str(result)
+    assert text.startswith("Compare TinyLM -> TinyLM\n")
+    assert "29 tensors: 19 changed, 10 same" in text
+    assert "By component" in text and "attn.qkv" in text and "Most changed tensors" in text
+    assert repr(result) == "<Comparison TinyLM -> TinyLM: 19 changed, 10 same>"
+    doc = json.loads(result.to_json())
+    assert doc["thresholds"] == list(THRESHOLDS) and len(doc["tensors"]) == 29
+    assert {"name", "status", "rel_change"} <= set(doc["tensors"][0])
+
+
+def test_widget_gets_the_compare_frame():
+    result = nbinspect.compare(examples.build("tiny_lm", seed=0), examples.build("tiny_lm", seed=1))
+    widget = result.widget()
+    tensors = widget.payload["tensors"]
+    assert len(tensors["compare"]) == len(result.frame)
+    assert {status for status, _ in tensors["compare"]} == {"same", "changed"}
