@@ -19,6 +19,7 @@ put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -81,9 +82,11 @@ class TraceError(RuntimeError):
 
 
 class _Recorder:
-    """Global forward pre/post hooks (a third of the cost of one pair per module), acting on
-    the model's modules only, building the list of calls. The global pre-hook does not see
-    keyword arguments; the post-hook does, and adds their shapes."""
+    """Global forward hooks (a third of the cost of a pair per module), acting on the
+    model's modules only, building the list of calls. The global pre-hook does not see
+    keyword arguments; the post-hook does, and adds their shapes. A third hook,
+    ``always_call``, closes calls whose forward raised, so the nesting stays right even
+    when the model catches an exception from one of its modules."""
 
     def __init__(self, named_modules: list[tuple[str, nn.Module]]):
         self.info = {id(m): (path, type(m).__name__) for path, m in named_modules}
@@ -92,6 +95,8 @@ class _Recorder:
         self.counts: dict[int, int] = {}
         self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
         self.handles: list = []
+        self.failures: dict[int, Call] = {}  # id(exception) -> the innermost call it came from
+        self._closed: int | None = None  # module whose call `post` just closed
 
     def current(self) -> Call:
         return self.stack[-1] if self.stack else self.outside
@@ -99,6 +104,7 @@ class _Recorder:
     def attach(self) -> None:
         self.handles.append(register_module_forward_pre_hook(self.pre))
         self.handles.append(register_module_forward_hook(self.post, with_kwargs=True))
+        self.handles.append(register_module_forward_hook(self.unwind, always_call=True))
 
     def detach(self) -> None:
         for h in self.handles:
@@ -127,9 +133,7 @@ class _Recorder:
         if key not in self.info or not self.stack:
             return
         call = self.stack.pop()
-        while call.module_id != key and self.stack:  # a caller swallowed an exception from inside
-            call.status = "failed"
-            call = self.stack.pop()
+        self._closed = key
         if kwargs:
             _add_inputs(call, kwargs)
         if isinstance(output, torch.Tensor):
@@ -138,6 +142,31 @@ class _Recorder:
             tensors = tensors_in(output)
             call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
         call.status = "ok"
+
+    def unwind(self, module: nn.Module, args: tuple, output: Any) -> None:
+        """After `post` on success (nothing to do); alone when the module's forward raised."""
+        key = id(module)
+        if self._closed == key:
+            self._closed = None
+            return
+        if key not in self.info or not self.stack or self.stack[-1].module_id != key:
+            return
+        call = self.stack.pop()
+        exc = sys.exc_info()[1]
+        if exc is not None and id(exc) not in self.failures:
+            call.status = "failed"
+            self.failures[id(exc)] = call
+        else:
+            call.status = "interrupted"
+
+    def failed_call(self, exc: BaseException) -> Call | None:
+        """The innermost call that raised `exc` or an exception it was raised from."""
+        found, seen = None, set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            found = self.failures.get(id(exc), found)
+            exc = exc.__cause__ or exc.__context__
+        return found
 
 
 def _add_inputs(call: Call, kwargs: dict) -> None:
@@ -215,13 +244,10 @@ def _fake_state(model: nn.Module, fake_mode, param_dtype: torch.dtype | None) ->
 
 
 def _failure(recorder: _Recorder, exc: Exception, model_name: str) -> str:
-    if not recorder.stack:
-        return f"forward of {model_name} failed before any module ran: {type(exc).__name__}: {exc}"
-    failed = recorder.stack[-1]
-    failed.status = "failed"
+    failed = recorder.failed_call(exc)
+    if failed is None:
+        return f"forward of {model_name} failed outside its modules: {type(exc).__name__}: {exc}"
     _add_inputs(failed, _failed_kwargs(exc, failed.module_id))
-    for call in recorder.stack[:-1]:
-        call.status = "interrupted"
     where = failed.name or model_name
     shapes = " ".join("[" + ", ".join(map(str, s)) + "]" for s in failed.input_shapes) or "no tensors"
     return f"forward failed in {where} ({failed.type}) with inputs {shapes}: {type(exc).__name__}: {exc}"

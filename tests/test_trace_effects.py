@@ -1,0 +1,158 @@
+"""The trace leaves the model as it found it, also when the forward pass raises, and a
+failure names the module and the inputs it got."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.modules import module as module_globals
+
+import nbinspect
+from nbinspect import examples
+
+from .conftest import assert_unchanged, model_state
+
+
+def _no_global_hooks():
+    return not (module_globals._global_forward_hooks or module_globals._global_forward_pre_hooks)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_zoo_unchanged(zoo_name, train):
+    model = examples.build(zoo_name).train(train)
+    x = examples.example_input(zoo_name)
+    before = model_state(model)
+    nbinspect.trace(model, x, backward=True)
+    assert_unchanged(before, model_state(model))
+    assert _no_global_hooks()
+
+
+def test_batchnorm_stats_and_rng_unchanged_in_train_mode():
+    model = examples.build("cnn").train()
+    bn = model.features[1]
+    mean, var, tracked = bn.running_mean.clone(), bn.running_var.clone(), bn.num_batches_tracked.item()
+    rng = torch.get_rng_state()
+    nbinspect.trace(model, examples.example_input("cnn"))
+    assert torch.equal(bn.running_mean, mean) and torch.equal(bn.running_var, var)
+    assert bn.num_batches_tracked.item() == tracked
+    assert torch.equal(torch.get_rng_state(), rng)  # Dropout drew from a fork
+    # and the trace did see train-mode behaviour: dropout saved a mask
+    assert "bernoulli_" in nbinspect.trace(model, examples.example_input("cnn")).totals["flops_note"]
+
+
+def test_parameters_are_the_same_objects_on_the_same_device():
+    model = examples.build("tiny_lm")
+    before = {name: p for name, p in model.named_parameters()}
+    nbinspect.trace(model, examples.example_input("tiny_lm"), backward=True)
+    after = dict(model.named_parameters())
+    assert all(after[name] is p and p.device.type == "cpu" for name, p in before.items())
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_existing_user_hooks_survive():
+    model = examples.build("mlp")
+    seen = []
+    handle = model.head.register_forward_hook(lambda m, i, o: seen.append(o.shape))
+    nbinspect.trace(model, examples.example_input("mlp"))
+    assert seen == [(4, 10)]
+    assert len(model.head._forward_hooks) == 1
+    handle.remove()
+
+
+class _Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(64, 64)
+
+    def forward(self, x, scale=None):
+        raise ValueError("boom")
+
+
+def _failing_lm():
+    model = examples.build("tiny_lm").train()
+    model.blocks[1].attn = _Broken()
+    return model
+
+
+def test_failure_names_the_module_and_its_inputs():
+    model = _failing_lm()
+    before = model_state(model)
+    bn_free_buffers = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(nbinspect.TraceError) as info:
+        nbinspect.trace(model, examples.example_input("tiny_lm"))
+    message = str(info.value)
+    assert message.startswith("forward failed in blocks.1.attn (_Broken) with inputs [2, 16, 64]: ValueError: boom")
+    assert isinstance(info.value.__cause__, ValueError)
+    assert_unchanged(before, model_state(model))
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in bn_free_buffers.items())
+    assert _no_global_hooks()
+
+
+def test_failure_keeps_the_partial_trace():
+    with pytest.raises(nbinspect.TraceError) as info:
+        nbinspect.trace(_failing_lm(), examples.example_input("tiny_lm"))
+    partial = info.value.partial
+    flow = partial.frames["flow"]
+    assert list(flow[flow["status"] != "ok"]["name"]) == ["", "blocks.1", "blocks.1.attn"]
+    assert list(flow[flow["status"] != "ok"]["status"]) == ["interrupted", "interrupted", "failed"]
+    done = flow[flow["status"] == "ok"]
+    assert "blocks.0.mlp.2" in set(done["name"]) and "lm_head" not in set(flow["name"])
+    layers = partial.layers.set_index("name")
+    assert layers.loc["blocks.0", "output_shapes"] == [(2, 16, 64)]
+    assert "FAILED" in str(partial.flow)
+
+
+def test_failure_shows_keyword_inputs():
+    class Caller(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = _Broken()
+
+        def forward(self, x):
+            return self.inner(x, scale=torch.ones(3))
+
+    with pytest.raises(nbinspect.TraceError, match=r"in inner \(_Broken\) with inputs \[2, 64\] \[3\]:"):
+        nbinspect.trace(Caller(), (2, 64))
+
+
+def test_failure_in_batchnorm_model_restores_running_stats():
+    """The stats are updated by BatchNorm before a later layer fails; they are put back."""
+    model = examples.build("cnn").train()
+    model.classifier[2] = _Broken()
+    bn = model.features[1]
+    mean, tracked = bn.running_mean.clone(), bn.num_batches_tracked.clone()
+    with pytest.raises(nbinspect.TraceError, match=r"classifier.2 \(_Broken\) with inputs \[2, 16\]"):
+        nbinspect.trace(model, examples.example_input("cnn"))
+    assert torch.equal(bn.running_mean, mean) and torch.equal(bn.num_batches_tracked, tracked)
+
+
+def test_exception_caught_inside_the_model():
+    class Tolerant(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bad = _Broken()
+            self.good = nn.Linear(64, 2)
+
+        def forward(self, x):
+            try:
+                self.bad(x)
+            except ValueError:
+                pass
+            return self.good(x)
+
+    insp = nbinspect.trace(Tolerant(), (3, 64))
+    flow = insp.frames["flow"]
+    assert list(zip(flow["name"], flow["status"], flow["depth"])) == [("", "ok", 0), ("bad", "failed", 1), ("good", "ok", 1)]
+
+
+def test_failure_before_any_module():
+    class Picky(nn.Module):
+        def forward(self, x):
+            return x
+
+    model = Picky()
+    model.register_forward_pre_hook(lambda m, args: (_ for _ in ()).throw(KeyError("hook")))
+    with pytest.raises(nbinspect.TraceError, match="Picky"):
+        nbinspect.trace(model, (2, 2))
+    assert _no_global_hooks()
