@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import nbinspect
 from nbinspect import examples
+from nbinspect.analyze.compare import compare_frame
+from nbinspect.analyze.stats import stats as stats_frame
 from nbinspect.render.html import standalone_html
 from nbinspect.render.payload import INLINE_BINS, build_payload, histogram
 from nbinspect.widget import InspectWidget, bundle_source
-
-from .widget_support import stats_frame, stats_row
 
 
 def payload_of(insp, **extra):
@@ -74,45 +74,60 @@ def test_stats_frame_gives_rows_stats_and_small_histograms():
         assert hist["e"][-1] == pytest.approx(row["hist_edges"][-1], rel=1e-5)
         assert len(hist["e"]) == 2  # uniform bins travel as [lo, hi]
     fine = histogram({"stats": stats}, insp.params["name"].iloc[0])
-    assert fine["c"] == stats["hist_counts"].iloc[0]
+    assert fine["c"] == list(stats["hist_counts"].iloc[0])
     assert len(fine["e"]) == 65
     assert histogram({"stats": stats}, "no.such.tensor") is None
     assert histogram(dict(insp.frames), insp.params["name"].iloc[0]) is None
 
 
-def test_nan_and_inf_travel_as_null_and_uneven_edges_are_kept():
-    values = np.array([np.nan, np.inf, -1.0, 0.0, 2.0])
-    row = stats_row("w", values, bins=4) | {"mean": np.nan, "max": np.inf}
-    row["hist_edges"] = [-1.0, -0.5, 0.0, 1.0, 2.0]
-    insp = nbinspect.inspect(examples.build("mlp"))
-    name = insp.params["name"].iloc[0]
-    p = payload_of(insp, stats=pd.DataFrame([row | {"name": name}]))
+def test_nan_and_inf_travel_as_null():
+    model = examples.build("mlp")
+    with torch.no_grad():
+        model.body[0].weight.fill_(float("nan"))
+        model.body[0].bias[0] = float("inf")
+    insp = nbinspect.inspect(model)
+    p = payload_of(insp, stats=stats_frame(model))
     text = strict_json(p)
     assert "NaN" not in text and "Infinity" not in text
-    first = p["tensors"]["stats"][0]
     fields = p["stat_fields"]
-    assert first[fields.index("mean")] is None and first[fields.index("max")] is None
-    assert first[fields.index("nan")] == 1 and first[fields.index("inf")] == 1
-    assert p["tensors"]["hist"][0]["e"] == [-1.0, -0.5, 0.0, 1.0, 2.0]
-    assert p["tensors"]["stats"][1] is None  # tensors without a stats row
+    weight, bias = p["tensors"]["stats"][:2]
+    assert weight[fields.index("mean")] is None and weight[fields.index("nan")] == 2048
+    assert bias[fields.index("inf")] == 1 and bias[fields.index("max")] is not None
+
+
+def test_uneven_histogram_edges_are_kept_and_missing_rows_are_null():
+    insp = nbinspect.inspect(examples.build("mlp"))
+    row = {"name": insp.params["name"].iloc[0], "mean": 0.5, "hist_counts": [1, 2, 3, 4], "hist_edges": [-1.0, -0.5, 0.0, 1.0, 2.0]}
+    p = payload_of(insp, stats=pd.DataFrame([row]))
+    assert p["tensors"]["hist"][0] == {"e": [-1.0, -0.5, 0.0, 1.0, 2.0], "c": [1, 2, 3, 4]}
+    assert p["tensors"]["stats"][0][p["stat_fields"].index("mean")] == 0.5
+    assert p["tensors"]["stats"][1] is None and p["tensors"]["hist"][1] is None
 
 
 def test_module_stats_compare_and_trace_columns_are_used_when_present():
     model = examples.build("cnn")
-    insp = nbinspect.inspect(model)
-    names = insp.layers["name"].tolist()
-    module_stats = pd.DataFrame([stats_row(n, np.arange(5.0) + i) for i, n in enumerate(names)])
-    compare = pd.DataFrame({"name": insp.params["name"], "status": "changed", "rel_change": 0.25})
-    layers = insp.layers.copy()
-    layers["flops"] = pd.array(range(len(layers)), dtype="Int64")
-    layers["output_shapes"] = [(2, 8)] * len(layers)
-    p = payload_of(insp, layers=layers, stats_by_module=module_stats, compare=compare)
+    traced = nbinspect.trace(model, (2, 3, 32, 32))
+    names = traced.layers["name"].tolist()
+    module_stats = stats_frame(model, by="module")
+    both = pd.concat([stats_frame(model), module_stats], ignore_index=True)  # one frame, told apart by kind
+    other = examples.build("cnn")
+    with torch.no_grad():
+        other.classifier[2].weight.mul_(2)
+    compare = compare_frame(model, other)
+    p = payload_of(traced, stats=both, compare=compare)
     strict_json(p)
-    assert p["modules"]["flops"] == list(range(len(names)))
-    assert p["modules"]["output_shapes"][0] == [2, 8]
-    assert p["modules"]["stats"][3][p["stat_fields"].index("mean")] == pytest.approx(5.0)
-    assert p["tensors"]["compare"][0] == ["changed", 0.25]
-    assert histogram({"stats_by_module": module_stats}, names[2], kind="module")["c"]
+    assert p["modules"]["flops"] == traced.layers["flops"].tolist()
+    assert p["modules"]["flops"][0] > 0
+    assert p["modules"]["output_shapes"][0] == [[2, 10]]  # one output tensor
+    mean = p["stat_fields"].index("mean")
+    conv = names.index("features.0")
+    assert p["modules"]["stats"][conv][mean] == pytest.approx(module_stats.set_index("name").loc["features.0", "mean"], rel=1e-5)
+    assert p["modules"]["note"][names.index("features.2")] == "no parameters"
+    status = dict(zip(traced.params["name"], p["tensors"]["compare"]))
+    assert status["classifier.2.weight"] == ["changed", pytest.approx(1.0)]
+    assert status["features.0.weight"] == ["same", 0.0]
+    assert histogram({"stats": both}, "features.0", kind="module")["c"] == list(module_stats.set_index("name").loc["features.0", "hist_counts"])
+    assert histogram({"stats_by_module": module_stats}, "features.0", kind="module") is not None
 
 
 def test_inspect_widget_is_handed_frames_and_answers_histogram_requests():
@@ -125,7 +140,7 @@ def test_inspect_widget_is_handed_frames_and_answers_histogram_requests():
     assert w.selected == ""
     name = insp.params["name"].iloc[2]
     response, buffers = w._histogram({"name": name, "kind": "tensor"}, [])
-    assert response["c"] == stats.set_index("name").loc[name, "hist_counts"] and buffers == []
+    assert response["c"] == list(stats.set_index("name").loc[name, "hist_counts"]) and buffers == []
     assert repr(w) == "<InspectWidget MLP: 7 modules, selected=''>"
     w.selected = "body.0"
     assert "selected='body.0'" in repr(w)

@@ -12,6 +12,8 @@ export interface DetailOptions {
   fetchHist?: HistFetcher;
 }
 
+const STAT_LABELS: Record<string, string> = { numel: "elements", abs_mean: "mean |x|", l2: "L2 norm", zeros: "zero fraction", nan: "NaN", inf: "±Inf" };
+
 function h(tag: string, cls: string, text?: string): HTMLElement {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -103,7 +105,8 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
     );
   }
   if (node.stats) {
-    const rows = tree.statFields.map((f, i): [string, string] => [f, display(node.stats?.[i])]);
+    const rows = tree.statFields.map((f, i): [string, string] => [STAT_LABELS[f] ?? f, display(node.stats?.[i])]);
+    if (node.note) rows.push(["note", node.note]);
     panel.append(table("Statistics", rows));
   }
   if (node.attrs && Object.keys(node.attrs).length) {

@@ -46,9 +46,9 @@ export function formatStat(v: Num): string {
 }
 
 export function formatPercent(part: Num, whole: Num): string {
-  if (part === null || !whole) return "";
+  if (!part || !whole) return "";
   const p = (100 * part) / whole;
-  return p >= 10 || p === 0 ? `${p.toFixed(0)}%` : p >= 0.1 ? `${p.toFixed(1)}%` : "<0.1%";
+  return p >= 10 ? `${p.toFixed(0)}%` : p >= 0.1 ? `${p.toFixed(1)}%` : "<0.1%";
 }
 
 export function trainableStatus(trainable: Num, frozen: Num): "trainable" | "frozen" | "partial" | "" {

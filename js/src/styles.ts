@@ -17,6 +17,7 @@ export const STYLES = `
   color: var(--nbi-fg);
   background: var(--nbi-bg);
   line-height: 1.3;
+  container-type: inline-size;
 }
 .nbi *, .nbi *::before, .nbi *::after { box-sizing: border-box; }
 .nbi-header { display: flex; flex-wrap: wrap; align-items: baseline; gap: 6px 10px; margin: 0 0 6px; }
@@ -65,7 +66,7 @@ export const STYLES = `
 .nbi-tag { margin-left: 6px; color: var(--nbi-fg-dim); font-size: .85em; }
 .nbi-pct { display: inline-block; min-width: 3.6em; margin-left: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
 .nbi-badge { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: .82em; line-height: 16px; }
-.nbi-trainable { background: color-mix(in srgb, #2e7d32 18%, transparent); }
+.nbi-trainable { color: var(--nbi-fg-dim); padding-left: 0; }
 .nbi-frozen { background: color-mix(in srgb, #1565c0 20%, transparent); }
 .nbi-partial { background: color-mix(in srgb, var(--nbi-warn) 25%, transparent); }
 .nbi-spark { display: block; fill: var(--nbi-accent); opacity: .85; }
@@ -84,5 +85,11 @@ export const STYLES = `
 .nbi-chart .nbi-axis text { fill: var(--nbi-fg-dim); font-size: 10px; }
 .nbi-log { display: inline-flex; align-items: center; gap: 2px; font-size: .9em; }
 .nbi-status { margin-top: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
-@media (max-width: 760px) { .nbi-main { flex-direction: column; } .nbi-detail { flex-basis: auto; width: 100%; } }
+@container (max-width: 1100px) {
+  .nbi-main { flex-direction: column; align-items: stretch; }
+  .nbi-grid { flex: none; width: 100%; }
+  .nbi-detail { flex: none; width: 100%; max-height: none; display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr));
+    gap: 0 16px; align-items: start; }
+  .nbi-detail-title { grid-column: 1 / -1; }
+}
 `;

@@ -27,6 +27,8 @@ export interface TreeNode {
   dtype: string | null;
   stats: Num[] | null;
   hist: Hist | null;
+  /** Why stats are missing or changed (from the stats frame's `note`). */
+  note: string | null;
   attrs: Record<string, unknown> | null;
   aliasOf: string | null;
   tiedTo: string | null;
@@ -54,7 +56,7 @@ function blank(id: number, kind: Kind, key: string, path: string, depth: number,
   return {
     id, kind, key, path, depth, parent, children: [], type: "", params: null, trainable: null,
     frozen: null, memory: null, flops: null, activation: null, shape: null, dtype: null,
-    stats: null, hist: null, attrs: null, aliasOf: null, tiedTo: null, requiresGrad: null,
+    stats: null, hist: null, note: null, attrs: null, aliasOf: null, tiedTo: null, requiresGrad: null,
     status: null, relChange: null, source: -1, count: 0,
   };
 }
@@ -82,6 +84,7 @@ export function buildTree(payload: Payload): Tree {
     n.shape = at(m.output_shapes, i);
     n.stats = at(m.stats, i);
     n.hist = at(m.hist, i);
+    n.note = at(m.note, i);
     n.attrs = m.attrs[i];
     n.aliasOf = m.alias_of[i];
     n.source = i;
@@ -101,6 +104,7 @@ export function buildTree(payload: Payload): Tree {
     n.dtype = t.dtype[j];
     n.stats = at(t.stats, j);
     n.hist = at(t.hist, j);
+    n.note = at(t.note, j);
     n.tiedTo = t.tied_to[j];
     n.requiresGrad = t.requires_grad[j];
     const cmp = at(t.compare, j);

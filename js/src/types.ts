@@ -27,6 +27,7 @@ export interface ModuleColumns {
   activation_bytes?: Num[];
   stats?: (Num[] | null)[];
   hist?: (Hist | null)[];
+  note?: (string | null)[];
 }
 
 export interface TensorColumns {
@@ -41,6 +42,7 @@ export interface TensorColumns {
   tied_to: (string | null)[];
   stats?: (Num[] | null)[];
   hist?: (Hist | null)[];
+  note?: (string | null)[];
   compare?: ([string | null, Num] | null)[];
 }
 

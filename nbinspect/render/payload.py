@@ -1,7 +1,8 @@
 """The widget's payload: the frames of one inspection as compact, JSON-safe columns.
 
-Built from the frames only (``layers``, ``params`` and, when present, ``stats``,
-``stats_by_module`` and ``compare``); nothing here looks at a model. Tables travel as
+Built from the frames only (``layers``, ``params`` and, when present, ``stats`` (tensor
+rows, and module roll-up rows with ``kind == "module"``, here or in a ``stats_by_module``
+frame) and ``compare``); nothing here looks at a model. Tables travel as
 column arrays (one list per field) so a 10,000-module tree costs one key per field, not per
 row. Histograms are embedded coarse (a few integer counts); :func:`histogram` gives the
 full-resolution one on request. Missing values, NaN and infinities become ``null``.
@@ -71,25 +72,35 @@ def _full_histogram(row: Mapping[str, Any]) -> dict | None:
     return {"e": [_round(x) for x in np.asarray(edges, dtype=np.float64)], "c": [int(x) for x in counts]}
 
 
-def _stats_rows(frame: pd.DataFrame | None, names: list[str]) -> tuple[list, list] | None:
-    """(stats lists, coarse histograms) aligned with `names`, or None without a frame."""
-    if frame is None or "name" not in frame.columns:
+def _stats_rows(frame: pd.DataFrame | None, names: list[str]) -> dict[str, list] | None:
+    """Per name: "stats" (STAT_FIELDS values), "hist" (coarse) and "note" lists aligned with
+    `names`, or None without rows."""
+    if frame is None or frame.empty or "name" not in frame.columns:
         return None
-    fields = [f for f in STAT_FIELDS if f in frame.columns]
     by_name = {row["name"]: row for row in frame.to_dict("records")}
-    values, hists = [], []
+    out: dict[str, list] = {"stats": [], "hist": [], "note": []}
     for name in names:
-        row = by_name.get(name)
-        if row is None:
-            values.append(None)
-            hists.append(None)
-            continue
-        values.append([_round(jsonable(row[f])) if f in row else None for f in STAT_FIELDS] if fields else None)
-        hist = None
-        if "hist_counts" in row and "hist_edges" in row:
-            hist = _coarse(row["hist_counts"], row["hist_edges"])
-        hists.append(hist)
-    return values, hists
+        row = by_name.get(name, {})
+        has_values = any(f in row for f in STAT_FIELDS)
+        out["stats"].append([_round(jsonable(row.get(f))) for f in STAT_FIELDS] if has_values else None)
+        out["hist"].append(_coarse(row.get("hist_counts"), row.get("hist_edges")))
+        out["note"].append(jsonable(row.get("note")))
+    if not any(out["note"]):
+        del out["note"]
+    return out
+
+
+def _split_stats(frames: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """(tensor rows, module rows): a ``stats`` frame may hold both, told apart by ``kind``."""
+    stats = frames.get("stats")
+    modules = next((frames[k] for k in _MODULE_STATS_FRAMES if k in frames), None)
+    if stats is not None and "kind" in stats.columns:
+        is_module = (stats["kind"] == "module").fillna(False).to_numpy(dtype=bool)
+        if is_module.any():
+            own = stats[is_module]
+            modules = own if modules is None else pd.concat([own, modules], ignore_index=True)
+        stats = stats[~is_module]
+    return stats, modules
 
 
 def _compare_rows(frame: pd.DataFrame | None, names: list[str]) -> list | None:
@@ -101,13 +112,6 @@ def _compare_rows(frame: pd.DataFrame | None, names: list[str]) -> list | None:
         row = by_name.get(name)
         out.append(None if row is None else [jsonable(row.get("status")), _round(jsonable(row.get("rel_change")))])
     return out
-
-
-def _module_stats_frame(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame | None:
-    for key in _MODULE_STATS_FRAMES:
-        if key in frames:
-            return frames[key]
-    return None
 
 
 def build_payload(
@@ -150,12 +154,9 @@ def build_payload(
         "requires_grad": _column(params, "requires_grad"),
         "tied_to": _column(params, "tied_to"),
     }
-    stats = _stats_rows(frames.get("stats"), tensor_names)
-    if stats is not None:
-        tensors["stats"], tensors["hist"] = stats
-    module_stats = _stats_rows(_module_stats_frame(frames), module_names)
-    if module_stats is not None:
-        modules["stats"], modules["hist"] = module_stats
+    tensor_stats, module_stats = _split_stats(frames)
+    tensors.update(_stats_rows(tensor_stats, tensor_names) or {})
+    modules.update(_stats_rows(module_stats, module_names) or {})
     compare = _compare_rows(frames.get("compare"), tensor_names)
     if compare is not None:
         tensors["compare"] = compare
@@ -172,7 +173,7 @@ def build_payload(
 
 def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor") -> dict | None:
     """The full-resolution histogram of one tensor (``kind="tensor"``) or module, or None."""
-    frame = frames.get("stats") if kind == "tensor" else _module_stats_frame(frames)
+    frame = _split_stats(frames)[0 if kind == "tensor" else 1]
     if frame is None or "hist_counts" not in frame.columns:
         return None
     rows = frame[frame["name"] == name]

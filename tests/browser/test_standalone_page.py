@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 import torch
 from playwright.sync_api import expect
@@ -12,16 +13,16 @@ from torch import nn
 
 import nbinspect
 from nbinspect import examples
+from nbinspect.analyze.stats import stats
 from nbinspect.inspection import Inspection
-
-from ..widget_support import stats_frame
 
 ROWS = ".nbi-body [role=row]"
 
 
 def with_stats(model: nn.Module) -> Inspection:
     insp = nbinspect.inspect(model)
-    return Inspection(insp.name, insp.framework, {**insp.frames, "stats": stats_frame(model)}, insp.totals)
+    rows = pd.concat([stats(model), stats(model, by="module")], ignore_index=True)
+    return Inspection(insp.name, insp.framework, {**insp.frames, "stats": rows}, insp.totals)
 
 
 @pytest.fixture
