@@ -1,0 +1,126 @@
+"""The real `nbinspect` command, run in a subprocess: output, files written, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from nbinspect import examples
+
+COMMAND = Path(sys.executable).with_name("nbinspect")
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(COMMAND), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    model = examples.build("tiny_lm")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(), "epoch": 4}, root / "train.pt")
+    other = examples.build("tiny_lm", seed=1).state_dict()
+    save_file({k: v.clone() for k, v in other.items() if k != "lm_head.weight"}, root / "other.safetensors")
+    (root / "cfg.yaml").write_text("vocab_size: 256\nn_layer: 2\n")
+    (root / "mymodels.py").write_text("from nbinspect.examples import TinyLM\n\ndef build(**kw):\n    return TinyLM(**kw)\n")
+    return root
+
+
+def test_command_is_installed():
+    assert COMMAND.exists(), "pip install -e . creates the console script"
+
+
+def test_inspect_checkpoint(files):
+    r = run("inspect", files / "train.pt", "--depth", "1")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.startswith("train.pt (torch)\n")
+    assert "Parameters         118,528" in out  # tied embedding/head counted once
+    assert "├─ blocks   unknown   99,968" in out
+    assert "epoch                 4" in out and "optimizer state: 1 param group(s)" in out
+    assert "Training memory plan" in out and "optimizer_state  926.1 KB" in out
+    assert r.stderr == ""
+
+
+def test_inspect_with_model_config_and_input(files, tmp_path):
+    r = run(
+        "inspect", files / "train.pt", "--model", "mymodels:build", "--config", files / "cfg.yaml",
+        "--input-shape", "2,16", "--input-dtype", "int64", "--batch-size", "8",
+        "--json", tmp_path / "o.json", "--html", tmp_path / "o.html", cwd=files,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "Linear                           9  99,456" in out  # parameters by module type, types known
+    assert "Loaded 29 tensors; every key matched" in out
+    assert "activations" in out and "at batch 8" in out
+    assert "forward pass: 25 module calls" in out
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["totals"]["total_params"] == 118_528
+    assert (tmp_path / "o.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_inspect_verbose_lists_every_tensor(files):
+    r = run("inspect", files / "other.safetensors", "--verbose")
+    assert r.returncode == 0, r.stderr
+    assert "Tensors (28)" in r.stdout
+    assert re.search(r"\ntok_emb\.weight +\[256, 64\] +float32 +16,384 +64\.0 KB\n", r.stdout)
+    assert "Layers (all levels)" in r.stdout
+
+
+def test_compare(files, tmp_path):
+    r = run("compare", files / "train.pt", files / "other.safetensors", "--top", "3", "--by", "layer", "--json", tmp_path / "c.json")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.startswith("Compare train.pt -> other.safetensors\n")
+    assert "29 tensors: 18 changed, 10 same, 1 removed" in out
+    assert "By component" in out and "By layer" in out and "Removed (1)\n  lm_head.weight [256, 64] float32" in out
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert len(doc["tensors"]) == 29 and doc["modules"][0]["group"] == ""
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["inspect", "missing.pt"], "nbinspect: error: missing.pt: no such file or folder"),
+        (["compare", "train.pt", "cfg.yaml"], "not a checkpoint format nbinspect reads"),
+        (["inspect", "train.pt", "--model", "mymodels:nope"], "has no attribute 'nope'"),
+        (["inspect", "train.pt", "--model", "mymodels:build", "--input-shape", "2,16"], "forward failed in tok_emb (Embedding)"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code_1(files, args, message):
+    r = run(*args, cwd=files)
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("nbinspect: error: ") and message in r.stderr
+
+
+def test_refused_pickle_exit_code_and_trust(files, tmp_path):
+    (tmp_path / "evil.py").write_text("class Config:\n    pass\n")
+    code = "import torch, sys; sys.path.insert(0, '.'); import evil; torch.save({'w': torch.ones(2), 'cfg': evil.Config()}, 'evil.pt')"
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True)
+    r = run("inspect", "evil.pt", cwd=tmp_path)
+    assert r.returncode == 1 and "evil.Config" in r.stderr and "--trust" in r.stderr
+    r = run("inspect", "evil.pt", "--trust", cwd=tmp_path)
+    assert r.returncode == 1 and "No module named 'evil'" in r.stderr  # trusted, but its class must be importable
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["inspect"], ["inspect", "x.pt", "--depth", "two"], ["inspect", "x.pt", "--input-shape", "2,16"], ["frobnicate"], ["compare", "a.pt"]],
+)
+def test_usage_errors_exit_2(args):
+    r = run(*args)
+    assert r.returncode == 2 and "usage: nbinspect" in r.stderr
+
+
+def test_demo_still_works():
+    r = run("demo", "--model", "mlp", "--depth", "1")
+    assert r.returncode == 0 and r.stdout.startswith("MLP (torch)")
