@@ -25,12 +25,12 @@ const stat = (tree: Tree, n: TreeNode, field: string): number | null => {
 };
 const trainRank = { trainable: 3, partial: 2, frozen: 1, "": null } as const;
 
-function statColumn(id: string, title: string): Column {
+function statColumn(id: string, title: string, initial: boolean): Column {
   return {
-    id, label: id, title, width: "72px", numeric: true, initial: true,
+    id, label: id, title, width: "72px", numeric: true, initial,
     available: (t) => t.has.stats,
     value: (n, t) => stat(t, n, id),
-    text: (n, t) => formatStat(stat(t, n, id)),
+    text: (n, t) => formatStat(stat(t, n, id), 3),
   };
 }
 
@@ -82,14 +82,14 @@ export const COLUMNS: Column[] = [
     value: (n) => n.activation, text: (n) => formatBytes(n.activation),
   },
   {
-    id: "dist", label: "Distribution", title: "Histogram of the values", width: "84px",
+    id: "dist", label: "Histogram", title: "Distribution of the values", width: "96px",
     numeric: false, initial: true, available: (t) => t.has.stats,
     value: (n, t) => stat(t, n, "std"), text: () => "",
   },
-  statColumn("mean", "Mean of the values"),
-  statColumn("std", "Standard deviation"),
-  statColumn("min", "Smallest value"),
-  statColumn("max", "Largest value"),
+  statColumn("mean", "Mean of the finite values", true),
+  statColumn("std", "Standard deviation of the finite values", true),
+  statColumn("min", "Smallest finite value", false),
+  statColumn("max", "Largest finite value", false),
   {
     id: "status", label: "Status", title: "Same, changed, added, removed or reshaped", width: "80px",
     numeric: false, initial: true, available: (t) => t.has.compare,

@@ -18,7 +18,7 @@ export function formatCompact(n: Num): string {
     v /= 1000;
     u++;
   }
-  return u === 0 ? String(Math.round(v)) : `${v.toFixed(v < 10 ? 2 : 1)}${units[u]}`;
+  return u === 0 ? String(Math.round(v)) : `${Number(v.toFixed(Math.abs(v) < 10 ? 2 : 1))}${units[u]}`;
 }
 
 export function formatBytes(n: Num): string {
@@ -37,12 +37,12 @@ export function formatShape(shape: Shape): string {
   return `[${(shape as number[]).join(", ")}]`;
 }
 
-/** A statistic with 4 significant digits; exponent form for very small or large values. */
-export function formatStat(v: Num): string {
+/** A statistic with `digits` significant digits; exponent form for very small or large values. */
+export function formatStat(v: Num, digits = 4): string {
   if (v === null) return "";
   if (v === 0) return "0";
   const a = Math.abs(v);
-  return a >= 1e-3 && a < 1e5 ? String(Number(v.toPrecision(4))) : v.toExponential(2);
+  return a >= 1e-3 && a < 1e5 ? String(Number(v.toPrecision(digits))) : v.toExponential(digits - 2);
 }
 
 export function formatPercent(part: Num, whole: Num): string {

@@ -19,14 +19,16 @@ export function edgesOf(h: Hist): number[] {
   return Array.from({ length: h.c.length + 1 }, (_, i) => lo + ((hi - lo) * i) / h.c.length);
 }
 
-/** About `count` round tick values covering [lo, hi]. */
-export function niceTicks(lo: number, hi: number, count = 5): number[] {
+/** Round tick values in [lo, hi]: the widest 1/2/5 step that still gives at least `count`. */
+export function niceTicks(lo: number, hi: number, count = 4): number[] {
   if (!(hi > lo)) return [lo];
-  const raw = (hi - lo) / count;
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((f) => f * mag).find((s) => s >= raw) ?? raw;
-  const out: number[] = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  const mag = 10 ** Math.ceil(Math.log10(hi - lo));
+  let out: number[] = [];
+  for (const step of [1, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01].map((f) => f * mag)) {
+    out = [];
+    for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) out.push(k === 0 ? 0 : Number((k * step).toPrecision(12)));
+    if (out.length >= count) break;
+  }
   return out;
 }
 
@@ -58,7 +60,7 @@ export interface ChartOptions {
 
 /** A histogram with labelled axes: value along x, count (or log count) up y. */
 export function chart(h: Hist, { width, height: tall, log }: ChartOptions): SVGSVGElement {
-  const m = { left: 44, right: 10, top: 8, bottom: 34 };
+  const m = { left: 50, right: 12, top: 8, bottom: 34 };
   const w = width - m.left - m.right;
   const ht = tall - m.top - m.bottom;
   const svg = el("svg", { width, height: tall, viewBox: `0 0 ${width} ${tall}`, class: "nbi-chart", role: "img" });
@@ -87,7 +89,7 @@ export function chart(h: Hist, { width, height: tall, log }: ChartOptions): SVGS
   const axis = el("g", { class: "nbi-axis" });
   axis.append(el("line", { x1: m.left, x2: m.left + w, y1: m.top + ht, y2: m.top + ht }));
   axis.append(el("line", { x1: m.left, x2: m.left, y1: m.top, y2: m.top + ht }));
-  for (const v of niceTicks(lo, hi, Math.max(2, Math.floor(w / 60)))) {
+  for (const v of niceTicks(lo, hi, Math.max(3, Math.min(6, Math.floor(w / 55))))) {
     axis.append(el("line", { x1: x(v), x2: x(v), y1: m.top + ht, y2: m.top + ht + 4 }));
     axis.append(text(formatStat(v), x(v), m.top + ht + 14, "middle"));
   }

@@ -66,7 +66,7 @@ export const STYLES = `
 .nbi-tag { margin-left: 6px; color: var(--nbi-fg-dim); font-size: .85em; }
 .nbi-pct { display: inline-block; min-width: 3.6em; margin-left: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
 .nbi-badge { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: .82em; line-height: 16px; }
-.nbi-trainable { color: var(--nbi-fg-dim); padding-left: 0; }
+.nbi-trainable { color: #2e7d32; font-weight: 600; }
 .nbi-frozen { background: color-mix(in srgb, #1565c0 20%, transparent); }
 .nbi-partial { background: color-mix(in srgb, var(--nbi-warn) 25%, transparent); }
 .nbi-spark { display: block; fill: var(--nbi-accent); opacity: .85; }
@@ -85,7 +85,7 @@ export const STYLES = `
 .nbi-chart .nbi-axis text { fill: var(--nbi-fg-dim); font-size: 10px; }
 .nbi-log { display: inline-flex; align-items: center; gap: 2px; font-size: .9em; }
 .nbi-status { margin-top: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
-@container (max-width: 1100px) {
+@container (max-width: 1360px) {
   .nbi-main { flex-direction: column; align-items: stretch; }
   .nbi-grid { flex: none; width: 100%; }
   .nbi-detail { flex: none; width: 100%; max-height: none; display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr));

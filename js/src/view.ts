@@ -303,10 +303,12 @@ export class TreeView {
     }
     if (c.id === "train") {
       const status = trainableStatus(n.trainable, n.frozen);
-      if (status) cell.append(Object.assign(document.createElement("span"), { className: `nbi-badge nbi-${status}`, textContent: status }));
+      if (status) cell.append(Object.assign(document.createElement("span"), { className: `nbi-badge nbi-${status}`, textContent: status === "trainable" ? "✓" : status }));
+      cell.title = status;
       return cell;
     }
     cell.textContent = c.text(n, this.tree);
+    cell.title = cell.textContent;
     if (c.id === "params" && n.params !== null && n.kind !== "tensor") {
       cell.append(Object.assign(document.createElement("span"), { className: "nbi-pct", textContent: formatPercent(n.params, this.tree.totalParams) }));
     }

@@ -56,7 +56,7 @@ describe("render", () => {
     expect(row("blocks")!.getAttribute("aria-level")).toBe("2");
     expect(row("stem.weight")!.hasAttribute("aria-expanded")).toBe(false);
     const headers = [...el.querySelectorAll("[role=columnheader]")].map((h) => h.textContent);
-    expect(headers).toEqual(["Name", "Type", "Params", "Train", "Shape", "Memory", "Distribution", "mean", "std", "min", "max", "Status", "Rel. change"]);
+    expect(headers).toEqual(["Name", "Type", "Params", "Train", "Shape", "Memory", "Histogram", "mean", "std", "Status", "Rel. change"]);
     expect(el.querySelector(".nbi-header")!.textContent).toContain("Net");
   });
 
