@@ -7,7 +7,7 @@ the forward pass once under a :class:`~.flops.FlopCounter` and a
 ``flow`` frame and the trace columns of ``layers``.
 
 Models on the meta device run under ``FakeTensorMode``: parameters and buffers are
-swapped for fake tensors for the duration of the call (``torch.func.functional_call``),
+swapped for fake tensors for the duration of the call and put back afterwards,
 so shapes, FLOPs and saved-tensor sizes come out without allocating anything, and code
 that calls ``.item()`` on a mask (transformers) still runs.
 
@@ -227,20 +227,32 @@ def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtyp
     return device, dtype
 
 
-def _fake_state(model: nn.Module, fake_mode, param_dtype: torch.dtype | None) -> dict[str, torch.Tensor]:
-    """Fake stand-ins for every parameter and buffer path (tied paths share one fake)."""
+@contextlib.contextmanager
+def _faked(modules: list[nn.Module], fake_mode, param_dtype: torch.dtype | None) -> Iterator[list[torch.Tensor]]:
+    """Swap every parameter and buffer for a fake stand-in (tied tensors share one; no memory
+    is copied) and put the originals back however the block ends. Done on each module's own
+    dicts, once per module object: ``torch.func.functional_call`` leaves fakes behind on a
+    module registered at two paths."""
     memo: dict[int, torch.Tensor] = {}
-    state = {}
-    named = [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
-    for name, t in named:
-        fake = memo.get(id(t))
-        if fake is None:
-            fake = fake_mode.from_tensor(t)
-            if param_dtype is not None and fake.is_floating_point() and fake.dtype != param_dtype:
-                fake = fake.detach().to(param_dtype).requires_grad_(t.requires_grad)
-            memo[id(t)] = fake
-        state[name] = fake
-    return state
+    swapped = []
+    try:
+        for m in modules:
+            for table in (m._parameters, m._buffers):
+                for name, t in table.items():
+                    if t is None:
+                        continue
+                    fake = memo.get(id(t))
+                    if fake is None:
+                        fake = fake_mode.from_tensor(t)
+                        if param_dtype is not None and fake.is_floating_point() and fake.dtype != param_dtype:
+                            fake = fake.detach().to(param_dtype).requires_grad_(t.requires_grad)
+                        memo[id(t)] = fake
+                    swapped.append((table, name, t))
+                    table[name] = fake
+        yield list(memo.values())
+    finally:
+        for table, name, t in reversed(swapped):
+            table[name] = t
 
 
 def _failure(recorder: _Recorder, exc: Exception, model_name: str) -> str:
@@ -333,19 +345,16 @@ def run_trace(
             from torch._subclasses.fake_tensor import FakeTensorMode
 
             fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
-            state = _fake_state(model, fake_mode, param_dtype)
+            params = stack.enter_context(_faked(modules, fake_mode, param_dtype))
             target = "meta" if on_meta else None
             args, kwargs = map_inputs(
                 (args, kwargs),
                 lambda t: resize(fake_mode.from_tensor(t.to(target) if target else t)),
                 lambda s: resize(torch.zeros(s, dtype=dtype, device=device)),
             )
-            params = list({id(t): t for t in state.values()}.values())
-            run = lambda: torch.func.functional_call(model, state, args, kwargs, tie_weights=True, strict=False)  # noqa: E731
         else:
             args, kwargs = map_inputs((args, kwargs), lambda t: t, lambda s: torch.zeros(s, dtype=dtype, device=device))
             params = model_tensors
-            run = lambda: model(*args, **kwargs)  # noqa: E731
         inputs = tensors_in((args, kwargs))
         exclude = {t.untyped_storage()._cdata for t in (*params, *inputs) if t.layout == torch.strided}
         counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
@@ -360,7 +369,7 @@ def run_trace(
         recorder.attach()
         with meter, counter if flops else contextlib.nullcontext():
             try:
-                output = run()
+                output = model(*args, **kwargs)
             except Exception as exc:
                 message = _failure(recorder, exc, name)
                 raise TraceError(message + _dtype_hint(exc, dtype), _finish(result)) from exc
