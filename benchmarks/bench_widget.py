@@ -1,0 +1,132 @@
+"""Widget benchmarks: payload size for a GPT-2-sized model, and the front-end on a
+10,000-module tree in headless chromium (first render, sort, expand-all, search).
+
+    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_widget.py
+
+Browser figures are wall-clock milliseconds from the action to the end of the next
+rendered frame (requestAnimationFrame, then a task), median of several runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch import nn
+
+import nbinspect
+from nbinspect.analyze.stats import stats
+from nbinspect.examples import TinyLM
+from nbinspect.inspection import Inspection
+from nbinspect.render.payload import build_payload
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+# Runs in the page: renders the inlined bundle again into a fresh element and times it.
+HARNESS = """
+async ({ runs }) => {
+  document.getElementById("nbinspect-root").remove();
+  const text = document.getElementById("nbinspect-bundle").textContent;
+  const widget = (await import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })))).default;
+  const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  const time = async (action) => { const t0 = performance.now(); action(); await frame(); return performance.now() - t0; };
+  const out = { first_render: [], sort: [], expand_all: [], search: [], sort_expanded: [], collapse_all: [] };
+  for (let i = 0; i < runs; i++) {
+    const el = document.createElement("div");
+    document.body.append(el);
+    let cleanup;
+    out.first_render.push(await time(() => { cleanup = widget.render({ model: window.nbinspectModel, el }); }));
+    const q = (s) => el.querySelector(s);
+    out.sort.push(await time(() => q('[role=columnheader][data-column="params"] button').click()));
+    out.expand_all.push(await time(() => [...el.querySelectorAll(".nbi-button")].find((b) => b.textContent === "Expand all").click()));
+    out.rows = Number(q("[role=treegrid]").getAttribute("aria-rowcount")) - 1;
+    out.sort_expanded.push(await time(() => q('[role=columnheader][data-column="memory"] button').click()));
+    const search = q(".nbi-search");
+    out.search.push(await time(() => { search.value = "blocks.1234"; search.dispatchEvent(new Event("input")); }));
+    search.value = ""; search.dispatchEvent(new Event("input")); await frame();
+    out.collapse_all.push(await time(() => [...el.querySelectorAll(".nbi-button")].find((b) => b.textContent === "Collapse all").click()));
+    cleanup();
+    el.remove();
+    await frame();
+  }
+  return out;
+}
+"""
+
+
+def wide_tree(blocks: int = 2500) -> nn.Module:
+    """1 + 4 * blocks modules; neighbouring blocks differ in width, so nothing folds."""
+    return nn.Sequential(*[nn.Sequential(nn.Linear(8, 8 + i % 2), nn.ReLU(), nn.LayerNorm(8 + i % 2)) for i in range(blocks)])
+
+
+def with_stats(model: nn.Module) -> Inspection:
+    insp = nbinspect.inspect(model)
+    rows = pd.concat([stats(model, progress=False), stats(model, by="module", progress=False)], ignore_index=True)
+    return Inspection(insp.name, insp.framework, {**insp.frames, "stats": rows}, insp.totals)
+
+
+def payload_bytes(insp: Inspection) -> tuple[int, int, float]:
+    t0 = time.perf_counter()
+    text = json.dumps(build_payload(insp.name, insp.framework, insp.totals, insp.frames), separators=(",", ":"), allow_nan=False)
+    seconds = time.perf_counter() - t0
+    return len(text.encode()), len(gzip.compress(text.encode())), seconds
+
+
+def gpt2_payload() -> None:
+    torch.manual_seed(0)
+    model = TinyLM(vocab_size=50257, d_model=768, n_layer=12, n_head=12, context=1024)
+    plain = nbinspect.inspect(model)
+    full = with_stats(model)
+    print(f"GPT-2-sized model: {plain.totals['total_params']:,} parameters, {len(plain.layers)} modules, {len(plain.params)} tensors")
+    for label, insp in (("structure only", plain), ("with stats (tensor + module rows)", full)):
+        raw, packed, seconds = payload_bytes(insp)
+        print(f"  payload {label}: {raw:,} bytes JSON, {packed:,} gzipped, built in {seconds * 1000:.0f} ms")
+
+
+def browser_bench(runs: int) -> None:
+    from playwright.sync_api import sync_playwright
+
+    model = wide_tree()
+    insp = with_stats(model)
+    raw, packed, _ = payload_bytes(insp)
+    with tempfile.TemporaryDirectory() as tmp:
+        page_path = Path(tmp) / "wide.html"
+        insp.to_html(page_path)
+        print(f"10,000-module tree: {len(insp.layers):,} modules, {len(insp.params):,} tensors; payload {raw:,} bytes ({packed:,} gzipped)")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            t0 = time.perf_counter()
+            page.goto(page_path.as_uri())
+            page.wait_for_selector(".nbi-body [role=row]")
+            load = (time.perf_counter() - t0) * 1000
+            result = page.evaluate(HARNESS, {"runs": runs})
+            browser.close()
+    print(f"  page load to first rows (file://, includes JSON parse and bundle import): {load:.0f} ms")
+    print(f"  rows after expand-all: {result.pop('rows'):,}; median (min–max) of {runs} runs, ms:")
+    for name, values in result.items():
+        print(f"    {name:14s} {statistics.median(values):7.1f}   ({min(values):.1f}–{max(values):.1f})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--skip-gpt2", action="store_true")
+    args = parser.parse_args(argv)
+    browser_bench(args.runs)
+    if not args.skip_gpt2:
+        gpt2_payload()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
