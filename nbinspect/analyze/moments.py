@@ -21,12 +21,13 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Moments", "merge", "histogram_edges", "rebin"]
+__all__ = ["Moments", "merge", "histogram_edges", "rebin", "spread"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Moments:
-    """Statistics of a set of numbers, mergeable with :func:`merge`."""
+    """Statistics of a set of numbers, mergeable with :func:`merge`. A value: never changed
+    after it is made (not frozen only because frozen dataclasses are slow to build)."""
 
     numel: int  # every element, NaN and Inf included
     count: int  # finite elements: the ones mean, m2, abs_sum, min, max and hist describe
@@ -50,16 +51,16 @@ class Moments:
     @property
     def std(self) -> float:
         """Population standard deviation (ddof=0)."""
-        return math.sqrt(self.m2 / self.count) if self.count else math.nan
+        return float(spread(self.count, self.mean, self.m2, self.abs_sum)[0])
 
     @property
     def l2(self) -> float:
         """Euclidean norm of the finite elements."""
-        return math.sqrt(self.m2 + self.count * self.mean**2) if self.count else 0.0
+        return float(spread(self.count, self.mean, self.m2, self.abs_sum)[1])
 
     @property
     def abs_mean(self) -> float:
-        return self.abs_sum / self.count if self.count else math.nan
+        return float(spread(self.count, self.mean, self.m2, self.abs_sum)[2])
 
     @property
     def edges(self) -> np.ndarray:
@@ -71,6 +72,16 @@ class Moments:
         """No finite values (an empty tensor, or one that is all NaN/Inf)."""
         nan_ = math.nan
         return cls(numel, 0, nan_, 0.0, 0.0, nan_, nan_, 0, nan, inf, np.zeros(bins, np.int64), nan_, nan_, 0)
+
+
+def spread(count, mean, m2, abs_sum) -> tuple:
+    """(std, l2, abs_mean) from Moments fields, scalars or arrays alike: std is the
+    population standard deviation; with no finite values std and abs_mean are NaN, l2 is 0."""
+    count, mean, m2, abs_sum = (np.asarray(v, np.float64) for v in (count, mean, m2, abs_sum))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        std = np.sqrt(m2 / count)
+        l2 = np.where(count > 0, np.sqrt(m2 + count * np.where(count > 0, mean, 0.0) ** 2), 0.0)
+        return std, l2, abs_sum / count
 
 
 def histogram_edges(lo, hi, bins: int) -> np.ndarray:

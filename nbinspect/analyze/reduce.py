@@ -85,13 +85,14 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
     if not tensors:
         return []
     k = len(tensors)
-    order = sorted(range(k), key=lambda i: str(tensors[i].dtype))  # one cat per dtype
-    groups: dict[torch.dtype, list[torch.Tensor]] = {}
-    for i in order:
-        groups.setdefault(tensors[i].dtype, []).append(tensors[i].reshape(-1))
-    x = torch.cat([torch.cat(g).to("cpu", torch.float64) for g in groups.values()])
-    lengths = torch.tensor([tensors[i].numel() for i in order], dtype=torch.int64)
-    seg = torch.repeat_interleave(torch.arange(k), lengths)
+    groups: dict[torch.dtype, list[int]] = {}
+    for i, t in enumerate(tensors):
+        groups.setdefault(t.dtype, []).append(i)
+    order = [i for indices in groups.values() for i in indices]  # one flatten per dtype
+    flatten = torch._C._nn.flatten_dense_tensors
+    x = torch.cat([flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()])
+    numels = [tensors[i].numel() for i in order]
+    seg = torch.repeat_interleave(torch.arange(k), torch.tensor(numels, dtype=torch.int64))
     finite = torch.isfinite(x)
     nan = _segment_sum(seg, torch.isnan(x).to(torch.int64), k)
     count = _segment_sum(seg, finite.to(torch.int64), k)
@@ -109,9 +110,7 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
     hist = _bin_counts(x, seg, lo, hi, bins)
     columns = [c.tolist() for c in (count, mean, m2, abs_sum, lo, hi, zeros, nan)]
     out: list[Moments] = [None] * k  # type: ignore[list-item]
-    for j, i in enumerate(order):
-        n, mu, m2_, a, mn, mx, z, na = (col[j] for col in columns)
-        numel = tensors[i].numel()
+    for j, (i, numel, n, mu, m2_, a, mn, mx, z, na) in enumerate(zip(order, numels, *columns)):
         if n == 0:
             out[i] = Moments.empty(bins, numel, na, numel - na)
         else:

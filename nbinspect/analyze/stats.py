@@ -17,7 +17,7 @@ import torch
 
 from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source
-from .moments import Moments, histogram_edges, merge
+from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
 __all__ = ["stats", "tensor_stats"]
@@ -25,7 +25,8 @@ __all__ = ["stats", "tensor_stats"]
 BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
 _BATCH_ELEMENTS = 1 << 20  # small tensors reduced together, at most this many elements
-_BATCH_TENSORS = 4096
+_BATCH_TENSORS = 16384
+_PLAIN = {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
 def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = None) -> pd.DataFrame:
@@ -46,8 +47,10 @@ def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = 
     source = _stats_source(obj)
     results = tensor_stats(source, bins, progress)
     if by == "tensor":
-        return STATS.build(_row(t.name, t.module, t.kind, t.dtype, t.numel, *results[t.storage_key]) for t in source.tensors)
-    return STATS.build(_module_rows(source, results, bins))
+        rows = [(t.name, t.module, t.kind, t.dtype, t.numel, *results[t.storage_key]) for t in source.tensors]
+    else:
+        rows = list(_module_rows(source, results))
+    return _frame(rows, bins)
 
 
 def tensor_stats(
@@ -74,7 +77,7 @@ def tensor_stats(
                 results[key] = _guarded(lambda: (_with_zeros(batch_moments([values], bins)[0], implicit, bins), note))
         pending.clear()
 
-    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar:
+    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad():
         for key, entry in unique.items():
             prepared = _guarded(lambda: _real_values(entry))
             values, note, implicit = prepared if len(prepared) == 3 else (None, prepared[1], 0)
@@ -128,7 +131,8 @@ def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, i
     t = entry.values()
     if not isinstance(t, torch.Tensor):
         return None, f"no values: {type(t).__name__} is not a tensor", 0
-    t = t.detach()
+    if t.dtype in _PLAIN and t.layout == torch.strided and not t.is_meta:
+        return t, None, 0
     if t.is_meta:
         return None, "no values: meta tensor", 0
     notes, implicit = [], 0
@@ -155,28 +159,45 @@ def _with_zeros(m: Moments, zeros: int, bins: int) -> Moments:
     return merge([m, Moments(zeros, zeros, 0.0, 0.0, 0.0, 0.0, 0.0, zeros, 0, 0, hist, 0.0, 0.0, zeros)])
 
 
-def _row(name, module, kind, dtype, numel, m: Moments | None, note: str | None, tensors: int | None = None) -> dict:
-    row = {"name": name, "module": module, "kind": kind, "dtype": dtype, "numel": numel, "note": note}
-    if m is None:
-        return row
-    row.update(
-        mean=m.mean,
-        std=m.std,
-        min=m.min,
-        max=m.max,
-        abs_mean=m.abs_mean,
-        l2=m.l2,
-        zeros=m.zeros / m.numel if m.numel else np.nan,
-        nan=m.nan,
-        inf=m.inf,
-        hist_counts=m.hist,
-        hist_edges=histogram_edges(m.hist_lo, m.hist_hi, m.bins),
-        hist_sample=m.hist_sample,
-    )
-    return row
+_Row = tuple  # (name, module, kind, dtype, numel, Moments | None, note)
 
 
-def _module_rows(source: ModelSource, results: Mapping, bins: int) -> Iterable[dict]:
+def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
+    """The stats frame, built column by column in numpy (thousands of rows stay cheap)."""
+    names, modules, kinds, dtypes, numels, moments, notes = zip(*rows) if rows else ((),) * 7
+    present = np.array([m is not None for m in moments], dtype=bool)
+    having = [m for m in moments if m is not None]
+    fields = np.array(
+        [(m.numel, m.count, m.mean, m.m2, m.abs_sum, m.min, m.max, m.zeros, m.nan, m.inf, m.hist_sample, m.hist_lo, m.hist_hi) for m in having],
+        dtype=np.float64,
+    ).reshape(-1, 13)
+    numel, count, mean, m2, abs_sum, low, high, zeros, nan, inf, sample, hist_lo, hist_hi = fields.T
+    std, l2, abs_mean = spread(count, mean, m2, abs_sum)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zero_share = zeros / numel
+
+    def column(values: Any, as_int: bool = False) -> list:
+        out = [None] * len(rows)
+        for index, value in zip(np.flatnonzero(present).tolist(), values.tolist() if isinstance(values, np.ndarray) else values):
+            out[index] = int(value) if as_int else value
+        return out
+
+    columns = {
+        "name": names,
+        "module": modules,
+        "kind": kinds,
+        "dtype": dtypes,
+        "numel": numels,
+        **{k: column(v) for k, v in {"mean": mean, "std": std, "min": low, "max": high, "abs_mean": abs_mean, "l2": l2, "zeros": zero_share}.items()},
+        **{k: column(v, as_int=True) for k, v in {"nan": nan, "inf": inf, "hist_sample": sample}.items()},
+        "hist_counts": column([m.hist for m in having]),
+        "hist_edges": column(list(histogram_edges(hist_lo, hist_hi, bins).reshape(-1, bins + 1))),
+        "note": notes,
+    }
+    return STATS.from_columns(columns, len(rows))
+
+
+def _module_rows(source: ModelSource, results: Mapping) -> Iterable[_Row]:
     subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
     for t in source.tensors:
         if t.kind == PARAMETER:
@@ -194,7 +215,7 @@ def _module_rows(source: ModelSource, results: Mapping, bins: int) -> Iterable[d
             note = reasons if not measured else f"{left_out} of {len(entries)} tensors left out ({reasons})"
         dtypes = ", ".join(sorted({t.dtype for t in entries.values()}))
         numel = sum(t.numel for t in entries.values())
-        yield _row(module.name, module.name, "module", dtypes, numel, merge(measured) if measured else None, note)
+        yield module.name, module.name, "module", dtypes, numel, merge(measured) if measured else None, note
 
 
 def _stats_source(obj: Any) -> ModelSource:
