@@ -15,7 +15,9 @@ NOTEBOOK = {
     "cells": [
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
          "source": "import nbinspect\nfrom nbinspect import examples\n"
-                   "w = nbinspect.inspect(examples.build('cnn')).widget()\nw"},
+                   "model = examples.build('cnn')\ninsp = nbinspect.inspect(model)\n"
+                   "w = nbinspect.InspectWidget({**insp.frames, 'stats': nbinspect.stats(model, bins=64)},\n"
+                   "                            insp.totals, name=insp.name)\nw"},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
          "source": "print('SELECTED=' + repr(w.selected))"},
     ],
@@ -62,9 +64,17 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     expect(conv).to_have_attribute("aria-expanded", "true")
     expect(grid.locator('[role=row][data-path="features.0.weight"]')).to_be_visible()
 
-    grid.locator('[role=row][data-path="features.1"]').click()
-    expect(grid.locator('[role=row][data-path="features.1"]')).to_have_attribute("aria-selected", "true")
+    # the panel opens with the embedded 16-bin histogram, then shows the 64 bins the kernel sends
+    weight = grid.locator('[role=row][data-path="features.0.weight"]')
+    weight.click()
+    expect(weight).to_have_attribute("aria-selected", "true")
+    bars = page.locator(".jp-OutputArea .nbi-detail svg.nbi-chart .nbi-bars rect")
+    expect(bars.first).to_be_visible()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.jp-OutputArea .nbi-detail .nbi-bars rect').length > 16", timeout=30_000
+    )
+
     run_cell(page, 1)
     expect(page.locator(".jp-OutputArea-output").filter(has_text="SELECTED=")).to_contain_text(
-        "SELECTED='features.1'", timeout=30_000
+        "SELECTED='features.0.weight'", timeout=30_000
     )
