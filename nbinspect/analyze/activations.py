@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-__all__ = ["SavedTensorMeter", "storage_info", "unique_bytes"]
+__all__ = ["SavedTensorMeter", "storage_info"]
 
 
 def storage_info(t: torch.Tensor) -> tuple[int, int]:
@@ -27,11 +27,6 @@ def storage_info(t: torch.Tensor) -> tuple[int, int]:
         return id(t), t.numel() * t.element_size()
 
 
-def unique_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    """Bytes of the storages behind `tensors`, each storage once."""
-    return sum(dict(storage_info(t) for t in tensors).values())
-
-
 class SavedTensorMeter:
     """Context manager: adds the bytes of each newly saved storage to
     ``current().own_activation_bytes``. ``exclude`` are storages that are not activations."""
@@ -39,7 +34,6 @@ class SavedTensorMeter:
     def __init__(self, current: Callable[[], Any], exclude: Iterable[int] = ()):
         self.current = current
         self.seen = set(exclude)
-        self.total = 0
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
@@ -47,7 +41,6 @@ class SavedTensorMeter:
         if key not in self.seen:
             self.seen.add(key)
             self.current().own_activation_bytes += nbytes
-            self.total += nbytes
         return t
 
     def __enter__(self) -> "SavedTensorMeter":

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-from .activations import SavedTensorMeter
+from .activations import SavedTensorMeter, storage_info
 from .flops import FlopCounter, coverage_note
 from .inputs import dtype_name, io_records, map_inputs, tensors_in
 
@@ -356,7 +356,7 @@ def run_trace(
             args, kwargs = map_inputs((args, kwargs), lambda t: t, lambda s: torch.zeros(s, dtype=dtype, device=device))
             params = model_tensors
         inputs = tensors_in((args, kwargs))
-        exclude = {t.untyped_storage()._cdata for t in (*params, *inputs) if t.layout == torch.strided}
+        exclude = {storage_info(t)[0] for t in (*params, *inputs)}
         counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
         meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
