@@ -201,3 +201,10 @@ def test_widget_gets_the_compare_frame():
     tensors = widget.payload["tensors"]
     assert len(tensors["compare"]) == len(result.frame)
     assert {status for status, _ in tensors["compare"]} == {"same", "changed"}
+
+
+def test_meta_tensors_have_no_values_to_compare():
+    with torch.device("meta"):
+        meta = examples.TinyLM()
+    with pytest.raises(ValueError, match=r"tensor 'tok_emb\.weight' is on the meta device in b"):
+        nbinspect.compare(examples.build("tiny_lm"), meta)

@@ -98,19 +98,20 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return (torch.view_as_real(t) if t.is_complex() else t).reshape(-1)
 
 
-def delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...], buffers: _Buffers) -> _Sums:
-    """Sums of b - a over same-shape tensors, chunk by chunk. `thresholds` ascending."""
+def _delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...], buffers: _Buffers) -> _Sums:
+    """Sums of b - a over same-shape tensors, chunk by chunk. `thresholds` ascending.
+    Chunks not already in the working dtype on the CPU are copied into reused buffers."""
     a, b = _flat(a), _flat(b)
     wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
     work = torch.float64 if wide else torch.float32
     buf_a, buf_b, buf_d, buf_sq = buffers.get(work)
-    limits = [np.array(t, dtype=torch.empty(0, dtype=work).numpy().dtype) for t in thresholds]
+    limits = [(np.float64 if wide else np.float32)(t) for t in thresholds]
     s = _Sums([0] * len(thresholds), n=a.numel())
     for start in range(0, a.numel(), CHUNK):
         ca, cb = a[start : start + CHUNK], b[start : start + CHUNK]
         m = ca.numel()
-        ca = ca if ca.dtype == work else buf_a[:m].copy_(ca)
-        cb = cb if cb.dtype == work else buf_b[:m].copy_(cb)
+        ca = ca if ca.dtype == work and ca.device.type == "cpu" else buf_a[:m].copy_(ca)
+        cb = cb if cb.dtype == work and cb.device.type == "cpu" else buf_b[:m].copy_(cb)
         d = torch.sub(cb, ca, out=buf_d[:m])
         s.aa += float(torch.mul(ca, ca, out=buf_sq[:m]).sum())
         s.bb += float(torch.mul(cb, cb, out=buf_sq[:m]).sum())
@@ -144,8 +145,10 @@ def _row(name: str, a: TensorEntry | None, b: TensorEntry | None) -> dict[str, A
 def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers: _Buffers) -> dict[str, Any]:
     if a.shape != b.shape:
         return {"status": "reshaped"}
+    if "meta" in (a.device, b.device):
+        raise ValueError(f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: it has no values")
     try:
-        s = delta_sums(a.values(), b.values(), thresholds, buffers)
+        s = _delta_sums(a.values(), b.values(), thresholds, buffers)
     finally:
         a.release()
         b.release()

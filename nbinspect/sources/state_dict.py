@@ -29,12 +29,12 @@ def _is_weights(value: Any) -> bool:
     return isinstance(value, Mapping) and any(isinstance(v, (torch.Tensor, Mapping)) for v in value.values())
 
 
-def _num_tensors(value: Any) -> tuple[int, int]:
+def _tensors_and_bytes(value: Any) -> tuple[int, int]:
     """(tensors, bytes) anywhere inside nested dicts/lists."""
     if isinstance(value, torch.Tensor):
         return 1, value.numel() * value.element_size()
     items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
-    counts = [_num_tensors(v) for v in items]
+    counts = [_tensors_and_bytes(v) for v in items]
     return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
@@ -45,12 +45,12 @@ def describe(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         return value.item()
     if isinstance(value, Mapping) and "param_groups" in value and "state" in value:
-        n, nbytes = _num_tensors(value["state"])
+        n, nbytes = _tensors_and_bytes(value["state"])
         groups = value["param_groups"]
         hyper = {k: v for k, v in (groups[0] if groups else {}).items() if isinstance(v, (int, float, str)) and k != "params"}
         return f"optimizer state: {len(groups)} param group(s), {n} tensors, {nbytes:,} bytes; {hyper}"
     if isinstance(value, (Mapping, list, tuple)):
-        n, nbytes = _num_tensors(value)
+        n, nbytes = _tensors_and_bytes(value)
         kind = "dict" if isinstance(value, Mapping) else type(value).__name__
         return f"{kind} of {len(value)} entries ({n} tensors, {nbytes:,} bytes)"
     if isinstance(value, torch.Tensor):
