@@ -10,7 +10,7 @@ from . import examples
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
-from .inspection import Inspection, TraceError, inspect, memory, trace
+from .inspection import Inspection, TraceError, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
 from .sources.checkpoint import load_checkpoint
@@ -45,6 +45,7 @@ __all__ = [
     "load_ipython_extension",
     "memory",
     "params",
+    "plot_distributions",
     "stats",
     "totals",
     "trace",

@@ -10,9 +10,11 @@ from typing import Any, Mapping
 import pandas as pd
 
 from .analyze import structure
+from .analyze.stats import stats_frames
 from .render import json_export, text
 from .render.html import standalone_html
 from .render.payload import build_payload
+from .render.plots import distribution_figure
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
 from .analyze.trace import TraceError, run_trace
@@ -21,7 +23,7 @@ from .render.flow import TextFrame, flow_text, memory_text
 from .sources import as_source
 from .widget import InspectWidget, bundle_source
 
-__all__ = ["Inspection", "TraceError", "inspect", "memory", "trace"]
+__all__ = ["Inspection", "TraceError", "inspect", "memory", "plot_distributions", "trace"]
 
 
 class Inspection:
@@ -53,6 +55,22 @@ class Inspection:
     @property
     def by_type(self) -> pd.DataFrame:
         return self.frames["by_type"]
+
+    @property
+    def stats(self) -> pd.DataFrame:
+        """Weight statistics, one row per tensor (schema.STATS); module roll-ups are in
+        :attr:`stats_by_module`."""
+        return self._stats_frame("stats")
+
+    @property
+    def stats_by_module(self) -> pd.DataFrame:
+        """Weight statistics rolled up per module subtree (schema.STATS, kind 'module')."""
+        return self._stats_frame("stats_by_module")
+
+    def _stats_frame(self, key: str) -> pd.DataFrame:
+        if key not in self.frames:
+            raise ValueError(f"{self.name} was inspected without weight statistics: use inspect(model, stats=True)")
+        return self.frames[key]
 
     @property
     def flow(self) -> pd.DataFrame:
@@ -121,17 +139,24 @@ def inspect(
     backward: bool = False,
     flops: bool = True,
     input_dtype: Any = None,
+    stats: bool = True,
+    bins: int = 64,
 ) -> Inspection:
     """Inspect `model` (a torch.nn.Module) without changing it.
 
     With `input` (a tensor, a shape tuple, a tuple/list of positional arguments or a dict of
-    keyword arguments) one forward pass is traced as by :func:`trace`."""
+    keyword arguments) one forward pass is traced as by :func:`trace`. `stats` adds the
+    weight statistics (``stats`` and ``stats_by_module`` frames, `bins` histogram bins);
+    ``stats=False`` skips reading the weights."""
     source = as_source(model, name)
     frames = {
         "params": structure.params(source),
         "layers": structure.layers(source),
         "by_type": structure.by_type(source),
     }
+    if stats:
+        by = stats_frames(source, bins)
+        frames.update(stats=by["tensor"], stats_by_module=by["module"])
     inspection = Inspection(source.name, source.framework, frames, structure.totals(source))
     if input is not None:
         args, kwargs = split_input(input)
@@ -194,3 +219,17 @@ def memory(
         input_dtype=input_dtype,
     )
     return TextFrame.wrap(plan, memory_text)
+
+
+def plot_distributions(model_or_stats: Any, path: str | Path | None = None, *, bins: int = 64, **options: Any) -> Any:
+    """A matplotlib Figure of per-tensor weight histograms with their mean/std/min/max, saved
+    to `path` when given. `model_or_stats` is a stats frame (from :func:`nbinspect.stats`)
+    or anything ``stats()`` accepts. Options (see ``render.plots.distribution_figure``):
+    ``pattern`` (regex on names), ``top`` (largest k), ``page``/``per_page``/``cols``,
+    ``buffers``, ``log``, ``title``, ``dpi``. Large models are paged, 16 panels a page.
+    Raises ImportError when matplotlib is missing."""
+    if isinstance(model_or_stats, pd.DataFrame):
+        frame = model_or_stats
+    else:
+        frame = stats_frames(model_or_stats, bins, by=("tensor",))["tensor"]
+    return distribution_figure(frame, path=path, **options)

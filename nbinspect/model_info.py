@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .inspection import inspect
+from .render.plots import distribution_figure
 from .render.format import format_bytes, format_count, format_shape, is_missing, trainable_status
 
 __all__ = ["ModelInfo", "dump_model_info"]
 
 _RULE = "=" * 60
+_LOG = logging.getLogger("nbinspect")
 
 
 @dataclass
@@ -23,6 +25,8 @@ class ModelInfo:
     layers: list[dict[str, Any]] = field(default_factory=list)  # one per leaf module
     num_layers: int = 0
     errors: list[str] = field(default_factory=list)  # what went wrong, if anything
+    weight_stats: list[dict[str, Any]] = field(default_factory=list)  # per parameter, with plot_distributions
+    figure: Any = None  # the distribution plot (a matplotlib Figure), with plot_distributions
 
 
 def _emit(logger: logging.Logger | None) -> Callable[[str], None]:
@@ -58,7 +62,7 @@ def dump_model_info(
     emit = _emit(logger)
     info = ModelInfo()
     try:
-        insp = inspect(model)
+        insp = inspect(model, stats=plot_distributions)
         t = insp.totals
         info.total_params = t["total_params"]
         info.trainable_params = t["trainable_params"]
@@ -82,4 +86,30 @@ def dump_model_info(
         shapes = ", ".join(f"{k} {format_shape(v)}" for k, v in layer["shapes"].items())
         status = layer["trainable"] or "no parameters"
         emit(f"{layer['name']} ({layer['type']}): {format_count(layer['params'])} params, {status}" + (f"; {shapes}" if shapes else ""))
+    if plot_distributions:
+        _weight_statistics(insp.stats, emit, info, save_path, logger or _LOG)
     return info
+
+
+def _weight_statistics(frame, emit: Callable[[str], None], info: ModelInfo, save_path: str | None, log: logging.Logger) -> None:
+    """The WEIGHT STATISTICS section (one line per parameter) and the distribution plot,
+    saved to `save_path` when given. A missing matplotlib or a failing save is logged."""
+    emit(_RULE + "\nWEIGHT STATISTICS\n" + _RULE)
+    for row in frame[frame["kind"] == "parameter"].itertuples(index=False):
+        if row.hist_counts is None:
+            emit(f"{row.name}: {row.note}")
+            continue
+        info.weight_stats.append({k: getattr(row, k) for k in ("name", "mean", "std", "min", "max", "abs_mean", "zeros")})
+        line = f"{row.name}: mean {row.mean:.4g}, std {row.std:.4g}, min {row.min:.4g}, max {row.max:.4g}, zeros {row.zeros:.1%}"
+        emit(line + (f", {row.nan} NaN, {row.inf} Inf" if row.nan or row.inf else ""))
+    try:
+        info.figure = distribution_figure(frame, path=save_path)
+    except ImportError as exc:
+        info.errors.append(f"no distribution plot: {exc}")
+        log.warning("dump_model_info: %s", info.errors[-1])
+    except Exception as exc:  # contract: report, never raise (e.g. an unwritable save_path)
+        info.errors.append(f"distribution plot failed: {type(exc).__name__}: {exc}")
+        log.error("dump_model_info: %s", info.errors[-1])
+    else:
+        if save_path is not None:
+            emit(f"Distribution plot saved to {save_path}")

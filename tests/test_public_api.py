@@ -20,6 +20,7 @@ EXPECTED = {
     "load_ipython_extension",
     "memory",
     "params",
+    "plot_distributions",
     "stats",
     "totals",
     "trace",

@@ -237,3 +237,23 @@ def test_accuracy_on_a_large_tensor(offset):
     assert row["std"] == pytest.approx(math.sqrt(var), rel=1e-6)
     assert row["l2"] == pytest.approx(l2, rel=1e-6)
     assert row["abs_mean"] == pytest.approx(abs_mean, rel=1e-6)
+
+
+def test_inspect_holds_the_stats_frames_unless_turned_off():
+    model = examples.build("tiny_lm")
+    insp = nbinspect.inspect(model, bins=16)
+    schema.STATS.validate(insp.stats)
+    schema.STATS.validate(insp.stats_by_module)
+    assert len(insp.stats["hist_counts"][0]) == 16 and set(insp.stats_by_module["kind"]) == {"module"}
+    assert list(insp.stats["name"]) == list(insp.params["name"])
+    plain = nbinspect.inspect(model, stats=False)
+    assert "stats" not in plain.frames
+    with pytest.raises(ValueError, match="without weight statistics"):
+        plain.stats
+
+
+def test_inspect_a_meta_model_says_no_values():
+    with torch.device("meta"):
+        model = examples.MLP()
+    insp = nbinspect.inspect(model)
+    assert (insp.stats["note"] == "no values: meta tensor").all()

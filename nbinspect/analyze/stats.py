@@ -20,7 +20,7 @@ from ..sources import ModelSource, TensorEntry, ancestors, as_source
 from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
-__all__ = ["stats", "tensor_stats"]
+__all__ = ["stats", "stats_frames", "tensor_stats"]
 
 BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
@@ -42,15 +42,24 @@ def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = 
     """
     if by not in BY:
         raise ValueError(f"stats(by={by!r}): choose one of {BY}")
+    return stats_frames(obj, bins, progress, (by,))[by]
+
+
+def stats_frames(
+    obj: Any, bins: int = 64, progress: bool | None = None, by: tuple[str, ...] = BY
+) -> dict[str, pd.DataFrame]:
+    """The stats frame for each way in `by` ("tensor", "module"), reading the tensors once."""
     if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
         raise ValueError(f"stats(bins={bins!r}): need a positive integer number of bins")
     source = _stats_source(obj)
     results = tensor_stats(source, bins, progress)
-    if by == "tensor":
+    frames = {}
+    if "tensor" in by:
         rows = [(t.name, t.module, t.kind, t.dtype, t.numel, *results[t.storage_key]) for t in source.tensors]
-    else:
-        rows = list(_module_rows(source, results))
-    return _frame(rows, bins)
+        frames["tensor"] = _frame(rows, bins)
+    if "module" in by:
+        frames["module"] = _frame(list(_module_rows(source, results)), bins)
+    return frames
 
 
 def tensor_stats(

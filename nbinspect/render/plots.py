@@ -1,0 +1,125 @@
+"""Matplotlib renderings of the frames: a grid of weight histograms from the stats frame.
+
+matplotlib is imported only when a figure is drawn, and figures are built with
+``matplotlib.figure.Figure`` directly: no pyplot state, no global backend change.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..schema import STATS
+from .format import format_count
+
+__all__ = ["distribution_figure", "select_rows"]
+
+_NAME_WIDTH = 36  # characters of a panel title; longer paths keep their tail
+
+
+def _figure_class():
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError("plot_distributions needs matplotlib: pip install matplotlib") from exc
+    return Figure
+
+
+def select_rows(
+    frame: pd.DataFrame,
+    pattern: str | re.Pattern | None = None,
+    buffers: bool = False,
+    top: int | None = None,
+) -> pd.DataFrame:
+    """The rows to draw: parameters and module rows (buffers too if asked) whose name
+    matches the regular expression `pattern`, then the `top` largest by numel."""
+    rows = frame if buffers else frame[frame["kind"] != "buffer"]
+    if pattern is not None:
+        regex = re.compile(pattern)
+        rows = rows[[bool(regex.search(name)) for name in rows["name"]]]
+    if top is not None:
+        if top < 1:
+            raise ValueError(f"top={top}: need at least 1 panel")
+        rows = rows.sort_values("numel", ascending=False, kind="stable").head(top)
+    return rows
+
+
+def _short(name: str) -> str:
+    name = name or "(model)"
+    return name if len(name) <= _NAME_WIDTH else "…" + name[-(_NAME_WIDTH - 1) :]
+
+
+def _panel(ax: Any, row: Any, log: bool) -> None:
+    ax.set_title(_short(row.name), fontsize=8, loc="left")
+    ax.tick_params(labelsize=6)
+    if row.hist_counts is None:
+        ax.text(0.5, 0.5, row.note or "no values", ha="center", va="center", fontsize=7, wrap=True, transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return
+    ax.stairs(row.hist_counts, row.hist_edges, fill=True, color="#4c72b0", alpha=0.85)
+    if not pd.isna(row.mean):
+        ax.axvline(row.mean, color="#c44e52", linewidth=0.8)
+    if log:
+        ax.set_yscale("log")
+    text = "\n".join(f"{k} {v:.3g}" for k, v in (("mean", row.mean), ("std", row.std), ("min", row.min), ("max", row.max)))
+    ax.text(0.98, 0.95, text, ha="right", va="top", fontsize=6, family="monospace", transform=ax.transAxes,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "linewidth": 0})
+    finite = int(row.numel) - int(row.nan) - int(row.inf)
+    detail = f"{row.dtype}, {format_count(row.numel)} values"
+    if row.hist_sample < finite:
+        detail += f"; histogram of a {format_count(row.hist_sample)} sample"
+    if row.nan or row.inf:
+        detail += f"; {format_count(row.nan)} NaN, {format_count(row.inf)} Inf"
+    ax.set_xlabel(detail, fontsize=6)
+
+
+def distribution_figure(
+    frame: pd.DataFrame,
+    *,
+    pattern: str | re.Pattern | None = None,
+    buffers: bool = False,
+    top: int | None = None,
+    page: int = 1,
+    per_page: int = 16,
+    cols: int = 4,
+    log: bool = False,
+    title: str = "Weight distributions",
+    path: str | Path | None = None,
+    dpi: int = 100,
+) -> Any:
+    """A matplotlib Figure with one histogram panel per row of a stats frame (mean line,
+    mean/std/min/max in the corner), `per_page` panels per page; also saved to `path`
+    (format from its suffix, PNG by default) when given. See :func:`select_rows` for the
+    choice of rows; `page` (from 1) walks through the rest."""
+    Figure = _figure_class()
+    STATS.validate(frame)
+    if per_page < 1 or cols < 1:
+        raise ValueError(f"per_page={per_page}, cols={cols}: both must be at least 1")
+    rows = select_rows(frame, pattern, buffers, top)
+    if rows.empty:
+        raise ValueError(f"no rows to plot: {len(frame)} in the frame, none left after pattern={pattern!r}, buffers={buffers}")
+    pages = math.ceil(len(rows) / per_page)
+    if not 1 <= page <= pages:
+        raise ValueError(f"page={page}: there are {pages} page(s) of {per_page} panels for {len(rows)} rows")
+    shown = rows.iloc[(page - 1) * per_page : page * per_page]
+    ncols = min(cols, len(shown))
+    nrows = math.ceil(len(shown) / ncols)
+    fig = Figure(figsize=(3.2 * ncols, 2.5 * nrows + 0.4), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax, row in zip(axes, shown.itertuples(index=False)):
+        _panel(ax, row, log)
+    for ax in axes[len(shown) :]:
+        ax.set_visible(False)
+    first = (page - 1) * per_page + 1
+    heading = f"{title}: {first}–{first + len(shown) - 1} of {len(rows)}"
+    if pages > 1:
+        heading += f" (page {page} of {pages}; choose with page=, pattern= or top=)"
+    fig.suptitle(heading, fontsize=10)
+    if path is not None:
+        fig.savefig(path, dpi=dpi)
+    return fig
