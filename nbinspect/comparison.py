@@ -91,8 +91,9 @@ class Comparison:
 
         return InspectWidget(self.frames, self.totals, name=f"{self.name_a} -> {self.name_b}")
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.widget()._repr_mimebundle_(include=include, exclude=exclude)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        data, _ = self.widget()._repr_mimebundle_()
+        return {**data, "text/plain": repr(self)}
 
 
 def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRESHOLDS) -> Comparison:

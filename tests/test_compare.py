@@ -208,3 +208,10 @@ def test_meta_tensors_have_no_values_to_compare():
         meta = examples.TinyLM()
     with pytest.raises(ValueError, match=r"tensor 'tok_emb\.weight' is on the meta device in b"):
         nbinspect.compare(examples.build("tiny_lm"), meta)
+
+
+def test_notebook_display_is_the_widget_with_a_stable_text():
+    result = nbinspect.compare({"w": torch.ones(2)}, {"w": torch.zeros(2)})
+    bundle = result._repr_mimebundle_()
+    assert bundle["text/plain"] == "<Comparison state_dict -> state_dict: 1 changed>"
+    assert "application/vnd.jupyter.widget-view+json" in bundle
