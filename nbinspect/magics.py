@@ -93,34 +93,57 @@ class InspectMagics(Magics):
         """Inspect a model and show it as an interactive tree; returns the Inspection."""
         # IPython hands a line magic its trailing ';' (the "show no Out[]" marker)
         args = parse_argstring(self.inspect_model, line.rstrip().removesuffix(";"))
-        from .inspection import inspect
-
         model = self._eval(args.expr, local_ns, "model expression")
-        options: dict[str, Any] = {}
+        if args.bins < 1:
+            raise _fail(f"--bins must be at least 1, got {args.bins}")
+        model_input = None
         if args.input is not None:
-            options["input"] = self._eval(args.input, local_ns, "--input")
+            model_input = self._eval(args.input, local_ns, "--input")
         elif args.input_shape is not None:
-            options["input"] = _shape(args.input_shape)
-            if args.dtype is not None:
-                options["dtype"] = _dtype(args.dtype)
-        try:
-            result = inspect(model, **options)
-        except (TypeError, ValueError, RuntimeError) as exc:
-            raise _fail(str(exc).splitlines()[0]) from None
+            model_input = _shape(args.input_shape)
+        dtype = _dtype(args.dtype)
+        other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
+        result, extras = _run(model, model_input, dtype, args, other)
 
         if args.json:
             result.to_json(args.json)
+        if args.html:
+            result.to_html(args.html)
         if args.output:
             self.shell.user_ns[args.output] = result
         shown_by_ipython = self._displayhook_will_show(line)
+        from IPython.display import display
+
         if args.text:
             print(result.summary(depth=args.depth))
-            return None if shown_by_ipython else result
-        if not shown_by_ipython:
-            from IPython.display import display
-
+        elif not shown_by_ipython:
             display(result)
+        for extra in extras:  # memory plan, comparison: after the model itself
+            print(extra) if args.text else display(extra)
+        if args.text and shown_by_ipython:
+            return None  # the text was the display; the widget must not follow it
         return result
+
+
+def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[Any, list]:
+    """The Inspection, plus the memory plan and comparison the options ask for.
+    Any failure becomes a one-line UsageError."""
+    from .comparison import compare
+    from .inspection import inspect, memory
+
+    try:
+        result = inspect(model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins)
+        extras: list = []
+        if args.batch_size is not None:
+            extras.append(
+                memory(model, input=model_input, input_dtype=dtype, batch_size=args.batch_size, optimizer=args.optimizer)
+            )
+        if other is not None:
+            extras.append(compare(model, other))
+    except Exception as exc:  # the user's model or input: say what failed, in one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _fail(first) from None
+    return result, extras
 
 
 def load_ipython_extension(ipython) -> None:

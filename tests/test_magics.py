@@ -109,3 +109,56 @@ def _shown(ip, cell: str) -> tuple[int, int]:
 )
 def test_result_is_shown_exactly_once(ip, cell, expected):
     assert _shown(ip, cell) == expected
+
+
+def test_input_shape_and_dtype_trace_a_forward_pass(ip):
+    ip.run_cell("lm = examples.build('tiny_lm')")
+    insp = ip.run_line_magic("inspect_model", "lm --input-shape 2,16 --dtype int64 --text")
+    direct = nbinspect.trace(examples.build("tiny_lm"), (2, 16), input_dtype=__import__("torch").int64)
+    root = insp.layers.set_index("name").loc[""]
+    assert list(root["output_shapes"]) == [(2, 16, 256)]
+    assert root["flops"] == direct.layers.set_index("name").loc["", "flops"] > 0
+    assert len(insp.flow) == len(direct.flow)
+
+
+def test_input_expression_is_evaluated_in_scope(ip):
+    ip.run_cell("import torch; batch = torch.randn(3, 32)")
+    insp = ip.run_line_magic("inspect_model", "nets[0] --input batch --text")
+    assert list(insp.layers.set_index("name").loc["head", "output_shapes"]) == [(3, 10)]
+
+
+def test_stats_options(ip):
+    insp = ip.run_line_magic("inspect_model", "nets[0] --bins 8 --text")
+    assert {len(c) for c in insp.stats["hist_counts"] if c is not None} == {8}
+    bare = ip.run_line_magic("inspect_model", "nets[0] --no-stats --text")
+    with pytest.raises(ValueError, match="without weight statistics"):
+        bare.stats
+
+
+def test_memory_plan_option_prints_the_plan(ip, capsys):
+    ip.run_line_magic("inspect_model", "nets[0] --input-shape 4,32 --batch-size 4 --optimizer sgd --text")
+    out = capsys.readouterr().out
+    plan = nbinspect.memory(examples.build("mlp"), input=(4, 32), batch_size=4, optimizer="sgd")
+    assert str(plan) in out
+
+
+def test_compare_option_prints_the_comparison(ip, capsys):
+    ip.run_cell("other = examples.build('mlp', seed=1)")
+    ip.run_line_magic("inspect_model", "nets[0] --compare other --text")
+    out = capsys.readouterr().out
+    assert str(nbinspect.compare(examples.build("mlp"), examples.build("mlp", seed=1))) in out
+
+
+def test_html_option_writes_a_standalone_page(ip, tmp_path):
+    path = tmp_path / "m.html"
+    ip.run_line_magic("inspect_model", f"nets[0] --text --html {path}")
+    page = path.read_text()
+    assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
+    assert "Sequential" in page and "<script" in page
+
+
+def test_failing_forward_names_the_module_in_one_line(ip):
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("inspect_model", "nets[0] --input-shape 4,31 --text")
+    message = str(info.value)
+    assert "\n" not in message and "body.0" in message and "[4, 31]" in message
