@@ -36,12 +36,12 @@ function statColumn(id: string, title: string, initial: boolean): Column {
 
 export const COLUMNS: Column[] = [
   {
-    id: "name", label: "Name", title: "Module, parameter or buffer", width: "minmax(240px, 2fr)",
+    id: "name", label: "Name", title: "Module, parameter or buffer", width: "minmax(200px, 2fr)",
     numeric: false, initial: true, available: always,
     value: (n) => n.key, text: (n) => n.key,
   },
   {
-    id: "type", label: "Type", title: "Module class, or parameter/buffer", width: "minmax(110px, 1fr)",
+    id: "type", label: "Type", title: "Module class, or parameter/buffer", width: "minmax(100px, 1fr)",
     numeric: false, initial: true, available: always,
     value: (n) => n.type, text: (n) => (n.kind === "group" ? `${n.type} ×${n.count}` : n.type),
   },

@@ -27,7 +27,7 @@ function fetcher(invoke: Invoke | undefined): HistFetcher | undefined {
   };
 }
 
-export function render({ model, el, experimental }: RenderProps): () => void {
+function render({ model, el, experimental }: RenderProps): () => void {
   const view = new TreeView(el, model.get("payload") as Payload, {
     onSelect(path) {
       model.set("selected", path);

@@ -10,7 +10,6 @@ export const STYLES = `
   --nbi-fg-dim: var(--jp-ui-font-color2, rgba(0,0,0,.54));
   --nbi-border: var(--jp-border-color2, #e0e0e0);
   --nbi-accent: var(--jp-brand-color1, #1976d2);
-  --nbi-select: var(--jp-brand-color3, #bbdefb);
   --nbi-warn: var(--jp-warn-color1, #f57c00);
   font-family: var(--jp-ui-font-family, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif);
   font-size: var(--jp-ui-font-size1, 13px);
@@ -54,7 +53,7 @@ export const STYLES = `
 .nbi-head-row { height: 28px; background: var(--nbi-bg-head); border-bottom: 1px solid var(--nbi-border); }
 .nbi-body > .nbi-row:hover { background: color-mix(in srgb, var(--nbi-accent) 8%, transparent); }
 .nbi-body > .nbi-row.nbi-heat { background: color-mix(in srgb, var(--nbi-warn) var(--nbi-heat), transparent); }
-.nbi-body > .nbi-row.nbi-selected { background: var(--nbi-select); }
+.nbi-body > .nbi-row.nbi-selected { background: color-mix(in srgb, var(--nbi-accent) 30%, var(--nbi-bg)); }
 .nbi-cell { padding: 0 6px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
 .nbi-num { text-align: right; font-variant-numeric: tabular-nums; }
 .nbi-sort { all: unset; cursor: pointer; font-weight: 600; display: block; width: 100%; overflow: hidden; text-overflow: ellipsis; }
@@ -66,7 +65,7 @@ export const STYLES = `
 .nbi-tag { margin-left: 6px; color: var(--nbi-fg-dim); font-size: .85em; }
 .nbi-pct { display: inline-block; min-width: 3.6em; margin-left: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
 .nbi-badge { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: .82em; line-height: 16px; }
-.nbi-trainable { color: #2e7d32; font-weight: 600; }
+.nbi-trainable { color: #43a047; font-weight: 600; }
 .nbi-frozen { background: color-mix(in srgb, #1565c0 20%, transparent); }
 .nbi-partial { background: color-mix(in srgb, var(--nbi-warn) 25%, transparent); }
 .nbi-spark { display: block; fill: var(--nbi-accent); opacity: .85; }
