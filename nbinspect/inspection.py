@@ -17,7 +17,7 @@ from .render.payload import build_payload
 from .render.plots import distribution_figure
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
-from .analyze.trace import TraceError, run_trace
+from .analyze.trace import TraceError, TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
 from .render.flow import TextFrame, flow_text, memory_text
 from .sources import as_source
@@ -180,19 +180,21 @@ def trace(
     return _traced(inspect(model), model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
 
 
-def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:
-    def build(result) -> Inspection:
-        frames = {**inspection.frames, "layers": layers_with_trace(inspection.layers, result), "flow": flow(result)}
-        totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
-        io = {"input": result.inputs, "output": result.outputs}
-        return Inspection(inspection.name, inspection.framework, frames, totals, io)
+def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:
+    """`inspection` with a trace's columns, ``flow`` frame, totals and io added."""
+    frames = {**inspection.frames, "layers": layers_with_trace(inspection.layers, result), "flow": flow(result)}
+    totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
+    io = {"input": result.inputs, "output": result.outputs}
+    return Inspection(inspection.name, inspection.framework, frames, totals, io)
 
+
+def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:
     try:
         result = run_trace(as_source(model).model, args, kwargs, **options)
     except TraceError as exc:
-        exc.partial = build(exc.result)
+        exc.partial = with_trace(inspection, exc.result)
         raise
-    return build(result)
+    return with_trace(inspection, result)
 
 
 def memory(

@@ -3,6 +3,9 @@
     %load_ext nbinspect
     %inspect_model model --input-shape 1,3,32,32
     insp = %inspect_model model.encoder --text
+
+    %%inspect_model model
+    loss = model(batch).sum()     # the cell's own forward passes are traced
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import ast
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class, needs_local_scope
+from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
@@ -88,12 +91,17 @@ class InspectMagics(Magics):
     @argument("--text", action="store_true", help="print the text summary instead of showing the widget")
     @argument("-o", "--output", metavar="NAME", help="store the result in this variable too")
     @needs_local_scope
-    @line_magic(MAGIC)
-    def inspect_model(self, line: str, local_ns: dict | None = None):
-        """Inspect a model and show it as an interactive tree; returns the Inspection."""
+    @line_cell_magic(MAGIC)
+    def inspect_model(self, line: str, cell: str | None = None, local_ns: dict | None = None):
+        """Inspect a model and show it as an interactive tree; returns the Inspection.
+
+        As a cell magic (``%%inspect_model model``) it runs the cell and traces the forward
+        passes the cell's own code makes, with its real inputs; shown after the cell."""
         # IPython hands a line magic its trailing ';' (the "show no Out[]" marker)
         args = parse_argstring(self.inspect_model, line.rstrip().removesuffix(";"))
         model = self._eval(args.expr, local_ns, "model expression")
+        if cell is not None:
+            return self._watch_cell(model, cell, args)
         if args.bins < 1:
             raise _fail(f"--bins must be at least 1, got {args.bins}")
         model_input = None
@@ -123,6 +131,41 @@ class InspectMagics(Magics):
         if args.text and shown_by_ipython:
             return None  # the text was the display; the widget must not follow it
         return result
+
+
+    def _watch_cell(self, model: Any, cell: str, args) -> Any:
+        for option in ("input", "input_shape", "dtype", "batch_size", "compare"):
+            if getattr(args, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise _fail(f"{flag} does not apply to %%{MAGIC}: it traces the forward passes the cell runs")
+        from .analyze.watch import watch
+        from .inspection import inspect, with_trace
+        from .sources import as_source
+
+        try:
+            live = as_source(model).model
+        except TypeError as exc:
+            raise _fail(str(exc)) from None
+        with watch(live) as recorded:
+            outcome = self.shell.run_cell(cell, store_history=False)
+        if not outcome.success:
+            return None  # IPython has shown the cell's own error
+        if not recorded.calls:
+            raise _fail(f"the cell never called {args.expr}, so there was nothing to trace")
+        try:
+            result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
+        except Exception as exc:
+            raise _fail(str(exc).strip().splitlines()[0]) from None
+        if args.json:
+            result.to_json(args.json)
+        if args.html:
+            result.to_html(args.html)
+        if args.output:
+            self.shell.user_ns[args.output] = result
+        if args.text:
+            print(result.summary(depth=args.depth))
+            return None
+        return result  # IPython displays a cell magic's value
 
 
 def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[Any, list]:

@@ -162,3 +162,54 @@ def test_failing_forward_names_the_module_in_one_line(ip):
         ip.run_line_magic("inspect_model", "nets[0] --input-shape 4,31 --text")
     message = str(info.value)
     assert "\n" not in message and "body.0" in message and "[4, 31]" in message
+
+
+def test_cell_magic_traces_the_cells_own_forward_passes(ip):
+    ip.run_cell("import torch; x3 = torch.randn(3, 32); x5 = torch.randn(5, 32); cellnet = examples.build('mlp')")
+    insp = ip.run_cell_magic("inspect_model", "cellnet --text", "a = cellnet(x3)\nb = cellnet(x5)\nshape_b = tuple(b.shape)")
+    assert insp is None  # --text printed instead
+    result = ip.run_cell_magic("inspect_model", "cellnet -o watched", "cellnet(x3); out = cellnet(x5)")
+    assert result is ip.user_ns["watched"]
+    layers = result.layers.set_index("name")
+    assert layers.loc["", "calls"] == 2 and layers.loc["head", "calls"] == 2
+    assert list(layers.loc["head", "output_shapes"]) == [(3, 10)]  # first call
+    assert (result.flow["name"] == "head").sum() == 2
+    # FLOPs of both passes: the same as tracing each input alone
+    one = nbinspect.trace(examples.build("mlp"), (3, 32)).layers.set_index("name").loc["", "flops"]
+    two = nbinspect.trace(examples.build("mlp"), (5, 32)).layers.set_index("name").loc["", "flops"]
+    assert layers.loc["", "flops"] == one + two
+    assert ip.user_ns["out"].shape == (5, 10)  # the cell really ran, in the user's namespace
+
+
+def test_cell_magic_leaves_no_hooks_and_keeps_the_cells_effects(ip):
+    ip.run_cell("import torch; tnet = examples.build('mlp'); opt = torch.optim.SGD(tnet.parameters(), lr=0.1)")
+    before = ip.user_ns["tnet"].head.weight.detach().clone()
+    cell = "loss = tnet(torch.randn(4, 32)).pow(2).mean()\nloss.backward()\nopt.step()"
+    insp = ip.run_cell_magic("inspect_model", "tnet", cell)
+    model = ip.user_ns["tnet"]
+    assert not torch_equal(before, model.head.weight)  # the training step is the user's: kept
+    assert no_hooks_left(model)
+    assert insp.layers.set_index("name").loc["", "activation_bytes"] > 0
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return torch.equal(a, b)
+
+
+def no_hooks_left(model) -> bool:
+    """Neither the per-module hooks nor the global ones the recorder registers."""
+    from torch.nn.modules import module as torch_module
+
+    global_hooks = (torch_module._global_forward_hooks, torch_module._global_forward_pre_hooks)
+    return not any(global_hooks) and all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+
+
+def test_cell_magic_errors(ip):
+    with pytest.raises(UsageError, match="never called cellnet"):
+        ip.run_cell_magic("inspect_model", "cellnet", "y = 1")
+    with pytest.raises(UsageError, match="--input-shape does not apply"):
+        ip.run_cell_magic("inspect_model", "cellnet --input-shape 2,32", "cellnet(x3)")
+    assert ip.run_cell_magic("inspect_model", "cellnet", "raise ValueError('in the cell')") is None
+    assert no_hooks_left(ip.user_ns["cellnet"])

@@ -1,0 +1,47 @@
+"""Watch a model while other code runs it: the `%%inspect_model` cell magic's trace.
+
+:func:`run_trace` runs one forward pass of its own and restores everything afterwards.
+:func:`watch` instead records every call of the model's modules that the block makes
+(a real batch, several steps, a training loop) with the same recorder, FLOP counter and
+saved-tensor meter, and restores nothing but its hooks: what the block does to the model
+is the user's own doing. Activation bytes count each saved storage once over the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from torch import nn
+
+from .activations import SavedTensorMeter, storage_info
+from .flops import FlopCounter
+from .trace import TraceResult, _finish, _Recorder
+
+__all__ = ["watch"]
+
+
+@contextlib.contextmanager
+def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
+    """Record the model's module calls made inside the block. The yielded result is
+    complete once the block has ended (also when it raised: the calls so far)."""
+    named_modules = list(model.named_modules())
+    recorder = _Recorder(named_modules)
+    weights = {storage_info(t)[0] for _, m in named_modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None}
+    counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=False)
+    result = TraceResult(recorder.calls, [], None, counter.uncounted, flops, False, False)
+    recorder.attach()
+    try:
+        with SavedTensorMeter(recorder.current, weights), counter if flops else contextlib.nullcontext():
+            yield result
+            counter.tag_pending()
+    finally:
+        recorder.detach()
+        _finish(result)
+        roots = [c for c in result.calls if c.parent is None]  # each time the block called the model
+        result.totals.update(
+            flops=sum(c.flops for c in roots) if flops else None,
+            activation_bytes=sum(c.activation_bytes for c in roots),
+            input_bytes=sum(c.input_bytes for c in roots),
+            model_calls=len(roots),
+        )
