@@ -14,17 +14,16 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-__all__ = ["SavedTensorMeter", "storage_info"]
+__all__ = ["SavedTensorMeter", "storage_key"]
 
 
-def storage_info(t: torch.Tensor) -> tuple[int, int]:
-    """(key, bytes) of the memory a tensor lives in; views of one storage share the key.
-    Tensors without a plain storage (sparse, nested, some subclasses) count as themselves."""
+def storage_key(t: torch.Tensor) -> int:
+    """Identifies the memory a tensor lives in; views of one storage share it. Tensors
+    without a plain storage (sparse, nested, some subclasses) stand for themselves."""
     try:
-        storage = t.untyped_storage()
-        return storage._cdata, storage.nbytes()
+        return t.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError, TypeError):
-        return id(t), t.numel() * t.element_size()
+        return id(t)
 
 
 class SavedTensorMeter:
@@ -37,10 +36,14 @@ class SavedTensorMeter:
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        key, nbytes = storage_info(t)
+        try:  # storage_key, inlined: this runs for every saved tensor
+            storage = t.untyped_storage()
+            key = storage._cdata
+        except (RuntimeError, NotImplementedError, TypeError):
+            storage, key = None, id(t)
         if key not in self.seen:
             self.seen.add(key)
-            self.current().own_activation_bytes += nbytes
+            self.current().own_activation_bytes += storage.nbytes() if storage is not None else t.nbytes
         return t
 
     def __enter__(self) -> "SavedTensorMeter":

@@ -19,6 +19,7 @@ put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-from .activations import SavedTensorMeter, storage_info
+from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter, coverage_note
 from .inputs import dtype_name, io_records, map_inputs, tensors_in
 
@@ -82,11 +83,11 @@ class TraceError(RuntimeError):
 
 
 class _Recorder:
-    """Global forward hooks (a third of the cost of a pair per module), acting on the
-    model's modules only, building the list of calls. The global pre-hook does not see
-    keyword arguments; the post-hook does, and adds their shapes. A third hook,
-    ``always_call``, closes calls whose forward raised, so the nesting stays right even
-    when the model catches an exception from one of its modules."""
+    """A global forward pre/post hook pair (a third of the cost of a pair per module),
+    acting on the model's modules only, building the list of calls. The global pre-hook
+    does not see keyword arguments; the post-hook does, and adds their shapes. The
+    post-hook is ``always_call``, so it also closes calls whose forward raised, and the
+    nesting stays right when the model catches an exception from one of its modules."""
 
     def __init__(self, named_modules: list[tuple[str, nn.Module]]):
         self.info = {id(m): (path, type(m).__name__) for path, m in named_modules}
@@ -96,15 +97,13 @@ class _Recorder:
         self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
         self.handles: list = []
         self.failures: dict[int, Call] = {}  # id(exception) -> the innermost call it came from
-        self._closed: int | None = None  # module whose call `post` just closed
 
     def current(self) -> Call:
         return self.stack[-1] if self.stack else self.outside
 
     def attach(self) -> None:
         self.handles.append(register_module_forward_pre_hook(self.pre))
-        self.handles.append(register_module_forward_hook(self.post, with_kwargs=True))
-        self.handles.append(register_module_forward_hook(self.unwind, always_call=True))
+        self.handles.append(register_module_forward_hook(self.post, with_kwargs=True, always_call=True))
 
     def detach(self) -> None:
         for h in self.handles:
@@ -128,30 +127,25 @@ class _Recorder:
         self.calls.append(call)
         stack.append(call)
 
-    def post(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+    def post(self, module: nn.Module, args: tuple, *rest: Any) -> None:
+        """``(module, args, kwargs, output)`` after a forward pass; ``(module, args, None)``
+        from torch's ``always_call`` path when the forward (or a hook) raised."""
         key = id(module)
-        if key not in self.info or not self.stack:
+        stack = self.stack
+        if key not in self.info or not stack or stack[-1].module_id != key:
             return
-        call = self.stack.pop()
-        self._closed = key
-        if kwargs:
-            _add_inputs(call, kwargs)
-        if isinstance(output, torch.Tensor):
-            call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
-        else:
-            tensors = tensors_in(output)
-            call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
-        call.status = "ok"
-
-    def unwind(self, module: nn.Module, args: tuple, output: Any) -> None:
-        """After `post` on success (nothing to do); alone when the module's forward raised."""
-        key = id(module)
-        if self._closed == key:
-            self._closed = None
+        call = stack.pop()
+        if len(rest) == 2:
+            kwargs, output = rest
+            if kwargs:
+                _add_inputs(call, kwargs)
+            if isinstance(output, torch.Tensor):
+                call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
+            else:
+                tensors = tensors_in(output)
+                call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+            call.status = "ok"
             return
-        if key not in self.info or not self.stack or self.stack[-1].module_id != key:
-            return
-        call = self.stack.pop()
         exc = sys.exc_info()[1]
         if exc is not None and id(exc) not in self.failures:
             call.status = "failed"
@@ -186,6 +180,20 @@ def _failed_kwargs(exc: BaseException, module_id: int) -> dict:
             found = local.get("kwargs") or found
         tb = tb.tb_next
     return found if isinstance(found, dict) else {}
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The trace allocates a few small objects per module call; with a large model alive,
+    the cyclic garbage collector's passes over it cost more than the hooks themselves
+    (as ``timeit`` does, it is paused for the run and left as it was)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextlib.contextmanager
@@ -356,7 +364,7 @@ def run_trace(
             args, kwargs = map_inputs((args, kwargs), lambda t: t, lambda s: torch.zeros(s, dtype=dtype, device=device))
             params = model_tensors
         inputs = tensors_in((args, kwargs))
-        exclude = {storage_info(t)[0] for t in (*params, *inputs)}
+        exclude = {storage_key(t) for t in (*params, *inputs)}
         counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
         meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
@@ -365,6 +373,7 @@ def run_trace(
         stack.enter_context(torch.enable_grad())
         if autocast_dtype is not None:
             stack.enter_context(torch.autocast(device.type, dtype=autocast_dtype))
+        stack.enter_context(_gc_paused())
         stack.callback(recorder.detach)
         recorder.attach()
         with meter, counter if flops else contextlib.nullcontext():
