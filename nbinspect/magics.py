@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-import ast
+import dis
+import sys
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -57,23 +58,10 @@ class InspectMagics(Magics):
         except Exception as exc:
             raise _fail(f"{what} {expr!r} failed: {type(exc).__name__}: {exc}") from None
 
-    def _displayhook_will_show(self, line: str) -> bool:
-        """True when this magic is the cell's last expression, so IPython displays what it
-        returns; then displaying it here too would show it twice. Reads the cell source the
-        same way IPython's own `quiet()` check does."""
-        try:
-            cell = self.shell.history_manager.input_hist_parsed[-1]
-            last = ast.parse(cell).body[-1]
-        except (IndexError, SyntaxError, AttributeError):
-            return False
-        if not isinstance(last, ast.Expr) or self.shell.displayhook.quiet():
-            return False
-        call = last.value
-        return (
-            isinstance(call, ast.Call)
-            and getattr(call.func, "attr", None) == "run_line_magic"
-            and [getattr(a, "value", None) for a in call.args[:2]] == [MAGIC, line]
-        )
+    def _displayhook_will_show(self) -> bool:
+        """True when the value this magic returns goes to IPython's displayhook (the magic is
+        the cell's last expression), so displaying it here as well would show it twice."""
+        return _result_is_printed() and not self.shell.displayhook.quiet()
 
     @magic_arguments()
     @argument("expr", help="the model: any expression in the notebook's scope, e.g. model, model.encoder, nets[0]")
@@ -119,7 +107,7 @@ class InspectMagics(Magics):
             result.to_html(args.html)
         if args.output:
             self.shell.user_ns[args.output] = result
-        shown_by_ipython = self._displayhook_will_show(line)
+        shown_by_ipython = self._displayhook_will_show()
         from IPython.display import display
 
         if args.text:
@@ -166,6 +154,27 @@ class InspectMagics(Magics):
             print(result.summary(depth=args.depth))
             return None
         return result  # IPython displays a cell magic's value
+
+
+def _result_is_printed() -> bool:
+    """Whether the cell code that called ``run_line_magic`` prints the call's value next.
+
+    IPython compiles a cell's last expression in 'single' mode, where the value goes to
+    ``sys.displayhook`` (PRINT_EXPR up to Python 3.11, CALL_INTRINSIC_1 INTRINSIC_PRINT
+    after); an assignment stores it instead. Read from the caller's bytecode, because
+    the cell's source is not in the history when a client runs it with
+    ``store_history=False`` (nbval does)."""
+    frame = sys._getframe()
+    while frame is not None and frame.f_code.co_name != "run_line_magic":
+        frame = frame.f_back
+    caller = frame.f_back if frame is not None else None
+    if caller is None:
+        return False
+    for instruction in dis.get_instructions(caller.f_code):
+        if instruction.offset <= caller.f_lasti or instruction.opname in ("CACHE", "EXTENDED_ARG"):
+            continue
+        return instruction.opname == "PRINT_EXPR" or instruction.argrepr == "INTRINSIC_PRINT"
+    return False
 
 
 def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[Any, list]:

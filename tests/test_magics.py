@@ -88,12 +88,12 @@ def test_errors_in_a_cell_show_no_traceback(ip, capsys):
     assert "Traceback" not in text
 
 
-def _shown(ip, cell: str) -> tuple[int, int]:
+def _shown(ip, cell: str, store_history: bool) -> tuple[int, int]:
     """(explicit display() calls, values IPython's displayhook printed) while running `cell`."""
     from IPython.utils.capture import capture_output
 
     with capture_output() as cap:
-        result = ip.run_cell(cell, store_history=True)
+        result = ip.run_cell(cell, store_history=store_history)
     assert result.success, result.error_in_exec
     return len(cap.outputs), cap.stdout.count("<Inspection ")
 
@@ -105,10 +105,13 @@ def _shown(ip, cell: str) -> tuple[int, int]:
         ("shown = %inspect_model nets[0]", (1, 0)),  # assigned: the magic displays it itself
         ("%inspect_model nets[0]\nx = 1", (1, 0)),  # not last: displayed by the magic
         ("%inspect_model nets[0];", (0, 1)),  # IPython passes ';' into the magic and still shows Out
+        ("%inspect_model nets[0] --text", (0, 0)),  # the printed text is the display
+        ("kept_text = %inspect_model nets[0] --text", (0, 0)),
     ],
 )
-def test_result_is_shown_exactly_once(ip, cell, expected):
-    assert _shown(ip, cell) == expected
+@pytest.mark.parametrize("store_history", [True, False], ids=["history", "no-history"])  # nbval: no history
+def test_result_is_shown_exactly_once(ip, cell, expected, store_history):
+    assert _shown(ip, cell, store_history) == expected
 
 
 def test_input_shape_and_dtype_trace_a_forward_pass(ip):

@@ -14,7 +14,7 @@ from typing import Iterator
 
 from torch import nn
 
-from .activations import SavedTensorMeter, storage_info
+from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter
 from .trace import TraceResult, _finish, _Recorder
 
@@ -27,7 +27,7 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
     complete once the block has ended (also when it raised: the calls so far)."""
     named_modules = list(model.named_modules())
     recorder = _Recorder(named_modules)
-    weights = {storage_info(t)[0] for _, m in named_modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None}
+    weights = {storage_key(t) for _, m in named_modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None}
     counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=False)
     result = TraceResult(recorder.calls, [], None, counter.uncounted, flops, False, False)
     recorder.attach()
