@@ -18,12 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
 import torch
 from torch import nn
 
 import nbinspect
-from nbinspect.analyze.stats import stats
 from nbinspect.examples import TinyLM
 from nbinspect.inspection import Inspection
 from nbinspect.render.payload import build_payload
@@ -69,12 +67,6 @@ def wide_tree(blocks: int = 2500) -> nn.Module:
     return nn.Sequential(*[nn.Sequential(nn.Linear(8, 8 + i % 2), nn.ReLU(), nn.LayerNorm(8 + i % 2)) for i in range(blocks)])
 
 
-def with_stats(model: nn.Module) -> Inspection:
-    insp = nbinspect.inspect(model)
-    rows = pd.concat([stats(model, progress=False), stats(model, by="module", progress=False)], ignore_index=True)
-    return Inspection(insp.name, insp.framework, {**insp.frames, "stats": rows}, insp.totals)
-
-
 def payload_bytes(insp: Inspection) -> tuple[int, int, float]:
     t0 = time.perf_counter()
     text = json.dumps(build_payload(insp.name, insp.framework, insp.totals, insp.frames), separators=(",", ":"), allow_nan=False)
@@ -85,8 +77,8 @@ def payload_bytes(insp: Inspection) -> tuple[int, int, float]:
 def gpt2_payload() -> None:
     torch.manual_seed(0)
     model = TinyLM(vocab_size=50257, d_model=768, n_layer=12, n_head=12, context=1024)
-    plain = nbinspect.inspect(model)
-    full = with_stats(model)
+    plain = nbinspect.inspect(model, stats=False)
+    full = nbinspect.inspect(model)
     print(f"GPT-2-sized model: {plain.totals['total_params']:,} parameters, {len(plain.layers)} modules, {len(plain.params)} tensors")
     for label, insp in (("structure only", plain), ("with stats (tensor + module rows)", full)):
         raw, packed, seconds = payload_bytes(insp)
@@ -97,7 +89,7 @@ def browser_bench(runs: int) -> None:
     from playwright.sync_api import sync_playwright
 
     model = wide_tree()
-    insp = with_stats(model)
+    insp = nbinspect.inspect(model)
     raw, packed, _ = payload_bytes(insp)
     with tempfile.TemporaryDirectory() as tmp:
         page_path = Path(tmp) / "wide.html"

@@ -15,9 +15,7 @@ NOTEBOOK = {
     "cells": [
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
          "source": "import nbinspect\nfrom nbinspect import examples\n"
-                   "model = examples.build('cnn')\ninsp = nbinspect.inspect(model)\n"
-                   "w = nbinspect.InspectWidget({**insp.frames, 'stats': nbinspect.stats(model, bins=64)},\n"
-                   "                            insp.totals, name=insp.name)\nw"},
+                   "w = nbinspect.inspect(examples.build('cnn')).widget()\nw"},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
          "source": "print('SELECTED=' + repr(w.selected))"},
     ],
@@ -74,7 +72,24 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
         "() => document.querySelectorAll('.jp-OutputArea .nbi-detail .nbi-bars rect').length > 16", timeout=30_000
     )
 
+    # arrow keys move the selection, not the notebook's active cell
+    active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'))"
+    before = page.evaluate(active)
+    page.keyboard.press("ArrowDown")
+    expect(grid.locator('[role=row][data-path="features.0.bias"]')).to_have_attribute("aria-selected", "true")
+    assert page.evaluate(active) == before  # the arrow moved the selection, not the active cell
+    page.keyboard.press("ArrowLeft")  # to the parent row, features.0
+    page.keyboard.press("Enter")  # collapses it; no notebook command runs
+    expect(conv).to_have_attribute("aria-expanded", "false")
+    expect(page.locator(".jp-Notebook.jp-mod-editMode")).to_have_count(0)
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    expect(conv).to_have_attribute("aria-expanded", "true")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+
     run_cell(page, 1)
     expect(page.locator(".jp-OutputArea-output").filter(has_text="SELECTED=")).to_contain_text(
-        "SELECTED='features.0.weight'", timeout=30_000
+        "SELECTED='features.0.bias'", timeout=30_000
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
 import pytest
 import torch
 from playwright.sync_api import expect
@@ -13,22 +12,14 @@ from torch import nn
 
 import nbinspect
 from nbinspect import examples
-from nbinspect.analyze.stats import stats
-from nbinspect.inspection import Inspection
 
 ROWS = ".nbi-body [role=row]"
-
-
-def with_stats(model: nn.Module) -> Inspection:
-    insp = nbinspect.inspect(model)
-    rows = pd.concat([stats(model), stats(model, by="module")], ignore_index=True)
-    return Inspection(insp.name, insp.framework, {**insp.frames, "stats": rows}, insp.totals)
 
 
 @pytest.fixture
 def tiny_lm_page(tmp_path, open_page):
     path = tmp_path / "tiny_lm.html"
-    insp = with_stats(examples.build("tiny_lm"))
+    insp = nbinspect.inspect(examples.build("tiny_lm"))  # with per-tensor and per-module stats
     insp.to_html(path)
     page = open_page(path.as_uri())
     expect(page.locator("[role=treegrid]")).to_be_visible()
