@@ -27,6 +27,11 @@ def _fail(message: str) -> UsageError:
     return UsageError(f"%{MAGIC}: {message}")
 
 
+def _one_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _shape(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(d) for d in text.split(","))
@@ -100,13 +105,7 @@ class InspectMagics(Magics):
         dtype = _dtype(args.dtype)
         other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
         result, extras = _run(model, model_input, dtype, args, other)
-
-        if args.json:
-            result.to_json(args.json)
-        if args.html:
-            result.to_html(args.html)
-        if args.output:
-            self.shell.user_ns[args.output] = result
+        self._keep(result, args)
         shown_by_ipython = self._displayhook_will_show()
         from IPython.display import display
 
@@ -120,6 +119,14 @@ class InspectMagics(Magics):
             return None  # the text was the display; the widget must not follow it
         return result
 
+    def _keep(self, result: Any, args) -> None:
+        """The --json, --html and -o outputs."""
+        if args.json:
+            result.to_json(args.json)
+        if args.html:
+            result.to_html(args.html)
+        if args.output:
+            self.shell.user_ns[args.output] = result
 
     def _watch_cell(self, model: Any, cell: str, args) -> Any:
         for option in ("input", "input_shape", "dtype", "batch_size", "compare"):
@@ -143,13 +150,8 @@ class InspectMagics(Magics):
         try:
             result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
         except Exception as exc:
-            raise _fail(str(exc).strip().splitlines()[0]) from None
-        if args.json:
-            result.to_json(args.json)
-        if args.html:
-            result.to_html(args.html)
-        if args.output:
-            self.shell.user_ns[args.output] = result
+            raise _fail(_one_line(exc)) from None
+        self._keep(result, args)
         if args.text:
             print(result.summary(depth=args.depth))
             return None
@@ -193,8 +195,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[An
         if other is not None:
             extras.append(compare(model, other))
     except Exception as exc:  # the user's model or input: say what failed, in one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise _fail(first) from None
+        raise _fail(_one_line(exc)) from None
     return result, extras
 
 
