@@ -1,8 +1,8 @@
 """Comparing two sources tensor by tensor (the ``compare`` frame), and rolling it up.
 
-Deltas stream chunk by chunk (about a million elements at a time, into reused buffers, so
-no full-size temporaries). Each chunk is reduced with torch's cascade summation (a float32
-BLAS dot over a million elements is off by ~1e-6; squares summed this way by ~1e-8) and the
+Deltas stream chunk by chunk (a quarter million elements at a time, into reused buffers,
+so no full-size temporaries). Each chunk is reduced with torch's cascade summation (a
+float32 BLAS dot over a chunk is off by ~1e-6; squares summed this way by ~1e-9) and the
 partial sums are accumulated in float64. Files release their pages after each tensor.
 """
 
@@ -24,7 +24,7 @@ from .components import component, layer_index
 __all__ = ["DEFAULT_THRESHOLDS", "compare_frame", "by_module", "by_component", "by_layer"]
 
 DEFAULT_THRESHOLDS = (1e-8, 1e-6, 1e-4)
-CHUNK = 1 << 20
+CHUNK = 1 << 18
 
 
 @dataclass
@@ -83,9 +83,10 @@ class _Sums:
 
 @dataclass
 class _Buffers:
-    """Reused chunk buffers per working dtype: a, b, the delta and squares."""
+    """Reused chunk buffers per working dtype: a, b, the delta and squares; and a mask."""
 
     by_dtype: dict[torch.dtype, tuple[torch.Tensor, ...]] = field(default_factory=dict)
+    mask: np.ndarray = field(default_factory=lambda: np.empty(CHUNK, dtype=bool))
 
     def get(self, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
         if dtype not in self.by_dtype:
@@ -120,11 +121,11 @@ def _delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...],
         s.d += float(d.sum())
         chunk_max = float(d.abs_().max())
         s.max_abs = chunk_max if math.isnan(chunk_max) else max(s.max_abs, chunk_max)
-        values = d.numpy()
+        values, mask = d.numpy(), buffers.mask[:m]
         for k, limit in enumerate(limits):
             if not chunk_max > limit:  # ascending: no element passes this or a larger one
                 break
-            s.above[k] += int(np.count_nonzero(values > limit))
+            s.above[k] += int(np.count_nonzero(np.greater(values, limit, out=mask)))
     return s
 
 
