@@ -3,8 +3,10 @@
     flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_trace.py [--layers 5000]
 
 Every figure is measured in this run against a baseline from the same run: the plain
-forward pass (grad enabled, as the trace runs it) and the same forward with a no-op
-pre/post hook pair on every module. Reported: microseconds per module above the plain
+forward pass (grad enabled, as the trace runs it) and the same forward with a global
+no-op pre/post hook pair. The variants run interleaved, one thread, and each figure is
+the best of N in CPU time (``time.process_time``), which other processes on a shared
+machine disturb less than wall time. Reported: microseconds per module above the plain
 forward. For reference, torchinfo 1.8.0 adds about 106 us per module (DESIGN.md).
 """
 
@@ -22,13 +24,15 @@ import nbinspect
 from nbinspect.analyze.trace import run_trace
 
 
-def best_of(fn, repeat: int) -> float:
-    times = []
+def interleaved(fns: dict, repeat: int) -> dict[str, tuple[float, float]]:
+    """(best, median) CPU seconds of each function, the functions run in turn `repeat` times."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times), statistics.median(times)
+        for name, fn in fns.items():
+            start = time.process_time()
+            fn()
+            times[name].append(time.process_time() - start)
+    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 
 
 def with_noop_hooks(model: nn.Module, x: torch.Tensor) -> None:
@@ -47,18 +51,22 @@ def bench_hooks(layers: int, repeat: int) -> None:
     model = nn.Sequential(*(nn.Linear(8, 8) for _ in range(layers)))
     x = torch.randn(1, 8)
     modules = layers + 1
-    plain, plain_med = best_of(lambda: model(x), repeat)
-    hooks, _ = best_of(lambda: with_noop_hooks(model, x), repeat)
-    shapes, _ = best_of(lambda: run_trace(model, (x,), flops=False), repeat)
-    core, _ = best_of(lambda: run_trace(model, (x,)), repeat)
-    full, _ = best_of(lambda: nbinspect.trace(model, x), repeat)
-    per = lambda t: (t - plain) / modules * 1e6  # noqa: E731
-    print(f"{layers} Linear(8, 8) layers, {modules} modules, best of {repeat}; us/module = (time - plain) / modules")
-    print(f"  plain forward (grad enabled)        {plain * 1e3:8.1f} ms  (median {plain_med * 1e3:.1f} ms)")
-    print(f"  global no-op hook pair (baseline)   {hooks * 1e3:8.1f} ms  {per(hooks):6.1f} us/module")
-    print(f"  run_trace flops=False (shapes+saved){shapes * 1e3:8.1f} ms  {per(shapes):6.1f} us/module  ({shapes / plain:.2f}x plain)")
-    print(f"  run_trace (shapes+saved+FLOPs)      {core * 1e3:8.1f} ms  {per(core):6.1f} us/module  ({core / plain:.2f}x plain)")
-    print(f"  nbinspect.trace (+ structure, frames){full * 1e3:7.1f} ms  {per(full):6.1f} us/module  ({full / plain:.2f}x plain)")
+    results = interleaved(
+        {
+            "plain forward (grad enabled)": lambda: model(x),
+            "global no-op hook pair": lambda: with_noop_hooks(model, x),
+            "run_trace(flops=False): shapes, saved tensors": lambda: run_trace(model, (x,), flops=False),
+            "run_trace: shapes, saved tensors, FLOPs": lambda: run_trace(model, (x,)),
+            "nbinspect.trace: + structure and frames": lambda: nbinspect.trace(model, x),
+        },
+        repeat,
+    )
+    plain = results["plain forward (grad enabled)"][0]
+    print(f"{layers} Linear(8, 8) layers ({modules} modules), input [1, 8]; best of {repeat}, CPU time")
+    print(f"  {'':48s} {'best':>9s} {'median':>9s} {'us/module':>10s} {'x plain':>8s}")
+    for name, (best, median) in results.items():
+        per = (best - plain) / modules * 1e6
+        print(f"  {name:48s} {best * 1e3:7.1f}ms {median * 1e3:7.1f}ms {per:10.1f} {best / plain:8.2f}")
 
 
 def bench_llama(repeat: int) -> None:
@@ -74,10 +82,14 @@ def bench_llama(repeat: int) -> None:
     with torch.device("meta"):
         model = LlamaForCausalLM(config)
     x = (1, 128)
-    seconds, median = best_of(lambda: nbinspect.trace(model, x, input_dtype=torch.long), repeat)
-    insp = nbinspect.trace(model, x, input_dtype=torch.long)
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        insp = nbinspect.trace(model, x, input_dtype=torch.long)
+        walls.append(time.perf_counter() - start)
+    seconds, median = min(walls), statistics.median(walls)
     print(f"Llama-7B config on meta, input [1, 128]: {len(insp.layers)} layers, {len(insp.flow)} calls")
-    print(f"  nbinspect.trace                {seconds:8.2f} s   (median {median:.2f} s of {repeat})")
+    print(f"  nbinspect.trace, wall time     {seconds:8.2f} s   (median {median:.2f} s of {repeat})")
     print(f"  parameters {insp.totals['total_params']:,}, forward FLOPs {insp.totals['flops']:,}")
     print(f"  saved for backward {insp.totals['activation_bytes'] / 2**30:.2f} GiB (fake tensors, nothing allocated)")
 

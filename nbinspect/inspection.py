@@ -175,9 +175,11 @@ def trace(
     model's dtype) on the model's device. `backward=True` also counts backward FLOPs;
     `flops=False` skips FLOP counting, the costly part. `backward`, `flops` and
     `input_dtype` are nbinspect's; pass a model argument of the same name through
-    ``inspect(model, input={...})``. Meta-device models run on fake tensors. The model is left exactly as it was. If the
-    forward pass raises, :class:`TraceError` names the module and carries ``partial``."""
-    return _traced(inspect(model), model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
+    ``inspect(model, input={...})``. Meta-device models run on fake tensors. The model is
+    left exactly as it was. If the forward pass raises, :class:`TraceError` names the
+    module and carries ``partial``. Weight statistics are not computed (use
+    ``inspect(model, input=x)`` for both)."""
+    return _traced(inspect(model, stats=False), model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
 
 
 def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:
@@ -190,7 +192,7 @@ def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:
 
 def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:
     try:
-        result = run_trace(as_source(model).model, args, kwargs, **options)
+        result = run_trace(model, args, kwargs, **options)
     except TraceError as exc:
         exc.partial = with_trace(inspection, exc.result)
         raise

@@ -292,3 +292,11 @@ def test_untraced_inspection_has_no_flow():
     assert insp.layers["calls"].isna().all()
     with pytest.raises(ValueError, match="no traced forward pass"):
         insp.flow
+
+
+def test_a_state_dict_cannot_be_traced():
+    state = examples.build("mlp").state_dict()
+    with pytest.raises(TypeError, match="needs a live torch.nn.Module, got a checkpoint or state_dict"):
+        nbinspect.inspect(state, input=(4, 32))
+    with pytest.raises(TypeError, match="needs a live torch.nn.Module"):
+        nbinspect.memory(state, input=(4, 32))

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ..schema import MEMORY, MEMORY_COMPONENTS, PARAMETER
-from ..sources import as_source
+from ..sources import ModelSource, as_source
 from .inputs import split_input
 from .trace import TraceError, run_trace
 
@@ -80,12 +80,11 @@ def _check(optimizer: str, precision: str, master_weights: bool) -> None:
         raise ValueError(f"master_weights=True keeps fp32 copies of bf16/fp16 parameters; precision is {precision!r}")
 
 
-def _tensor_rows(model: nn.Module, optimizer: str, precision: str, master_weights: bool) -> list[dict]:
+def _tensor_rows(source: ModelSource, optimizer: str, precision: str, master_weights: bool) -> list[dict]:
     """Per-module rows for parameters, buffers, gradients and optimizer state."""
     dtype = PRECISIONS[precision][0]
     esize = torch.empty((), dtype=dtype).element_size()
     state_esize = 4 if master_weights else esize
-    source = as_source(model)
     seen: set = set()
     per: dict[tuple[str, str], int] = {}
 
@@ -176,8 +175,9 @@ def memory_plan(
 ) -> pd.DataFrame:
     """The memory one training step needs (schema.MEMORY): whole-model rows, then rows per module."""
     _check(optimizer, precision, master_weights)
-    model = as_source(model).model
-    rows = _tensor_rows(model, optimizer, precision, master_weights)
+    source = as_source(model)
+    model = source.model
+    rows = _tensor_rows(source, optimizer, precision, master_weights)
     notes = {
         "parameters": f"unique parameters in {precision}",
         "buffers": "unique buffers",
@@ -188,18 +188,18 @@ def memory_plan(
     }
     inputs = None
     if input is not None:
-        blocks = _blocks(model) if grad_checkpointing else None
         args, kwargs = split_input(input)
         result, scale, how = _trace(model, args, kwargs, batch_size, precision, input_dtype)
+        blocks = _blocks(model) if grad_checkpointing else None
         rows += _activation_rows(result.calls, scale, blocks)
         batch = f" at batch {batch_size}" if batch_size else ""
         notes["activations"] = f"saved for backward{batch}, {how}" + (", gradient checkpointing" if blocks else "")
         notes["inputs"] = f"input tensors{batch}"
         inputs = round(result.totals["input_bytes"] * scale)
-    return _frame(rows, notes, inputs, model)
+    return _frame(rows, notes, inputs, source)
 
 
-def _frame(rows: list[dict], notes: dict[str, str], inputs: int | None, model: nn.Module) -> pd.DataFrame:
+def _frame(rows: list[dict], notes: dict[str, str], inputs: int | None, source: ModelSource) -> pd.DataFrame:
     components = [c for c in MEMORY_COMPONENTS if c != "total"]
     whole = []
     for c in components:
@@ -210,7 +210,7 @@ def _frame(rows: list[dict], notes: dict[str, str], inputs: int | None, model: n
     notes["total"] = "sum of the above" + ("" if inputs is not None else " (without activations and inputs)")
     for r in whole:
         r["note"] = notes[r["component"]]
-    order = {path: i for i, (path, _) in enumerate(model.named_modules())}
+    order = {m.name: i for i, m in enumerate(source.modules)}
     rows = sorted(rows, key=lambda r: (order.get(r["layer"], len(order)), components.index(r["component"])))
     for r in whole + rows:
         r["share"] = None if r["bytes"] is None or not total else 100.0 * r["bytes"] / total

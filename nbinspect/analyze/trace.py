@@ -328,6 +328,9 @@ def run_trace(
     whenever the parameters are cast or the batch resized, so the model is never touched.
     Raises :class:`TraceError` naming the module that failed.
     """
+    if not isinstance(model, nn.Module):
+        what = "a checkpoint or state_dict (no forward pass to run)" if model is None else type(model).__name__
+        raise TypeError(f"tracing needs a live torch.nn.Module, got {what}")
     kwargs = dict(kwargs or {})
     if backward and not flops:
         raise ValueError("backward=True counts backward FLOPs, so it needs flops=True")
