@@ -27,7 +27,7 @@ def strict_json(obj) -> str:
 
 
 def test_payload_columns_line_up_with_the_frames(zoo_name):
-    insp = nbinspect.inspect(examples.build(zoo_name))
+    insp = nbinspect.inspect(examples.build(zoo_name), stats=False)
     p = payload_of(insp)
     strict_json(p)
     layers, params = insp.layers, insp.params
@@ -44,7 +44,8 @@ def test_payload_columns_line_up_with_the_frames(zoo_name):
     assert p["modules"]["params"] == layers["params"].tolist()
     assert [names[m] for m in p["tensors"]["module"]] == params["module"].tolist()
     assert p["totals"]["total_params"] == insp.totals["total_params"]
-    assert "stats" not in p["tensors"] and "compare" not in p["tensors"] and "flops" not in p["modules"]
+    assert "stats" not in p["tensors"] and "stats" not in p["modules"]  # frames absent, columns absent
+    assert "compare" not in p["tensors"] and "flops" not in p["modules"]
 
 
 def test_tied_and_frozen_facts_travel():
@@ -77,7 +78,7 @@ def test_stats_frame_gives_rows_stats_and_small_histograms():
     assert fine["c"] == list(stats["hist_counts"].iloc[0])
     assert len(fine["e"]) == 65
     assert histogram({"stats": stats}, "no.such.tensor") is None
-    assert histogram(dict(insp.frames), insp.params["name"].iloc[0]) is None
+    assert histogram({"params": insp.params}, insp.params["name"].iloc[0]) is None
 
 
 def test_nan_and_inf_travel_as_null():
@@ -187,3 +188,14 @@ def test_standalone_page_cannot_be_broken_out_of():
     assert "<title>&lt;b&gt;x&lt;/b&gt;</title>" in page
     data = re.search(r'id="nbinspect-payload">(.*?)</script>', page, re.S).group(1)
     assert json.loads(data)["modules"]["type"][1] == hostile
+
+
+def test_default_inspection_carries_tensor_and_module_stats():
+    insp = nbinspect.inspect(examples.build("cnn"))
+    p = payload_of(insp)
+    names = insp.layers["name"].tolist()
+    features = names.index("features")
+    mean = p["stat_fields"].index("mean")
+    assert p["modules"]["stats"][features][mean] == pytest.approx(insp.stats_by_module.set_index("name").loc["features", "mean"], rel=1e-5)
+    assert sum(p["modules"]["hist"][features]["c"]) > 0
+    assert all(row is not None for row in p["tensors"]["stats"])

@@ -28,7 +28,7 @@ INLINE_BINS = 16
 """Most bins an embedded histogram keeps; finer ones are fetched on demand."""
 
 _TRACE = ("output_shapes", "flops", "activation_bytes")
-_MODULE_STATS_FRAMES = ("stats_by_module", "module_stats")
+_MODULE_STATS = "stats_by_module"
 
 
 def _round(value: Any, digits: int = 6) -> Any:
@@ -93,7 +93,7 @@ def _stats_rows(frame: pd.DataFrame | None, names: list[str]) -> dict[str, list]
 def _split_stats(frames: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """(tensor rows, module rows): a ``stats`` frame may hold both, told apart by ``kind``."""
     stats = frames.get("stats")
-    modules = next((frames[k] for k in _MODULE_STATS_FRAMES if k in frames), None)
+    modules = frames.get(_MODULE_STATS)
     if stats is not None and "kind" in stats.columns:
         is_module = (stats["kind"] == "module").fillna(False).to_numpy(dtype=bool)
         if is_module.any():
