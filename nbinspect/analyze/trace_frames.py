@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..schema import FLOW, LAYERS, TRACE_COLUMNS
+from ..schema import FLOW, LAYERS, TRACE_COLUMNS, FrameSchema
 from .inputs import dtype_name
 from .trace import Call, TraceResult
 
 __all__ = ["flow", "layers_with_trace"]
+
+_TRACE = FrameSchema("layer trace columns", TRACE_COLUMNS)
 
 
 def _shapes(shapes: list | None) -> list | None:
@@ -78,10 +80,10 @@ def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame
         for row in stats.values():
             row["flops"] = None
     idle = {"calls": 0, "flops": 0 if result.flops else None, "backward_flops": 0 if result.backward else None, "activation_bytes": 0}
-    records = layers.to_dict("records")
-    for row in records:
-        first = row["alias_of"] if isinstance(row["alias_of"], str) else row["name"]
-        found = stats.get(first, idle)
-        for col in TRACE_COLUMNS:
-            row[col.name] = found.get(col.name)
-    return LAYERS.build(records)
+    first = layers["alias_of"].fillna(layers["name"])
+    filled = _TRACE.build(stats.get(path, idle) for path in first)
+    out = layers.copy()
+    for col in TRACE_COLUMNS:
+        out[col.name] = filled[col.name].array
+    LAYERS.validate(out)
+    return out
