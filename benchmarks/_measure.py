@@ -1,0 +1,47 @@
+"""Shared by the checkpoint and compare benchmarks: run a snippet in a fresh interpreter
+and report its wall time and peak resident memory (VmHWM) above the interpreter's own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["PRELUDE", "run_isolated", "warm", "gb"]
+
+# Imports first, then the baseline RSS: "peak beyond the interpreter" excludes torch itself.
+PRELUDE = """
+import json, time, torch, nbinspect
+def _status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+_base = _status("VmRSS:")
+_t0 = time.perf_counter()
+"""
+_EPILOGUE = """
+_dt = time.perf_counter() - _t0
+print(json.dumps({"seconds": _dt, "peak_bytes": _status("VmHWM:") - _base, "base_bytes": _base}))
+"""
+
+
+def run_isolated(code: str) -> dict:
+    """{'seconds', 'peak_bytes', 'base_bytes'} of `code` run after PRELUDE in a new process."""
+    out = subprocess.run([sys.executable, "-c", PRELUDE + code + _EPILOGUE], capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def warm(*paths: Path) -> None:
+    """Read files once so the page cache holds them: the figures are warm throughput."""
+    buffer = bytearray(1 << 24)
+    for path in paths:
+        with open(path, "rb", buffering=0) as f:
+            while f.readinto(buffer):
+                pass
+
+
+def gb(n: float) -> str:
+    return f"{n / 1e9:.2f}"
