@@ -35,11 +35,12 @@ def bundle_source() -> str:
 
 class InspectWidget(anywidget.AnyWidget):
     """The module tree of one inspection. ``selected`` holds the dotted path of the row the
-    user selected (a module, or a parameter/buffer), '' for none."""
+    user selected (a module, '' for the root, or a parameter/buffer), None for none; setting
+    it from Python selects that row."""
 
     _esm = traitlets.Unicode().tag(sync=True)
     payload = traitlets.Dict().tag(sync=True)
-    selected = traitlets.Unicode("").tag(sync=True)
+    selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
     def __init__(
         self,

@@ -138,11 +138,11 @@ def test_inspect_widget_is_handed_frames_and_answers_histogram_requests():
     w = InspectWidget({**insp.frames, "stats": stats}, insp.totals, name=insp.name)
     assert w._esm == bundle_source()
     assert w.payload["model"] == {"name": "MLP", "framework": "torch"}
-    assert w.selected == ""
+    assert w.selected is None
     name = insp.params["name"].iloc[2]
     response, buffers = w._histogram({"name": name, "kind": "tensor"}, [])
     assert response["c"] == list(stats.set_index("name").loc[name, "hist_counts"]) and buffers == []
-    assert repr(w) == "<InspectWidget MLP: 7 modules, selected=''>"
+    assert repr(w) == "<InspectWidget MLP: 7 modules, selected=None>"
     w.selected = "body.0"
     assert "selected='body.0'" in repr(w)
 

@@ -35,12 +35,14 @@ function render({ model, el, experimental }: RenderProps): () => void {
     },
     fetchHist: fetcher(experimental?.invoke),
   });
-  const selected = model.get("selected");
-  if (selected) view.selectPath(selected);
+  view.selectPath(model.get("selected"));
   const onPayload = () => view.setPayload(model.get("payload"));
+  const onSelected = () => view.selectPath(model.get("selected"));
   model.on("change:payload", onPayload);
+  model.on("change:selected", onSelected);
   return () => {
     model.off("change:payload", onPayload);
+    model.off("change:selected", onSelected);
     view.destroy();
   };
 }

@@ -58,8 +58,9 @@ export interface Payload {
 /** What the widget reads and writes on the anywidget model (mirrors InspectWidget's traits). */
 export interface WidgetModel {
   get(key: "payload"): Payload;
-  get(key: "selected"): string;
-  set(key: "selected", value: string): void;
+  /** A dotted path ('' is the root module), or null when nothing is selected. */
+  get(key: "selected"): string | null;
+  set(key: "selected", value: string | null): void;
   save_changes(): void;
   on(event: string, callback: () => void): void;
   off(event: string, callback: () => void): void;

@@ -177,9 +177,15 @@ export class TreeView {
     if (notify) this.opts.onSelect(this.tree.nodes[id].path);
   }
 
-  selectPath(path: string): void {
-    const node = this.tree.nodes.find((n) => n.kind !== "group" && n.path === path);
-    if (node) this.select(node.id, false);
+  /** Select the row at `path` (from Python's `selected`; null clears) without echoing it back. */
+  selectPath(path: string | null): void {
+    const node = path === null ? undefined : this.tree.nodes.find((n) => n.kind !== "group" && n.path === path);
+    if (node && node.id !== this.selected) this.select(node.id, false);
+    if (path === null && this.selected >= 0) {
+      this.selected = -1;
+      this.paintRows();
+      this.renderDetailPanel();
+    }
   }
 
   destroy(): void {

@@ -8,13 +8,13 @@ import { payload } from "./fixtures";
 class FakeModel implements WidgetModel {
   saved = 0;
   handlers = new Map<string, () => void>();
-  constructor(public state: { payload: Payload; selected: string }) {}
+  constructor(public state: { payload: Payload; selected: string | null }) {}
   get(key: "payload"): Payload;
-  get(key: "selected"): string;
-  get(key: "payload" | "selected"): Payload | string {
+  get(key: "selected"): string | null;
+  get(key: "payload" | "selected"): Payload | string | null {
     return this.state[key];
   }
-  set(key: "selected", value: string) {
+  set(key: "selected", value: string | null) {
     this.state[key] = value;
   }
   save_changes() {
@@ -34,7 +34,7 @@ afterEach(() => {
   document.body.replaceChildren();
 });
 
-function mount(p: Payload = payload(), selected = "") {
+function mount(p: Payload = payload(), selected: string | null = null) {
   const model = new FakeModel({ payload: p, selected });
   const el = document.createElement("div");
   document.body.append(el);
@@ -94,7 +94,7 @@ describe("render", () => {
   it("moves with the arrow keys and expands with Enter", () => {
     const { model, grid, row } = mount();
     key(grid, "ArrowDown");
-    expect(model.state.selected).toBe("");
+    expect(model.state.selected).toBe(""); // the root module
     key(grid, "ArrowDown");
     key(grid, "ArrowDown");
     expect(model.state.selected).toBe("stem.weight");
@@ -131,7 +131,7 @@ describe("render", () => {
     p.modules.type[1] = "<script>alert(1)</script>";
     p.modules.key[1] = "<img src=x onerror=alert(1)>";
     p.modules.attrs[1] = { extra_repr: "<b>bold</b>" };
-    const { el, rows, model } = mount(p, "");
+    const { el, rows, model } = mount(p);
     const stem = rows()[1];
     expect(stem.textContent).toContain("<script>alert(1)</script>");
     expect(el.querySelector("script, img, b")).toBeNull();
@@ -144,6 +144,13 @@ describe("render", () => {
   it("opens at the row the model already has selected and follows payload changes", () => {
     const { row, model, rows } = mount(payload(), "blocks.2.fc");
     expect(row("blocks.2.fc")!.getAttribute("aria-selected")).toBe("true");
+    model.state.selected = "head.weight"; // set from Python
+    model.handlers.get("change:selected")!();
+    expect(row("head.weight")!.getAttribute("aria-selected")).toBe("true");
+    model.state.selected = null;
+    model.handlers.get("change:selected")!();
+    expect(rows().some((r) => r.getAttribute("aria-selected") === "true")).toBe(false);
+    expect(model.saved).toBe(0);
     const next = payload();
     next.model.name = "Other";
     model.state.payload = next;

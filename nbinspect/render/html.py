@@ -47,7 +47,7 @@ body {{ margin: 16px; background: var(--jp-layout-color0); color: var(--jp-ui-fo
 <script type="text/plain" id="nbinspect-bundle">{bundle}</script>
 <script type="module">
 const text = (id) => document.getElementById(id).textContent;
-const state = {{ payload: JSON.parse(text("nbinspect-payload")), selected: "" }};
+const state = {{ payload: JSON.parse(text("nbinspect-payload")), selected: null }};
 const handlers = new Map();
 const model = {{
   get: (key) => state[key],

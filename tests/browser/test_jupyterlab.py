@@ -1,5 +1,6 @@
 """The widget in a real JupyterLab: a notebook displays it for a zoo model, a click expands
-a node, and the selection reaches the kernel."""
+a node, the detail panel fetches a full histogram from the kernel, keys drive the tree, and
+the selection travels to the kernel and back."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ NOTEBOOK = {
                    "w = nbinspect.inspect(examples.build('cnn')).widget()\nw"},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
          "source": "print('SELECTED=' + repr(w.selected))"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "w.selected = 'classifier.2'"},
     ],
     "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     "nbformat": 4,
@@ -49,7 +52,7 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     page = open_page(f"{lab}/lab/tree/widget.ipynb?reset&token={TOKEN}")
     panel = page.locator(".jp-NotebookPanel", has=page.locator(".jp-Cell"))
     expect(page.locator(".lm-TabBar-tab.jp-mod-current[data-type='document-title']")).to_contain_text("widget.ipynb", timeout=60_000)
-    expect(panel.locator(".jp-Cell")).to_have_count(2)
+    expect(panel.locator(".jp-Cell")).to_have_count(3)
 
     run_cell(page, 0)
     grid = page.locator(".jp-OutputArea [role=treegrid]")
@@ -93,3 +96,8 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     expect(page.locator(".jp-OutputArea-output").filter(has_text="SELECTED=")).to_contain_text(
         "SELECTED='features.0.bias'", timeout=30_000
     )
+
+    # and back: Python sets the selection, the tree shows it
+    run_cell(page, 2)
+    expect(grid.locator('[role=row][data-path="classifier.2"]')).to_have_attribute("aria-selected", "true", timeout=30_000)
+    expect(page.locator(".jp-OutputArea .nbi-detail-title")).to_have_text("classifier.2")
