@@ -19,7 +19,10 @@ the moments:
 from __future__ import annotations
 
 import math
-from typing import Iterator, Sequence
+import threading
+from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -34,17 +37,43 @@ _SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation
 
 
 class Workspace:
-    """Reused scratch buffers (one chunk per compute dtype), so big tensors cost no
-    allocations and no full-size temporaries."""
+    """What one stats run shares: reused scratch buffers per worker thread (no allocations,
+    no full-size temporaries) and a pool of workers that reduce the chunks of large tensors.
+
+    Inside ``with Workspace() as ws`` torch runs single-threaded and the chunks are spread
+    over as many Python threads as torch had (torch releases the GIL): no fork/join per
+    operation, which costs more than the operation itself on a busy machine. The thread
+    count is restored on exit."""
 
     def __init__(self) -> None:
-        self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
+        self._buffers: dict[tuple[int, torch.dtype, str], torch.Tensor] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._threads = 1
+
+    def __enter__(self) -> "Workspace":
+        self._threads = torch.get_num_threads()
+        if self._threads > 1:
+            torch.set_num_threads(1)
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="nbinspect-stats")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+            torch.set_num_threads(self._threads)
+
+    def map(self, fn: Callable, items: Sequence) -> list:
+        if self._pool is None:
+            return [fn(item) for item in items]
+        return list(self._pool.map(fn, items))
 
     def get(self, dtype: torch.dtype, role: str, n: int) -> torch.Tensor:
-        key = (dtype, role)
+        """A buffer of `n` elements for this thread and role, grown when needed."""
+        key = (threading.get_ident(), dtype, role)
         buf = self._buffers.get(key)
         if buf is None or buf.numel() < n:
-            buf = self._buffers[key] = torch.empty(max(n, CHUNK if role != "sample" else n), dtype=dtype)
+            buf = self._buffers[key] = torch.empty(max(n, CHUNK), dtype=dtype)
         return buf[:n]
 
 
@@ -52,7 +81,10 @@ def tensor_moments(values: torch.Tensor, bins: int = 64, workspace: Workspace | 
     """Statistics of one real tensor (floating, integer or bool, dense, any device)."""
     if values.numel() <= SAMPLE:
         return batch_moments([values], bins)[0]
-    return large_moments(values, bins, workspace or Workspace())
+    if workspace is None:
+        with Workspace() as workspace:
+            return large_moments(values, bins, workspace)
+    return large_moments(values, bins, workspace)
 
 
 # ---------------------------------------------------------------- small tensors, batched
@@ -90,7 +122,8 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
         groups.setdefault(t.dtype, []).append(i)
     order = [i for indices in groups.values() for i in indices]  # one flatten per dtype
     flatten = torch._C._nn.flatten_dense_tensors
-    x = torch.cat([flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()])
+    with torch.no_grad():
+        x = torch.cat([flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()])
     numels = [tensors[i].numel() for i in order]
     seg = torch.repeat_interleave(torch.arange(k), torch.tensor(numels, dtype=torch.int64))
     finite = torch.isfinite(x)
@@ -121,24 +154,20 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
 # ---------------------------------------------------------------- large tensors, chunked
 
 
-def _chunks(t: torch.Tensor, size: int) -> Iterator[torch.Tensor]:
-    """1-D pieces of at most `size` elements covering `t` once, in memory order when the
-    tensor is dense (any dim order), copying at most one piece at a time otherwise."""
-    if t.dim() == 0 or t.numel() == 0:
-        yield t.reshape(-1)
-        return
+def _pieces(t: torch.Tensor, size: int) -> list[torch.Tensor]:
+    """Views covering `t` once, each at most `size` elements: 1-D slices in memory order
+    when the tensor is dense (any dim order), blocks of rows otherwise (the worker copies
+    one block at a time when it flattens it)."""
+    if t.dim() == 0:
+        return [t.reshape(1)]
     dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride(d)))
     if dense.is_contiguous():
         flat = dense.view(-1)
-        for i in range(0, flat.numel(), size):
-            yield flat[i : i + size]
-    elif t[0].numel() > size:
-        for row in t:
-            yield from _chunks(row, size)
-    else:
-        rows = size // t[0].numel()
-        for i in range(0, t.shape[0], rows):
-            yield t[i : i + rows].reshape(-1)
+        return [flat[i : i + size] for i in range(0, flat.numel(), size)]
+    if t[0].numel() > size:
+        return [piece for row in t for piece in _pieces(row, size)]
+    rows = size // t[0].numel()
+    return [t[i : i + rows] for i in range(0, t.shape[0], rows)]
 
 
 def _sample_stride(t: torch.Tensor) -> int:
@@ -185,56 +214,49 @@ def _chunk_moments(c: torch.Tensor, lo: float, hi: float, work: torch.Tensor, bi
     return Moments(n, n, mean, max(m2, 0.0), abs_sum, lo, hi, zeros, 0, 0, np.zeros(bins, np.int64), lo, hi, 0)
 
 
+def _piece_moments(piece: torch.Tensor, cdt: torch.dtype, bins: int, workspace: Workspace, sample: torch.Tensor, position: int, stride: int) -> Moments:
+    """Moments of one piece starting at flat `position`; writes its share of the strided
+    sample (elements at multiples of `stride`) into `sample`."""
+    c = piece.reshape(-1)
+    n = c.numel()
+    if c.dtype != cdt or c.device.type != "cpu":
+        c = workspace.get(cdt, "upcast", n).copy_(c)
+    picked = c[(-position) % stride :: stride]
+    first = -(-position // stride)
+    sample[first : first + picked.numel()].copy_(picked)
+    nan = inf = 0
+    lo, hi = (float(v) for v in torch.aminmax(c))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        finite = torch.isfinite(c)
+        nan = int(torch.isnan(c).sum())
+        inf = n - int(finite.sum()) - nan
+        c = c[finite]
+        if c.numel() == 0:
+            return Moments.empty(bins, n, nan, inf)
+        lo, hi = (float(v) for v in torch.aminmax(c))
+    m = _chunk_moments(c, lo, hi, workspace.get(cdt, "work", c.numel()), bins)
+    return replace(m, numel=n, nan=nan, inf=inf) if n != m.numel else m
+
+
 def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     """Statistics of a large real tensor in one chunked pass plus a strided sample."""
+    t = t.detach()  # grad mode is per thread: the workers must not see a tensor needing grad
     cdt = _compute_dtype(t.dtype)
     stride = _sample_stride(t)
-    sample = workspace.get(cdt, "sample", -(-t.numel() // stride) + 1)
-    taken = position = nan = inf = 0
-    parts: list[Moments] = []
-    for c in _chunks(t, CHUNK):
-        n = c.numel()
-        if c.dtype != cdt or c.device.type != "cpu":
-            c = workspace.get(cdt, "upcast", n).copy_(c)
-        picked = c[(-position) % stride :: stride]
-        sample[taken : taken + picked.numel()].copy_(picked)
-        taken += picked.numel()
-        position += n
-        lo, hi = (float(v) for v in torch.aminmax(c))
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            finite = torch.isfinite(c)
-            chunk_nan = int(torch.isnan(c).sum())
-            nan += chunk_nan
-            inf += n - int(finite.sum()) - chunk_nan
-            c = c[finite]
-            if c.numel() == 0:
-                continue
-            lo, hi = (float(v) for v in torch.aminmax(c))
-        parts.append(_chunk_moments(c, lo, hi, workspace.get(cdt, "work", c.numel()), bins))
-    total = merge(parts) if parts else Moments.empty(bins)
+    sample = torch.empty(-(-t.numel() // stride), dtype=cdt)
+    pieces = _pieces(t, CHUNK)
+    starts = np.cumsum([0] + [p.numel() for p in pieces[:-1]]).tolist()
+    parts = workspace.map(
+        lambda job: _piece_moments(job[0], cdt, bins, workspace, sample, job[1], stride), list(zip(pieces, starts))
+    )
+    total = merge(parts)
     if total.count == 0:
-        return Moments.empty(bins, t.numel(), nan, inf)
-    picked = sample[:taken]
-    picked = picked[torch.isfinite(picked)].to(torch.float64)
+        return total
+    picked = sample[torch.isfinite(sample)].to(torch.float64)
     lo_t = torch.tensor([total.min], dtype=torch.float64)
     hi_t = torch.tensor([total.max], dtype=torch.float64)
     counts = _bin_counts(picked, torch.zeros(len(picked), dtype=torch.int64), lo_t, hi_t, bins)[0]
-    return Moments(
-        numel=t.numel(),
-        count=total.count,
-        mean=total.mean,
-        m2=total.m2,
-        abs_sum=total.abs_sum,
-        min=total.min,
-        max=total.max,
-        zeros=total.zeros,
-        nan=nan,
-        inf=inf,
-        hist=_scale_counts(counts, total.count),
-        hist_lo=total.min,
-        hist_hi=total.max,
-        hist_sample=len(picked),
-    )
+    return replace(total, hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked))
 
 
 def _scale_counts(counts: np.ndarray, total: int) -> np.ndarray:

@@ -71,7 +71,6 @@ def tensor_stats(
         unique.setdefault(t.storage_key, t)
     results: dict[Any, tuple[Moments | None, str | None]] = {}
     pending: list[tuple[Any, torch.Tensor, str | None, int]] = []
-    workspace = Workspace()
     pending_elements = 0
 
     def flush() -> None:
@@ -86,7 +85,7 @@ def tensor_stats(
                 results[key] = _guarded(lambda: (_with_zeros(batch_moments([values], bins)[0], implicit, bins), note))
         pending.clear()
 
-    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad():
+    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), Workspace() as workspace:
         for key, entry in unique.items():
             prepared = _guarded(lambda: _real_values(entry))
             values, note, implicit = prepared if len(prepared) == 3 else (None, prepared[1], 0)
