@@ -141,3 +141,13 @@ def test_not_a_path_or_mapping():
         from nbinspect.sources import as_source
 
         as_source(42)
+
+
+def test_pickled_model_inside_a_trusted_checkpoint(tmp_path):
+    model = examples.build("mlp")
+    torch.save({"model": model, "epoch": 2}, tmp_path / "c.pt")
+    with pytest.raises(UnsafeCheckpointError):
+        load_checkpoint(tmp_path / "c.pt")
+    source = load_checkpoint(tmp_path / "c.pt", trust=True)
+    assert {t.name for t in source.tensors} == set(model.state_dict())
+    assert source.metadata["model_class"] == "MLP" and source.metadata["epoch"] == 2

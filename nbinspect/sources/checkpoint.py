@@ -29,28 +29,24 @@ _PICKLE_MAGIC = b"\x80"
 _TORCH_PATTERNS = ("*.pt", "*.pth", "*.bin", "*.ckpt")
 
 
-def _is_safetensors(path: Path) -> bool:
-    with open(path, "rb") as f:
-        head = f.read(9)
-    return len(head) == 9 and head[8:9] == b"{"
-
-
 def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
     """(tensors, metadata, whether the file order should be sorted) of one file."""
     with open(path, "rb") as f:
-        head = f.read(4)
+        head = f.read(9)
     if not head:
         raise CheckpointError(f"{path}: empty file")
-    if _is_safetensors(path):  # first: a header length can start with the pickle byte
+    if head[8:9] == b"{":  # safetensors: 8-byte header length, then JSON (checked first: a length can start with 0x80)
         stored, meta = read_safetensors(path)
         return stored, {"format": "safetensors", **meta}, True
-    if head == ZIP_MAGIC or head.startswith(_PICKLE_MAGIC):
+    if head.startswith((ZIP_MAGIC, _PICKLE_MAGIC)):
         obj, mapped = load_torch_file(path, trust=trust)
         if isinstance(obj, nn.Module):  # a whole pickled model (trusted): its weights
-            obj = {"state_dict": obj.state_dict(), "model_class": type(obj).__name__}
+            obj = {"state_dict": obj, "model_class": type(obj).__name__}
         if not isinstance(obj, Mapping):
             raise CheckpointError(f"{path}: holds a {type(obj).__name__}, not a state_dict or checkpoint dict")
         weights, meta = split_checkpoint(obj, key, str(path))
+        if isinstance(weights, nn.Module):  # a pickled model inside a (trusted) checkpoint
+            weights, meta["model_class"] = weights.state_dict(), type(weights).__name__
         if not isinstance(weights, Mapping):
             raise CheckpointError(f"{path}: entry {meta.get('weights_key')!r} holds a {type(weights).__name__}, not a state_dict")
         release = drop_tensor_pages if mapped else None

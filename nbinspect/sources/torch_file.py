@@ -39,10 +39,7 @@ def _refusal(path: Path, exc: Exception) -> UnsafeCheckpointError:
 def load_torch_file(path: Path, *, trust: bool = False) -> tuple[Any, bool]:
     """(the unpickled object, whether its tensors are memory-mapped)."""
     with open(path, "rb") as f:
-        magic = f.read(4)
-    if not magic:
-        raise CheckpointError(f"{path}: empty file")
-    mapped = magic == ZIP_MAGIC  # the legacy (pre-1.6) format cannot be mapped
+        mapped = f.read(4) == ZIP_MAGIC  # the legacy (pre-1.6) format cannot be mapped
     try:
         return torch.load(path, map_location="cpu", weights_only=not trust, mmap=mapped), mapped
     except pickle.UnpicklingError as exc:
