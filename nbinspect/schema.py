@@ -67,13 +67,19 @@ class FrameSchema:
         return pd.DataFrame(data, columns=self.names)
 
     def from_columns(self, columns: Mapping[str, Sequence[Any]], length: int) -> pd.DataFrame:
-        """A frame of `length` rows from column sequences (None for missing values), the fast
-        way for frames of many rows. Columns left out are missing; unknown ones are refused."""
+        """A frame of `length` rows from column sequences (None for missing values) or arrays
+        (NaN / a masked pandas array for missing), the fast way for frames of many rows.
+        Columns left out are missing; unknown ones are refused."""
         unknown = set(columns) - set(self.names)
         if unknown:
             raise ValueError(f"{self.name}: unknown columns {sorted(unknown)}")
-        empty = [None] * length
-        data = {c.name: _array(list(columns.get(c.name, empty)), c.dtype) for c in self.columns}
+        data = {}
+        for c in self.columns:
+            values = columns.get(c.name, [None] * length)
+            if isinstance(values, (np.ndarray, pd.api.extensions.ExtensionArray)) and c.dtype != "object":
+                data[c.name] = pd.array(values, dtype=c.dtype)  # numpy/pandas arrays: no Python loop
+            else:
+                data[c.name] = _array(list(values), c.dtype)
         return pd.DataFrame(data, columns=self.names)
 
     def validate(self, frame: pd.DataFrame) -> None:

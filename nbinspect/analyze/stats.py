@@ -26,6 +26,7 @@ BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
 _BATCH_ELEMENTS = 1 << 20  # small tensors reduced together, at most this many elements
 _BATCH_TENSORS = 16384
+_PROGRESS_STEP = 1 << 24  # bytes between progress bar updates
 _PLAIN = {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
@@ -71,7 +72,7 @@ def tensor_stats(
         unique.setdefault(t.storage_key, t)
     results: dict[Any, tuple[Moments | None, str | None]] = {}
     pending: list[tuple[Any, torch.Tensor, str | None, int]] = []
-    pending_elements = 0
+    pending_elements = unreported = 0
 
     def flush() -> None:
         try:
@@ -87,8 +88,10 @@ def tensor_stats(
 
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), Workspace() as workspace:
         for key, entry in unique.items():
-            prepared = _guarded(lambda: _real_values(entry))
-            values, note, implicit = prepared if len(prepared) == 3 else (None, prepared[1], 0)
+            try:
+                values, note, implicit = _real_values(entry)
+            except Exception as exc:
+                values, note, implicit = None, _skipped(exc), 0
             if values is None:
                 results[key] = (None, note)
             elif values.numel() <= SAMPLE:
@@ -99,10 +102,14 @@ def tensor_stats(
                     pending_elements = 0
             else:
                 results[key] = _guarded(lambda: (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note))
-            values = prepared = None  # drop the references; a memory-mapped source frees the pages
+            values = None  # drop the reference; a memory-mapped source frees the pages
             entry.release()
-            bar.update(entry.nbytes)
+            unreported += entry.nbytes
+            if unreported >= _PROGRESS_STEP:
+                bar.update(unreported)
+                unreported = 0
         flush()
+        bar.update(unreported)
     return results
 
 
@@ -111,7 +118,11 @@ def _guarded(compute: Callable[[], tuple]) -> tuple:
     try:
         return compute()
     except Exception as exc:
-        return None, f"skipped: {type(exc).__name__}: {exc}"
+        return None, _skipped(exc)
+
+
+def _skipped(exc: Exception) -> str:
+    return f"skipped: {type(exc).__name__}: {exc}"
 
 
 def _progress(total: int, progress: bool | None):
@@ -184,10 +195,22 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         zero_share = zeros / numel
 
-    def column(values: Any, as_int: bool = False) -> list:
+    index = np.flatnonzero(present)
+
+    def floats(values: np.ndarray) -> np.ndarray:
+        out = np.full(len(rows), np.nan)
+        out[index] = values
+        return out
+
+    def ints(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
+        out = np.zeros(len(rows), dtype=np.int64)
+        out[index] = values
+        return pd.arrays.IntegerArray(out, ~present)
+
+    def objects(values: Iterable) -> list:
         out = [None] * len(rows)
-        for index, value in zip(np.flatnonzero(present).tolist(), values.tolist() if isinstance(values, np.ndarray) else values):
-            out[index] = int(value) if as_int else value
+        for i, value in zip(index.tolist(), values):
+            out[i] = value
         return out
 
     columns = {
@@ -196,10 +219,10 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
         "kind": kinds,
         "dtype": dtypes,
         "numel": numels,
-        **{k: column(v) for k, v in {"mean": mean, "std": std, "min": low, "max": high, "abs_mean": abs_mean, "l2": l2, "zeros": zero_share}.items()},
-        **{k: column(v, as_int=True) for k, v in {"nan": nan, "inf": inf, "hist_sample": sample}.items()},
-        "hist_counts": column([m.hist for m in having]),
-        "hist_edges": column(list(histogram_edges(hist_lo, hist_hi, bins).reshape(-1, bins + 1))),
+        **{k: floats(v) for k, v in {"mean": mean, "std": std, "min": low, "max": high, "abs_mean": abs_mean, "l2": l2, "zeros": zero_share}.items()},
+        **{k: ints(v) for k, v in {"nan": nan, "inf": inf, "hist_sample": sample}.items()},
+        "hist_counts": objects(m.hist for m in having),
+        "hist_edges": objects(histogram_edges(hist_lo, hist_hi, bins).reshape(-1, bins + 1)),
         "note": notes,
     }
     return STATS.from_columns(columns, len(rows))
