@@ -28,7 +28,7 @@ export const STYLES = `
 .nbi-total-label { color: var(--nbi-fg-dim); font-size: .85em; }
 .nbi-total-value { font-weight: 600; font-variant-numeric: tabular-nums; }
 .nbi-toolbar { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin: 0 0 6px; }
-.nbi-toolbar input, .nbi-toolbar select, .nbi-button {
+.nbi-search, .nbi-toolbar select, .nbi-button {
   font: inherit; color: var(--nbi-fg); background: var(--nbi-bg-alt); border: 1px solid var(--nbi-border);
   border-radius: 4px; padding: 3px 8px; min-height: 26px; }
 .nbi-search { min-width: 200px; flex: 0 1 260px; }
@@ -41,6 +41,8 @@ export const STYLES = `
 .nbi-columns-list { position: absolute; z-index: 5; top: 30px; left: 0; display: grid; gap: 2px; padding: 6px 10px;
   background: var(--nbi-bg-alt); border: 1px solid var(--nbi-border); border-radius: 4px; box-shadow: 0 2px 8px rgba(0,0,0,.2);
   white-space: nowrap; }
+.nbi-columns-list label { display: flex; align-items: center; gap: 6px; cursor: pointer; }
+.nbi-columns-list input { margin: 0; }
 .nbi-main { display: flex; gap: 10px; align-items: flex-start; }
 .nbi-grid { position: relative; flex: 1 1 auto; min-width: 0; overflow: auto; border: 1px solid var(--nbi-border);
   border-radius: 4px; background: var(--nbi-bg); contain: strict; min-height: 60px; }
