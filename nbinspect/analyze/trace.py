@@ -7,9 +7,10 @@ the forward pass once under a :class:`~.flops.FlopCounter` and a
 ``flow`` frame and the trace columns of ``layers``.
 
 Models on the meta device run under ``FakeTensorMode``: parameters and buffers are
-swapped for fake tensors for the duration of the call and put back afterwards,
-so shapes, FLOPs and saved-tensor sizes come out without allocating anything, and code
-that calls ``.item()`` on a mask (transformers) still runs.
+swapped for fake tensors (on the CPU, so autocast and CPU attention kernels apply) for the
+duration of the call and put back afterwards, so shapes, FLOPs and saved-tensor sizes
+come out without allocating anything, and code that calls ``.item()`` on a mask
+(transformers) still runs.
 
 Nothing about the model changes: modes, parameters, buffers (BatchNorm running stats are
 put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
@@ -235,8 +236,22 @@ def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtyp
     return device, dtype
 
 
+def _stand_in(t: torch.Tensor, fake_mode, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
+    """A fake tensor like `t`: converted as it is, or made on `device` (meta tensors are
+    stood in for on the CPU, where autocast works and attention picks a real kernel)."""
+    if device is None:
+        fake = fake_mode.from_tensor(t)
+    else:
+        fake = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device)
+    if dtype is not None and fake.is_floating_point() and fake.dtype != dtype:
+        fake = fake.detach().to(dtype)
+    if fake.is_floating_point() and fake.requires_grad != t.requires_grad:
+        fake = fake.detach().requires_grad_(t.requires_grad)
+    return fake
+
+
 @contextlib.contextmanager
-def _faked(modules: list[nn.Module], fake_mode, param_dtype: torch.dtype | None) -> Iterator[list[torch.Tensor]]:
+def _faked(modules: list[nn.Module], fake_mode, device: torch.device | None, param_dtype: torch.dtype | None) -> Iterator[list[torch.Tensor]]:
     """Swap every parameter and buffer for a fake stand-in (tied tensors share one; no memory
     is copied) and put the originals back however the block ends. Done on each module's own
     dicts, once per module object: ``torch.func.functional_call`` leaves fakes behind on a
@@ -251,10 +266,7 @@ def _faked(modules: list[nn.Module], fake_mode, param_dtype: torch.dtype | None)
                         continue
                     fake = memo.get(id(t))
                     if fake is None:
-                        fake = fake_mode.from_tensor(t)
-                        if param_dtype is not None and fake.is_floating_point() and fake.dtype != param_dtype:
-                            fake = fake.detach().to(param_dtype).requires_grad_(t.requires_grad)
-                        memo[id(t)] = fake
+                        fake = memo[id(t)] = _stand_in(t, fake_mode, device, param_dtype)
                     swapped.append((table, name, t))
                     table[name] = fake
         yield list(memo.values())
@@ -356,11 +368,12 @@ def run_trace(
             from torch._subclasses.fake_tensor import FakeTensorMode
 
             fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
-            params = stack.enter_context(_faked(modules, fake_mode, param_dtype))
-            target = "meta" if on_meta else None
+            stand_in_device = torch.device("cpu") if on_meta else None
+            device = stand_in_device or device
+            params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
             args, kwargs = map_inputs(
                 (args, kwargs),
-                lambda t: resize(fake_mode.from_tensor(t.to(target) if target else t)),
+                lambda t: resize(_stand_in(t, fake_mode, stand_in_device, None)),
                 lambda s: resize(torch.zeros(s, dtype=dtype, device=device)),
             )
         else:
