@@ -140,7 +140,7 @@ export function signatures(tree: Tree): Int32Array {
   for (let i = tree.nodes.length - 1; i >= 0; i--) {
     const n = tree.nodes[i];
     if (n.kind === "tensor") {
-      sig[i] = intern(`T${n.key}:${JSON.stringify(n.shape)}:${n.dtype}:${n.requiresGrad}`);
+      sig[i] = intern(`T${n.key}:${n.shape ? n.shape.join("x") : "?"}:${n.dtype}:${n.requiresGrad}`);
     } else {
       const parts = n.children.map((c) => `${isIndex(tree.nodes[c].key) ? "#" : tree.nodes[c].key}=${sig[c]}`);
       sig[i] = intern(`M${n.type}(${parts.join(",")})`);
@@ -150,10 +150,11 @@ export function signatures(tree: Tree): Int32Array {
 }
 
 /** Fold runs of at least `minRun` consecutive numbered siblings with equal structure into one
- * "group" node (collapsed by default; expanding it shows the members). Returns a new tree. */
+ * "group" node (collapsed by default; expanding it shows the members). Changes `tree` in place
+ * and returns it. */
 export function foldRepeats(tree: Tree, minRun = 2): Tree {
   const sig = signatures(tree);
-  const nodes = tree.nodes.map((n) => ({ ...n, children: n.children.slice() }));
+  const nodes = tree.nodes;
   const count = nodes.length;
   for (let i = 0; i < count; i++) {
     const parent = nodes[i];
@@ -175,7 +176,7 @@ export function foldRepeats(tree: Tree, minRun = 2): Tree {
     }
     parent.children = out;
   }
-  return { ...tree, nodes };
+  return tree;
 }
 
 function makeGroup(nodes: TreeNode[], parent: TreeNode, members: number[]): number {
