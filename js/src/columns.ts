@@ -96,7 +96,7 @@ export const COLUMNS: Column[] = [
     value: (n) => n.status, text: (n) => n.status ?? "",
   },
   {
-    id: "rel_change", label: "Rel. change", title: "‖Δ‖ / ‖a‖ (modules: the largest below)", width: "100px",
+    id: "rel_change", label: "Rel. change", title: "‖Δ‖ / ‖a‖ (modules: the largest below)", width: "112px",
     numeric: true, initial: true, available: (t) => t.has.compare,
     value: (n) => n.relChange, text: (n) => (n.relChange === null ? "" : formatStat(n.relChange)),
   },
