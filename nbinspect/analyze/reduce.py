@@ -73,7 +73,7 @@ class Workspace:
         key = (threading.get_ident(), dtype, role)
         buf = self._buffers.get(key)
         if buf is None or buf.numel() < n:
-            buf = self._buffers[key] = torch.empty(max(n, CHUNK), dtype=dtype)
+            buf = self._buffers[key] = torch.empty(n if role == "sample" else max(n, CHUNK), dtype=dtype)
         return buf[:n]
 
 
@@ -243,7 +243,7 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     t = t.detach()  # grad mode is per thread: the workers must not see a tensor needing grad
     cdt = _compute_dtype(t.dtype)
     stride = _sample_stride(t)
-    sample = torch.empty(-(-t.numel() // stride), dtype=cdt)
+    sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
     pieces = _pieces(t, CHUNK)
     starts = np.cumsum([0] + [p.numel() for p in pieces[:-1]]).tolist()
     parts = workspace.map(
@@ -252,7 +252,9 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     total = merge(parts)
     if total.count == 0:
         return total
-    picked = sample[torch.isfinite(sample)].to(torch.float64)
+    picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample)
+    if total.nan or total.inf:
+        picked = picked[torch.isfinite(picked)]
     lo_t = torch.tensor([total.min], dtype=torch.float64)
     hi_t = torch.tensor([total.max], dtype=torch.float64)
     counts = _bin_counts(picked, torch.zeros(len(picked), dtype=torch.int64), lo_t, hi_t, bins)[0]

@@ -24,7 +24,7 @@ __all__ = ["stats", "stats_frames", "tensor_stats"]
 
 BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
-_BATCH_ELEMENTS = 1 << 20  # small tensors reduced together, at most this many elements
+_BATCH_ELEMENTS = 1 << 18  # small tensors reduced together: float64 temporaries of 2 MB each
 _BATCH_TENSORS = 16384
 _PROGRESS_STEP = 1 << 24  # bytes between progress bar updates
 _PLAIN = {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool}
