@@ -47,6 +47,7 @@ _DATA_MOVEMENT = {
 }
 
 _NODE_KEY = "nbinspect_call"
+_FREE, _UNCOUNTED = object(), object()  # op kinds besides a FLOP formula
 
 
 def _shape_of(value: Any) -> Any:
@@ -64,8 +65,12 @@ def _cached(formula: Callable) -> Callable:
     cache: dict[Any, int] = {}
 
     def count(*args, out_val=None, **kwargs):
-        key = (_shape_of(args), _shape_of(out_val), tuple((k, _shape_of(v)) for k, v in kwargs.items()))
         try:
+            key = (
+                tuple([a.shape if isinstance(a, torch.Tensor) else _shape_of(a) for a in args]),
+                out_val.shape if isinstance(out_val, torch.Tensor) else _shape_of(out_val),
+                tuple([(k, _shape_of(v)) for k, v in kwargs.items()]) if kwargs else (),
+            )
             return cache[key]
         except KeyError:
             n = cache[key] = formula(*args, **kwargs, out_val=out_val)
@@ -97,7 +102,7 @@ class FlopCounter(TorchDispatchMode):
         self.in_backward = False
         self.uncounted: Counter[str] = Counter()
         self._pending: tuple[Any, int] | None = None
-        self._kind: dict[Any, Any] = {}  # OpOverload -> formula, "free" or "uncounted"
+        self._kind: dict[Any, Any] = {}  # OpOverload -> formula, _FREE or _UNCOUNTED
 
     def _classify(self, func) -> Any:
         packet = func._overloadpacket
@@ -105,8 +110,8 @@ class FlopCounter(TorchDispatchMode):
         if formula is not None:
             return _cached(formula)
         if func.is_view or packet in _DATA_MOVEMENT or func.namespace != "aten":
-            return "free"
-        return "uncounted"
+            return _FREE
+        return _UNCOUNTED
 
     def tag_pending(self) -> None:
         """Tag the autograd nodes of the last op's outputs with the call that ran it."""
@@ -114,6 +119,8 @@ class FlopCounter(TorchDispatchMode):
             return
         out, index = self._pending
         self._pending = None
+        if index < 0:  # ran outside the model's modules
+            return
         for t in out if isinstance(out, (tuple, list)) else (out,):
             node = getattr(t, "grad_fn", None) if isinstance(t, torch.Tensor) else None
             if node is not None and _NODE_KEY not in node.metadata:
@@ -132,9 +139,9 @@ class FlopCounter(TorchDispatchMode):
         kind = self._kind.get(func)
         if kind is None:
             kind = self._kind[func] = self._classify(func)
-        if kind == "free":
-            pass
-        elif kind == "uncounted":
+        if kind is _FREE:  # views and data movement: their backward does no arithmetic either
+            return out
+        if kind is _UNCOUNTED:
             if _floating_out(out):
                 self.uncounted[func._overloadpacket.__name__] += 1
         elif self.in_backward:
@@ -142,9 +149,7 @@ class FlopCounter(TorchDispatchMode):
         else:
             self.current().own_flops += kind(*args, **kwargs, out_val=out)
         if self.tag_nodes and not self.in_backward:
-            call = self.current()
-            if call is not None:
-                self._pending = (out, call.index)
+            self._pending = (out, self.current().index)
         return out
 
 
