@@ -1,7 +1,7 @@
 """One forward pass, watched: every module call with its shapes, FLOPs and saved tensors.
 
-:func:`run_trace` hooks each module (forward pre/post hooks, removed in ``finally``), runs
-the forward pass once under a :class:`~.flops.FlopCounter` and a
+:func:`run_trace` sees every module call through a global forward pre/post hook pair
+(removed in ``finally``), runs the forward pass once under a :class:`~.flops.FlopCounter` and a
 :class:`~.activations.SavedTensorMeter`, and returns a :class:`TraceResult`: one
 :class:`Call` per module call in execution order. :mod:`.trace_frames` turns it into the
 ``flow`` frame and the trace columns of ``layers``.
@@ -198,7 +198,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _preserved(modules: list[nn.Module], tensors: list[torch.Tensor], training: bool | None, real: bool) -> Iterator[None]:
+def _preserved(
+    modules: list[nn.Module], tensors: list[torch.Tensor], training: bool | None, real: bool
+) -> Iterator[None]:
     """Restore train/eval flags, buffers changed in place or replaced (BatchNorm running
     stats, num_batches_tracked) and the RNG state, however the block ends."""
     modes = [(m, m.training) for m in modules]
@@ -251,7 +253,9 @@ def _stand_in(t: torch.Tensor, fake_mode, device: torch.device | None, dtype: to
 
 
 @contextlib.contextmanager
-def _faked(modules: list[nn.Module], fake_mode, device: torch.device | None, param_dtype: torch.dtype | None) -> Iterator[list[torch.Tensor]]:
+def _faked(
+    modules: list[nn.Module], fake_mode, device: torch.device | None, param_dtype: torch.dtype | None
+) -> Iterator[list[torch.Tensor]]:
     """Swap every parameter and buffer for a fake stand-in (tied tensors share one; no memory
     is copied) and put the originals back however the block ends. Done on each module's own
     dicts, once per module object: ``torch.func.functional_call`` leaves fakes behind on a
@@ -357,10 +361,16 @@ def run_trace(
     recorder = _Recorder(named_modules)
     name = type(model).__name__
 
+    shapes_given: list[tuple] = []
+
     def resize(t: torch.Tensor) -> torch.Tensor:
         if batch_size is None or t.dim() == 0:
             return t
         return torch.zeros((batch_size, *t.shape[1:]), dtype=t.dtype, device=t.device)
+
+    def zeros(shape: tuple) -> torch.Tensor:
+        shapes_given.append(shape)
+        return resize(torch.zeros(shape, dtype=dtype, device=device))
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(_preserved(modules, model_tensors, training, real=not use_fake))
@@ -371,13 +381,9 @@ def run_trace(
             stand_in_device = torch.device("cpu") if on_meta else None
             device = stand_in_device or device
             params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
-            args, kwargs = map_inputs(
-                (args, kwargs),
-                lambda t: resize(_stand_in(t, fake_mode, stand_in_device, None)),
-                lambda s: resize(torch.zeros(s, dtype=dtype, device=device)),
-            )
+            args, kwargs = map_inputs((args, kwargs), lambda t: resize(_stand_in(t, fake_mode, stand_in_device, None)), zeros)
         else:
-            args, kwargs = map_inputs((args, kwargs), lambda t: t, lambda s: torch.zeros(s, dtype=dtype, device=device))
+            args, kwargs = map_inputs((args, kwargs), lambda t: t, zeros)
             params = model_tensors
         inputs = tensors_in((args, kwargs))
         exclude = {storage_key(t) for t in (*params, *inputs)}
@@ -396,8 +402,10 @@ def run_trace(
             try:
                 output = model(*args, **kwargs)
             except Exception as exc:
-                message = _failure(recorder, exc, name)
-                raise TraceError(message + _dtype_hint(exc, dtype), _finish(result)) from exc
+                message = _failure(recorder, exc, name) + (_dtype_hint(exc, dtype) if shapes_given else "")
+                if use_fake:
+                    message += " [traced on fake tensors: values are unknown, only shapes]"
+                raise TraceError(message, _finish(result)) from exc
             counter.tag_pending()
             result.outputs = io_records(output, "output")
             if backward:
