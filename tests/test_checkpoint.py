@@ -286,3 +286,16 @@ def test_bad_model_spec_and_config_are_clear(tmp_path):
         load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config=tmp_path / "cfg.yaml")
     with pytest.raises(ValueError, match=r"'MLP'\(\{'bogus': 1\}\) failed: TypeError"):
         load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config={"bogus": 1})
+
+
+def test_skeleton_gives_the_memory_plan_of_the_real_model(tmp_path):
+    from nbinspect.sources.skeleton import skeleton
+
+    model = examples.build("tiny_lm")
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    stand_in = skeleton(load_checkpoint(tmp_path / "m.pt"))
+    assert all(p.device.type == "meta" for p in stand_in.parameters())
+    assert stand_in.get_submodule("lm_head").weight is stand_in.get_submodule("tok_emb").weight  # tie kept
+    plan, truth = nbinspect.memory(stand_in, optimizer="adamw"), nbinspect.memory(model, optimizer="adamw")
+    whole = ["component", "bytes"]
+    pd.testing.assert_frame_equal(plan[plan["layer"].isna()][whole], truth[truth["layer"].isna()][whole])
