@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
@@ -97,19 +96,18 @@ def _segment_sum(seg: torch.Tensor, values: torch.Tensor, k: int) -> torch.Tenso
 def _bin_counts(x: torch.Tensor, seg: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bins: int) -> np.ndarray:
     """(k, bins) int64 counts of float64 values `x` in segments `seg` over [lo, hi] per
     segment, with numpy.histogram's edges and edge rule (the last bin is closed). Values
-    outside a segment's range go to its end bins."""
+    outside a segment's range go to its end bins. Runs in numpy (cheap gathers)."""
     k = len(lo)
-    edges = torch.from_numpy(histogram_edges(lo.numpy(), hi.numpy(), bins))
-    lo, hi = edges[:, 0], edges[:, -1]
-    first, width = lo[seg], (hi - lo)[seg]
-    index = ((x - first) / width * bins).to(torch.int64).clamp_(0, bins - 1)
-    base = seg * (bins + 1)
-    flat_edges = edges.reshape(-1)
-    index -= (x < flat_edges[base + index]).to(torch.int64)
-    index += ((x >= flat_edges[base + index + 1]) & (index != bins - 1)).to(torch.int64)
-    index.clamp_(0, bins - 1)
-    counts = torch.bincount(seg * bins + index, minlength=k * bins)
-    return counts.reshape(k, bins).numpy()
+    edges = histogram_edges(lo.numpy(), hi.numpy(), bins)
+    values, segment = x.numpy(), seg.numpy()
+    first, width = edges[:, 0][segment], (edges[:, -1] - edges[:, 0])[segment]
+    index = ((values - first) / width * bins).astype(np.int64)
+    np.clip(index, 0, bins - 1, out=index)
+    flat, base = edges.ravel(), segment * (bins + 1)
+    index -= values < flat[base + index]  # numpy's own correction within an ulp of an edge
+    index += (values >= flat[base + index + 1]) & (index != bins - 1)
+    np.clip(index, 0, bins - 1, out=index)
+    return np.bincount(segment * bins + index, minlength=k * bins).reshape(k, bins)
 
 
 def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Moments]:
@@ -235,7 +233,7 @@ def _piece_moments(piece: torch.Tensor, cdt: torch.dtype, bins: int, workspace: 
             return Moments.empty(bins, n, nan, inf)
         lo, hi = (float(v) for v in torch.aminmax(c))
     m = _chunk_moments(c, lo, hi, workspace.get(cdt, "work", c.numel()), bins)
-    return replace(m, numel=n, nan=nan, inf=inf) if n != m.numel else m
+    return m._replace(numel=n, nan=nan, inf=inf) if n != m.numel else m
 
 
 def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
@@ -258,7 +256,7 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     lo_t = torch.tensor([total.min], dtype=torch.float64)
     hi_t = torch.tensor([total.max], dtype=torch.float64)
     counts = _bin_counts(picked, torch.zeros(len(picked), dtype=torch.int64), lo_t, hi_t, bins)[0]
-    return replace(total, hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked))
+    return total._replace(hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked))
 
 
 def _scale_counts(counts: np.ndarray, total: int) -> np.ndarray:
