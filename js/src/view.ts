@@ -278,7 +278,8 @@ export class TreeView {
         this.toggle(row.id);
         return;
       }
-      if (window.getSelection()?.toString()) return; // let people select text without jumping
+      const text = window.getSelection();
+      if (text && !text.isCollapsed && el.contains(text.anchorNode)) return; // selecting text in this row
       this.select(row.id);
       this.grid.focus({ preventScroll: true });
     });

@@ -138,6 +138,17 @@ def test_keyboard_moves_expands_and_selects(tiny_lm_page):
     assert page.evaluate("window.nbinspectModel.get('selected')") == "tok_emb.weight"
 
 
+def test_text_can_be_selected_and_copied(tiny_lm_page):
+    page, _ = tiny_lm_page
+    box = row(page, "tok_emb").locator(".nbi-key").bounding_box()
+    page.mouse.move(box["x"] + 1, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] - 1, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    assert page.evaluate("window.getSelection().toString()") == "tok_emb"
+    expect(row(page, "tok_emb")).to_have_attribute("aria-selected", "false")  # selecting text is not picking a row
+
+
 class Weird(nn.Module):
     def __init__(self):
         super().__init__()
