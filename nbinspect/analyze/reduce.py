@@ -89,17 +89,12 @@ def tensor_moments(values: torch.Tensor, bins: int = 64, workspace: Workspace | 
 # ---------------------------------------------------------------- small tensors, batched
 
 
-def _segment_sum(seg: torch.Tensor, values: torch.Tensor, k: int) -> torch.Tensor:
-    return torch.zeros(k, dtype=values.dtype).index_add_(0, seg, values)
-
-
-def _bin_counts(x: torch.Tensor, seg: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bins: int) -> np.ndarray:
-    """(k, bins) int64 counts of float64 values `x` in segments `seg` over [lo, hi] per
+def _bin_counts(values: np.ndarray, segment: np.ndarray, lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
+    """(k, bins) int64 counts of float64 `values` in segments `segment` over [lo, hi] per
     segment, with numpy.histogram's edges and edge rule (the last bin is closed). Values
-    outside a segment's range go to its end bins. Runs in numpy (cheap gathers)."""
+    outside a segment's range go to its end bins."""
     k = len(lo)
-    edges = histogram_edges(lo.numpy(), hi.numpy(), bins)
-    values, segment = x.numpy(), seg.numpy()
+    edges = histogram_edges(lo, hi, bins)
     first, width = edges[:, 0][segment], (edges[:, -1] - edges[:, 0])[segment]
     index = ((values - first) / width * bins).astype(np.int64)
     np.clip(index, 0, bins - 1, out=index)
@@ -111,37 +106,43 @@ def _bin_counts(x: torch.Tensor, seg: torch.Tensor, lo: torch.Tensor, hi: torch.
 
 
 def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Moments]:
-    """Statistics of many small real tensors at once, in float64, exact histograms."""
-    if not tensors:
-        return []
-    k = len(tensors)
+    """Statistics of many small real tensors at once, in float64 numpy over their
+    concatenated values (one reduceat per statistic), exact histograms."""
+    out: list[Moments] = [None] * len(tensors)  # type: ignore[list-item]
     groups: dict[torch.dtype, list[int]] = {}
     for i, t in enumerate(tensors):
-        groups.setdefault(t.dtype, []).append(i)
+        if t.numel():
+            groups.setdefault(t.dtype, []).append(i)
+        else:
+            out[i] = Moments.empty(bins)
+    if not groups:
+        return out
     order = [i for indices in groups.values() for i in indices]  # one flatten per dtype
     flatten = torch._C._nn.flatten_dense_tensors
     with torch.no_grad():
-        x = torch.cat([flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()])
-    numels = [tensors[i].numel() for i in order]
-    seg = torch.repeat_interleave(torch.arange(k), torch.tensor(numels, dtype=torch.int64))
-    finite = torch.isfinite(x)
-    nan = _segment_sum(seg, torch.isnan(x).to(torch.int64), k)
-    count = _segment_sum(seg, finite.to(torch.int64), k)
-    zeros = _segment_sum(seg, (x == 0).to(torch.int64), k)
-    if not bool(finite.all()):
-        seg, x = seg[finite], x[finite]
-    total = _segment_sum(seg, x, k)
-    mean = total / count  # NaN where a segment has no finite values
-    m2 = _segment_sum(seg, (x - mean[seg]).square(), k)
-    abs_sum = _segment_sum(seg, x.abs(), k)
-    lo = torch.full((k,), math.inf, dtype=torch.float64).scatter_reduce_(0, seg, x, "amin")
-    hi = torch.full((k,), -math.inf, dtype=torch.float64).scatter_reduce_(0, seg, x, "amax")
-    has = count > 0
-    lo, hi = torch.where(has, lo, math.nan), torch.where(has, hi, math.nan)
-    hist = _bin_counts(x, seg, lo, hi, bins)
-    columns = [c.tolist() for c in (count, mean, m2, abs_sum, lo, hi, zeros, nan)]
-    out: list[Moments] = [None] * k  # type: ignore[list-item]
-    for j, (i, numel, n, mu, m2_, a, mn, mx, z, na) in enumerate(zip(order, numels, *columns)):
+        x = torch.cat([flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()]).numpy()
+    numels = np.array([tensors[i].numel() for i in order], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(numels)[:-1]])
+    finite = np.isfinite(x)
+    every = bool(finite.all())
+    count = numels if every else np.add.reduceat(finite, starts, dtype=np.int64)
+    nan = np.zeros_like(numels) if every else np.add.reduceat(np.isnan(x), starts, dtype=np.int64)
+    zeros = np.add.reduceat(x == 0, starts, dtype=np.int64)
+    v = x if every else np.where(finite, x, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.add.reduceat(v, starts) / count  # NaN where a tensor has no finite values
+    dev = v - np.repeat(mean, numels)
+    if not every:
+        dev[~finite] = 0.0
+    m2 = np.add.reduceat(dev * dev, starts)
+    abs_sum = np.add.reduceat(np.abs(v), starts)
+    lo = np.minimum.reduceat(x if every else np.where(finite, x, np.inf), starts)
+    hi = np.maximum.reduceat(x if every else np.where(finite, x, -np.inf), starts)
+    lo, hi = np.where(count > 0, lo, np.nan), np.where(count > 0, hi, np.nan)
+    segment = np.repeat(np.arange(len(order)), numels)
+    hist = _bin_counts(x[finite], segment[finite], lo, hi, bins) if not every else _bin_counts(x, segment, lo, hi, bins)
+    columns = [c.tolist() for c in (numels, count, mean, m2, abs_sum, lo, hi, zeros, nan)]
+    for j, (i, numel, n, mu, m2_, a, mn, mx, z, na) in enumerate(zip(order, *columns)):
         if n == 0:
             out[i] = Moments.empty(bins, numel, na, numel - na)
         else:
@@ -250,12 +251,10 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     total = merge(parts)
     if total.count == 0:
         return total
-    picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample)
+    picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
     if total.nan or total.inf:
-        picked = picked[torch.isfinite(picked)]
-    lo_t = torch.tensor([total.min], dtype=torch.float64)
-    hi_t = torch.tensor([total.max], dtype=torch.float64)
-    counts = _bin_counts(picked, torch.zeros(len(picked), dtype=torch.int64), lo_t, hi_t, bins)[0]
+        picked = picked[np.isfinite(picked)]
+    counts = _bin_counts(picked, np.zeros(len(picked), np.int64), np.array([total.min]), np.array([total.max]), bins)[0]
     return total._replace(hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked))
 
 
