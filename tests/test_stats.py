@@ -257,3 +257,15 @@ def test_inspect_a_meta_model_says_no_values():
         model = examples.MLP()
     insp = nbinspect.inspect(model)
     assert (insp.stats["note"] == "no values: meta tensor").all()
+
+
+def test_a_checkpoint_file_streams_to_the_same_numbers(tmp_path):
+    model = examples.build("cnn")
+    path = tmp_path / "cnn.pt"
+    torch.save(model.state_dict(), path)
+    from_file = nbinspect.stats(str(path)).set_index("name")
+    live = nbinspect.stats(model).set_index("name")
+    assert list(from_file.index) == list(live.index)
+    for column in ("numel", "mean", "std", "min", "max", "l2", "zeros", "nan", "hist_sample"):
+        assert from_file[column].tolist() == live[column].tolist(), column
+    assert all(np.array_equal(a, b) for a, b in zip(from_file["hist_counts"], live["hist_counts"]))

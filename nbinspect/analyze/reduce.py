@@ -1,19 +1,22 @@
-"""Tensors to :class:`~nbinspect.analyze.moments.Moments`, exactly and near memory bandwidth.
+"""Tensors to :class:`~nbinspect.analyze.moments.Moments`: exact, bounded memory.
 
 Two paths, both exact for counts, min and max and within ~1e-7 of a float64 reference for
 the moments:
 
 - **Small tensors** (up to ``SAMPLE`` elements) are reduced many at a time: their values
-  are concatenated in float64 and every statistic, histogram included, is a segmented
-  reduction (one call for thousands of tensors). Histograms are exact and bin like
+  are concatenated in float64 and every statistic is one numpy ``reduceat`` over all of
+  them. Histograms are exact and bin like
   ``numpy.histogram(finite_values, bins, range=(min, max))``.
 - **Large tensors** are read once, in chunks of ``CHUNK`` elements that stay in cache:
-  ``aminmax``, ``sum`` and a sum of squares per chunk (shifted by the chunk mean when the
-  data sit far from zero, as LayerNorm weights do), combined in float64. fp16/bf16/fp8
-  chunks are upcast into a reused float32 buffer, integer and bool chunks into float64.
-  The histogram is binned from a strided sample of ``SAMPLE`` elements (the stride is made
-  coprime with the last dimension so every column is visited), scaled to the finite count;
-  ``Moments.hist_sample`` says how many elements it was binned from.
+  ``aminmax``, ``sum``, the sum of |x| and of x² per chunk (re-centred on the chunk mean
+  when the data sit far from zero, as LayerNorm weights do), combined in float64. The
+  chunks are shared out to a pool of single-threaded workers (see :class:`Workspace`).
+  fp16/bf16/fp8 chunks are upcast into a reused float32 buffer, integer and bool chunks
+  into float64. The histogram is binned from a strided sample of ``SAMPLE`` elements (the
+  stride is made coprime with the last dimension so every column is visited), scaled to
+  the finite count; ``Moments.hist_sample`` says how many elements it was binned from.
+  Measured on N(0, 0.02) weights of 1M-100M elements: each bin within ~0.25% of the
+  elements of the exact histogram (``benchmarks/bench_stats.py``).
 """
 
 from __future__ import annotations
