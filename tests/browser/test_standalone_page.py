@@ -186,6 +186,28 @@ def test_large_trees_stay_virtualized(tmp_path, open_page):
     assert page.locator(ROWS).count() < 80
 
 
+def edge_models() -> dict[str, nn.Module]:
+    with torch.device("meta"):
+        meta = nn.Sequential(nn.Linear(4, 4), nn.GELU())
+    broken = nn.Linear(3, 3)
+    with torch.no_grad():
+        broken.weight.fill_(float("nan"))
+        broken.bias[0] = float("inf")
+    return {"no_params": nn.ReLU(), "meta": meta, "lazy": nn.Sequential(nn.LazyLinear(4)), "nan_inf": broken}
+
+
+@pytest.mark.parametrize("name", sorted(edge_models()))
+def test_awkward_models_render_without_errors(tmp_path, open_page, name):
+    path = tmp_path / f"{name}.html"
+    nbinspect.inspect(edge_models()[name]).to_html(path)
+    page = open_page(path.as_uri())
+    page.get_by_role("button", name="Expand all").click()
+    for i in range(page.locator(ROWS).count()):
+        page.locator(ROWS).nth(i).click()
+        expect(page.locator(".nbi-detail-title")).to_be_visible()
+    expect(page.locator(ROWS).first).to_have_attribute("aria-level", "1")
+
+
 def test_follows_the_dark_theme(tmp_path, open_page):
     path = tmp_path / "mlp.html"
     nbinspect.inspect(examples.build("mlp")).to_html(path)
