@@ -62,7 +62,7 @@ def flow_text(flow: pd.DataFrame, io: Mapping[str, Any], totals: Mapping[str, An
         local = r.name[len(outer) + 1 :] if outer and r.name.startswith(outer + ".") else r.name
         label = prefix + (local or title or r.type)
         kind = r.type + (f" (call {r.call + 1})" if r.call else "")
-        out = format_shape(r.output_shapes) if r.status == "ok" else f"{r.status.upper()}"
+        out = format_shape(r.output_shapes) if r.status == "ok" else r.status.upper()
         rows.append([label, kind, format_shape(r.input_shapes), out, format_flops(r.flops), format_bytes(r.activation_bytes)])
     calls = table(["Call", "Type", "Input", "Output", "FLOPs", "Saved"], rows, [False, False, False, False, True, True])
     inputs = table(["Inputs", "Shape", "Dtype"], _io_lines(io.get("input")), [False, False, False])
@@ -75,7 +75,8 @@ def flow_text(flow: pd.DataFrame, io: Mapping[str, Any], totals: Mapping[str, An
 
 
 def _totals_text(totals: Mapping[str, Any]) -> str:
-    lines = [f"FLOPs (forward): {format_count(totals.get('flops'))} ({format_flops(totals.get('flops'))})"]
+    f = totals.get("flops")
+    lines = [] if is_missing(f) else [f"FLOPs (forward): {format_count(f)} ({format_flops(f)})"]
     if not is_missing(totals.get("backward_flops")):
         b = totals["backward_flops"]
         lines.append(f"FLOPs (backward): {format_count(b)} ({format_flops(b)})")
