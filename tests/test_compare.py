@@ -215,3 +215,10 @@ def test_notebook_display_is_the_widget_with_a_stable_text():
     bundle = result._repr_mimebundle_()
     assert bundle["text/plain"] == "<Comparison state_dict -> state_dict: 1 changed>"
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+def test_values_that_cannot_be_compared_name_the_tensor():
+    q = torch.quantize_per_tensor(torch.ones(4), 0.1, 0, torch.qint8)
+    with pytest.raises(ValueError, match=r"compare: tensor 'w' \(qint8 vs qint8\)"):
+        nbinspect.compare({"w": q}, {"w": q})

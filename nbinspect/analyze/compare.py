@@ -150,6 +150,8 @@ def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers
         raise ValueError(f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: it has no values")
     try:
         s = _delta_sums(a.values(), b.values(), thresholds, buffers)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise ValueError(f"compare: tensor {a.name!r} ({a.dtype} vs {b.dtype}): {str(exc).strip().splitlines()[0]}") from exc
     finally:
         a.release()
         b.release()
