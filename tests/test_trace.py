@@ -56,6 +56,19 @@ def test_tiny_lm_shapes_by_hand():
     assert insp.io["output"] == [{"path": "output", "shape": [2, 16, 256], "dtype": "float32"}]
 
 
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("mlp", {"body.0": [(4, 64)], "body.3": [(4, 64)], "head": [(4, 10)]}),
+        ("frozen", {"backbone.0": [(4, 32)], "backbone.1": [(4, 32)], "head": [(4, 3)], "": [(4, 3)]}),
+        ("shared", {"inp": [(4, 16)], "shared": [(4, 16)], "again": [(4, 16)], "out": [(4, 4)]}),
+    ],
+)
+def test_small_zoo_shapes_by_hand(name, expected):
+    insp = nbinspect.trace(examples.build(name), examples.example_input(name))
+    assert {path: _out(insp, path) for path in expected} == expected
+
+
 def test_shared_module_gets_one_flow_row_per_call():
     insp = nbinspect.trace(examples.build("shared"), examples.example_input("shared"))
     flow = insp.flow
