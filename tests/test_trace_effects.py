@@ -15,7 +15,12 @@ from .conftest import assert_unchanged, model_state
 
 
 def _no_global_hooks():
-    return not (module_globals._global_forward_hooks or module_globals._global_forward_pre_hooks)
+    return not (
+        module_globals._global_forward_hooks
+        or module_globals._global_forward_pre_hooks
+        or module_globals._global_forward_hooks_with_kwargs
+        or module_globals._global_forward_hooks_always_called
+    )
 
 
 @pytest.mark.parametrize("train", [True, False])

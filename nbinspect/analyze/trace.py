@@ -28,7 +28,11 @@ from typing import Any, Iterator
 
 import torch
 from torch import nn
-from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from torch.nn.modules.module import (
+    _global_forward_hooks_with_kwargs,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
 
 from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter, coverage_note
@@ -109,6 +113,9 @@ class _Recorder:
     def detach(self) -> None:
         for h in self.handles:
             h.remove()
+            # RemovableHandle forgets the with_kwargs flag of a global hook (torch 2.x):
+            # drop it so a trace leaves torch's global hook tables exactly as it found them.
+            _global_forward_hooks_with_kwargs.pop(h.id, None)
         self.handles.clear()
 
     def pre(self, module: nn.Module, args: tuple) -> None:
