@@ -17,6 +17,7 @@ from .inspection import inspect, memory
 from .render.checkpoint_text import metadata_text, tensor_listing
 from .render.compare_text import groups_table
 from .sources.checkpoint import load_checkpoint
+from .sources.errors import first_line
 from .sources.skeleton import skeleton
 
 __all__ = ["main"]
@@ -140,8 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         print("nbinspect: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the command's contract: one line, exit code 1
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"nbinspect: error: {message}", file=sys.stderr)
+        print(f"nbinspect: error: {first_line(exc)}", file=sys.stderr)
         return 1
     return 0
 

@@ -281,6 +281,9 @@ def test_bad_model_spec_and_config_are_clear(tmp_path):
         load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples.MLP")
     with pytest.raises(ValueError, match="has no attribute 'Nope'"):
         load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:Nope")
+    (tmp_path / "bad.yaml").write_text("n_layer: [1, 2\n")
+    with pytest.raises(ValueError, match=r"bad\.yaml: not valid YAML \(while parsing"):
+        load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config=tmp_path / "bad.yaml")
     (tmp_path / "cfg.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(ValueError, match="cfg.yaml: config must be a mapping"):
         load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config=tmp_path / "cfg.yaml")

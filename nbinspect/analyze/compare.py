@@ -18,6 +18,7 @@ import torch
 
 from ..schema import COMPARE, COMPARE_GROUPS
 from ..sources import TensorEntry, ancestors, as_source
+from ..sources.errors import first_line
 from ..sources.tree import module_paths
 from .components import component, layer_index
 
@@ -151,7 +152,7 @@ def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers
     try:
         s = _delta_sums(a.values(), b.values(), thresholds, buffers)
     except (RuntimeError, TypeError, ValueError) as exc:
-        raise ValueError(f"compare: tensor {a.name!r} ({a.dtype} vs {b.dtype}): {str(exc).strip().splitlines()[0]}") from exc
+        raise ValueError(f"compare: tensor {a.name!r} ({a.dtype} vs {b.dtype}): {first_line(exc)}") from exc
     finally:
         a.release()
         b.release()

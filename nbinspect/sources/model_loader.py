@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from .base import ModelSource
+from .errors import first_line
 from .torch_module import dtype_name, from_module
 
 __all__ = ["LoadReport", "resolve_factory", "read_config", "load_into"]
@@ -84,7 +85,7 @@ def read_config(config: Mapping[str, Any] | str | os.PathLike | None) -> dict[st
     except OSError as exc:
         raise ValueError(f"{path}: cannot read config ({exc.strerror})") from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise ValueError(f"{path}: not valid YAML ({first_line(exc)})") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):

@@ -15,16 +15,11 @@ from typing import Any
 
 import torch
 
-from .errors import CheckpointError, UnsafeCheckpointError
+from .errors import CheckpointError, UnsafeCheckpointError, first_line
 
 __all__ = ["ZIP_MAGIC", "load_torch_file"]
 
 ZIP_MAGIC = b"PK\x03\x04"
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _refusal(path: Path, exc: Exception) -> UnsafeCheckpointError:
@@ -47,7 +42,7 @@ def load_torch_file(path: Path, *, trust: bool = False) -> tuple[Any, bool]:
         # operand"): that is damage, not a request for code.
         if not trust and "Weights only load failed" in str(exc) and "Unsupported operand" not in str(exc):
             raise _refusal(path, exc) from None
-        detail = "invalid pickle opcode" if "Unsupported operand" in str(exc) else _first_line(exc)
+        detail = "invalid pickle opcode" if "Unsupported operand" in str(exc) else first_line(exc)
         raise CheckpointError(f"{path}: corrupt torch checkpoint ({detail})") from None
     except (RuntimeError, EOFError, ValueError, OSError, KeyError, AttributeError, ImportError) as exc:
-        raise CheckpointError(f"{path}: cannot read as a torch checkpoint ({_first_line(exc)})") from None
+        raise CheckpointError(f"{path}: cannot read as a torch checkpoint ({first_line(exc)})") from None
