@@ -208,3 +208,24 @@ def test_llama_plan_on_meta_matches_a_real_autocast_step():
     # attention kernel then also saves the mask (measured: +7,296 bytes per layer, 2.7%).
     planned, measured = _whole(plan, "activations"), real["activations"]
     assert measured <= planned <= 1.05 * measured
+
+
+class _DataDependent(torch.nn.Module):
+    """Branches on a tensor's value: fake tensors cannot run it, a real batch can."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = torch.relu(self.lin(x))
+        return h * 2 if h.sum() > 0 else h
+
+
+def test_data_dependent_model_is_measured_for_real_and_scaled():
+    x = torch.randn(2, 16)
+    model = _DataDependent()
+    plan = nbinspect.memory(model, input=x, batch_size=8)
+    row = plan[plan["layer"].isna() & (plan["component"] == "activations")].iloc[0]
+    assert row["bytes"] == 4 * (2 * 16 * 4)  # ReLU's output at batch 2, float32, scaled by 8 / 2
+    assert "measured at batch 2, scaled to 8" in row["note"]
