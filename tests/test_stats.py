@@ -269,3 +269,20 @@ def test_a_checkpoint_file_streams_to_the_same_numbers(tmp_path):
     for column in ("numel", "mean", "std", "min", "max", "l2", "zeros", "nan", "hist_sample"):
         assert from_file[column].tolist() == live[column].tolist(), column
     assert all(np.array_equal(a, b) for a, b in zip(from_file["hist_counts"], live["hist_counts"]))
+
+
+def test_torch_thread_count_is_restored_even_on_errors():
+    from nbinspect.analyze.reduce import Workspace
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        nbinspect.stats(torch.randn(3 * SAMPLE))
+        assert torch.get_num_threads() == 2
+        with pytest.raises(RuntimeError, match="boom"):
+            with Workspace():
+                assert torch.get_num_threads() == 1
+                raise RuntimeError("boom")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -34,6 +34,7 @@ from .moments import Moments, histogram_edges, merge
 __all__ = ["CHUNK", "SAMPLE", "batch_moments", "large_moments", "tensor_moments", "Workspace"]
 
 CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
+MAX_WORKERS = 8  # more threads add scratch buffers (2 x CHUNK each), not bandwidth
 SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
 _SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation risk)
 
@@ -44,8 +45,8 @@ class Workspace:
 
     Inside ``with Workspace() as ws`` torch runs single-threaded and the chunks are spread
     over as many Python threads as torch had (torch releases the GIL): no fork/join per
-    operation, which costs more than the operation itself on a busy machine. The thread
-    count is restored on exit."""
+    operation, which costs more than the operation itself on a busy machine (at most
+    MAX_WORKERS threads). The thread count is restored on exit."""
 
     def __init__(self) -> None:
         self._buffers: dict[tuple[int, torch.dtype, str], torch.Tensor] = {}
@@ -56,7 +57,8 @@ class Workspace:
         self._threads = torch.get_num_threads()
         if self._threads > 1:
             torch.set_num_threads(1)
-            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="nbinspect-stats")
+            workers = min(self._threads, MAX_WORKERS)
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="nbinspect-stats")
         return self
 
     def __exit__(self, *exc: object) -> None:
