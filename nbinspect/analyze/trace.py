@@ -41,28 +41,31 @@ from .inputs import dtype_name, io_records, map_inputs, tensors_in
 __all__ = ["Call", "TraceResult", "TraceError", "run_trace"]
 
 
-@dataclass(slots=True)
 class Call:
-    """One call of one module."""
+    """One call of one module. A plain slotted class: one is made per module call, and a
+    dataclass's generated ``__init__`` costs four times as much."""
 
-    index: int
-    name: str  # first path of the module
-    type: str
-    depth: int
-    parent: int | None
-    call: int  # 0 for the module's first call, 1 for its second, ...
-    input_shapes: list  # of torch.Size; the frames turn them into tuples
-    input_bytes: int
-    module_id: int = 0
-    output_shapes: list | None = None
-    output_dtypes: list | None = None  # of torch.dtype
-    own_flops: int = 0
-    own_backward_flops: int = 0
-    own_activation_bytes: int = 0
-    flops: int = 0
-    backward_flops: int = 0
-    activation_bytes: int = 0
-    status: str = "running"  # ok | failed (raised here) | interrupted (a call inside it raised)
+    __slots__ = (
+        "index", "name", "type", "depth", "parent", "call", "input_shapes", "input_bytes", "module_id",
+        "output_shapes", "output_dtypes", "own_flops", "own_backward_flops", "own_activation_bytes",
+        "flops", "backward_flops", "activation_bytes", "status",
+    )
+
+    def __init__(self, index, name, type, depth, parent, call, input_shapes, input_bytes, module_id=0):
+        self.index: int = index
+        self.name: str = name  # first path of the module
+        self.type: str = type
+        self.depth: int = depth
+        self.parent: int | None = parent
+        self.call: int = call  # 0 for the module's first call, 1 for its second, ...
+        self.input_shapes: list = input_shapes  # of torch.Size; the frames turn them into tuples
+        self.input_bytes: int = input_bytes
+        self.module_id: int = module_id
+        self.output_shapes: list | None = None
+        self.output_dtypes: list | None = None  # of torch.dtype
+        self.own_flops = self.own_backward_flops = self.own_activation_bytes = 0
+        self.flops = self.backward_flops = self.activation_bytes = 0  # own + calls inside, set by _finish
+        self.status = "running"  # ok | failed (raised here) | interrupted (a call inside it raised)
 
 
 @dataclass
@@ -214,9 +217,8 @@ def _preserved(
     buffers = []
     if real:
         for m in modules:
-            for name, b in m._buffers.items():
-                if b is not None and b.device.type != "meta":
-                    buffers.append((m, name, b, b.clone()))
+            if m._buffers:
+                buffers += [(m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta]
     cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
     with torch.random.fork_rng(devices=cuda):
         try:
@@ -236,12 +238,8 @@ def _preserved(
 
 
 def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtype]:
-    device, dtype = torch.device("cpu"), torch.get_default_dtype()
-    if tensors:
-        device = tensors[0].device
-    floating = [t for t in tensors if t.is_floating_point()]
-    if floating:
-        dtype = floating[0].dtype
+    device = tensors[0].device if tensors else torch.device("cpu")
+    dtype = next((t.dtype for t in tensors if t.is_floating_point()), torch.get_default_dtype())
     return device, dtype
 
 
