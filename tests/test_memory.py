@@ -229,3 +229,8 @@ def test_data_dependent_model_is_measured_for_real_and_scaled():
     row = plan[plan["layer"].isna() & (plan["component"] == "activations")].iloc[0]
     assert row["bytes"] == 4 * (2 * 16 * 4)  # ReLU's output at batch 2, float32, scaled by 8 / 2
     assert "measured at batch 2, scaled to 8" in row["note"]
+
+
+def test_data_dependent_model_cannot_be_planned_in_another_precision():
+    with pytest.raises(nbinspect.TraceError, match=r"failed in \S* ?\(_DataDependent\).*fake tensors"):
+        nbinspect.memory(_DataDependent(), input=(2, 16), precision="bf16")

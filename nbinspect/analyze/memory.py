@@ -152,6 +152,9 @@ def _trace(model, args, kwargs, batch_size, precision, input_dtype):
         result = run_trace(model, args, kwargs, fake=True, param_dtype=dtype, batch_size=batch_size, **options)
         return result, 1.0, "measured on fake tensors"
     except TraceError as fake_error:
+        floating = [p for p in model.parameters() if p.is_floating_point()]
+        if any(p.is_meta or p.dtype != dtype for p in floating):
+            raise  # a real run would need the weights present and cast: nothing honest to fall back to
         try:
             result = run_trace(model, args, kwargs, fake=False, **options)
         except TraceError:
@@ -180,7 +183,7 @@ def memory_plan(
     rows = _tensor_rows(source, optimizer, precision, master_weights)
     notes = {
         "parameters": f"unique parameters in {precision}",
-        "buffers": "unique buffers",
+        "buffers": "unique buffers, floating ones in the parameter dtype",
         "gradients": "one per trainable parameter",
         "optimizer_state": f"torch.optim {optimizer} state" + (" + fp32 master weights" if master_weights else ""),
         "activations": "not measured: pass input=",
