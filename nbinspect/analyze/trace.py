@@ -289,9 +289,9 @@ def _failure(recorder: _Recorder, exc: Exception, model_name: str) -> str:
     if failed is None:
         return f"forward of {model_name} failed outside its modules: {type(exc).__name__}: {exc}"
     _add_inputs(failed, _failed_kwargs(exc, failed.module_id))
-    where = failed.name or model_name
+    where = f"{failed.name} ({failed.type})" if failed.name else f"{model_name} (the root module)"
     shapes = " ".join("[" + ", ".join(map(str, s)) + "]" for s in failed.input_shapes) or "no tensors"
-    return f"forward failed in {where} ({failed.type}) with inputs {shapes}: {type(exc).__name__}: {exc}"
+    return f"forward failed in {where} with inputs {shapes}: {type(exc).__name__}: {exc}"
 
 
 def _finish(result: TraceResult) -> TraceResult:
