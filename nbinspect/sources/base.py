@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TensorEntry:
     """One parameter or buffer at one path."""
 
@@ -39,7 +39,7 @@ class TensorEntry:
             self.release_hook()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModuleEntry:
     """One module at one path."""
 

@@ -9,6 +9,7 @@ public attributes, or to their ``extra_repr`` text.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -28,14 +29,20 @@ def _plain(value: Any) -> Any:
     return None
 
 
-def _constants(module: nn.Module) -> dict[str, Any]:
+@functools.lru_cache(maxsize=None)
+def _constant_names(cls: type) -> tuple[str, ...]:
     names: list[str] = []
-    for cls in reversed(type(module).__mro__):
-        for name in getattr(cls, "__constants__", ()):
+    for base in reversed(cls.__mro__):
+        for name in getattr(base, "__constants__", ()):
             if name not in names:
                 names.append(name)
+    return tuple(names)
+
+
+def _constants(module: nn.Module) -> dict[str, Any]:
     # Read the instance dict only: getattr could run a property of user code.
-    return {name: _plain(module.__dict__[name]) for name in names if name in module.__dict__}
+    own = module.__dict__
+    return {name: _plain(own[name]) for name in _constant_names(type(module)) if name in own}
 
 
 def _has(module: nn.Module, name: str) -> bool:

@@ -10,45 +10,49 @@ from .base import ModelSource, ModuleEntry, TensorEntry
 from .torch_attrs import layer_attrs
 
 
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_DEVICE_NAMES: dict[torch.device, str] = {}
+
+
 def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def _device_name(device: torch.device) -> str:
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = _DEVICE_NAMES[device] = str(device)
+    return name
 
 
 def storage_key(tensor: torch.Tensor):
     """Equal for two tensors that hold the same elements in memory (tied weights).
 
-    Keyed by the storage address, offset, element count and dtype, so the same Parameter
-    at two paths, or two Parameters viewing the same memory, count once. Tensors without
-    real memory (meta, fake, empty, sparse) fall back to object identity: their addresses
-    are all 0 or undefined and would wrongly look shared.
+    Keyed by the address of the first element, the element count and dtype, so the same
+    Parameter at two paths, or two Parameters viewing the same memory (also transposed),
+    count once. Tensors without real memory (meta, fake, empty, sparse) fall back to object
+    identity: their addresses are all 0 or undefined and would wrongly look shared.
     """
     try:
-        if tensor.numel() == 0 or tensor.device.type == "meta" or tensor.layout != torch.strided:
+        if tensor.layout != torch.strided or tensor.numel() == 0:
             return ("id", id(tensor))
-        ptr = tensor.untyped_storage().data_ptr()
-        if ptr == 0:
-            return ("id", id(tensor))
-        return ("mem", ptr, tensor.storage_offset(), tensor.numel(), tensor.dtype)
+        ptr = tensor.data_ptr()  # 0 on the meta device
+        return ("mem", ptr, tensor.numel(), tensor.dtype) if ptr else ("id", id(tensor))
     except Exception:  # fake/functional tensors and exotic subclasses have no storage
         return ("id", id(tensor))
 
 
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
-    lazy = isinstance(tensor, nn.parameter.UninitializedTensorMixin)
-    shape = None if lazy else tuple(tensor.shape)
-    numel = 0 if lazy else tensor.numel()
+    if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # lazy: no shape yet
+        shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
+    else:
+        shape, numel = tuple(tensor.shape), tensor.numel()
+        nbytes, key = numel * tensor.element_size(), storage_key(tensor)
     return TensorEntry(
-        name=name,
-        module=module,
-        kind=kind,
-        shape=shape,
-        dtype=dtype_name(tensor.dtype),
-        device=str(tensor.device),
-        numel=numel,
-        nbytes=0 if lazy else numel * tensor.element_size(),
-        requires_grad=requires_grad,
-        storage_key=("id", id(tensor)) if lazy else storage_key(tensor),
-        tensor=tensor,
+        name, module, kind, shape, dtype_name(tensor.dtype), _device_name(tensor.device), numel, nbytes, requires_grad, key, tensor
     )
 
 
