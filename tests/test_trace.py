@@ -313,3 +313,16 @@ def test_a_state_dict_cannot_be_traced():
         nbinspect.inspect(state, input=(4, 32))
     with pytest.raises(TypeError, match="needs a live torch.nn.Module"):
         nbinspect.memory(state, input=(4, 32))
+
+
+def test_a_container_that_never_runs_holds_its_childrens_work():
+    import torch
+
+    import nbinspect
+    from nbinspect import examples
+
+    layers = nbinspect.trace(examples.build("tiny_lm"), (2, 16), input_dtype=torch.long).layers.set_index("name")
+    blocks = layers.loc["blocks"]  # a ModuleList: TinyLM.forward calls its items, never it
+    assert blocks["calls"] == 0 and blocks["output_shapes"] is None
+    for column in ("flops", "activation_bytes"):
+        assert blocks[column] == layers.loc["blocks.0", column] + layers.loc["blocks.1", column] > 0

@@ -80,10 +80,25 @@ def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame
         for row in stats.values():
             row["flops"] = None
     idle = {"calls": 0, "flops": 0 if result.flops else None, "backward_flops": 0 if result.backward else None, "activation_bytes": 0}
-    first = layers["alias_of"].fillna(layers["name"])
-    filled = _TRACE.build(stats.get(path, idle) for path in first)
+    first = list(layers["alias_of"].fillna(layers["name"]))
+    rows = [dict(stats.get(path, idle)) for path in first]
+    _roll_up_idle_containers(rows, [path in stats for path in first], list(layers["name"]), list(layers["parent"]))
+    filled = _TRACE.build(rows)
     out = layers.copy()
     for col in TRACE_COLUMNS:
         out[col.name] = filled[col.name].array
     LAYERS.validate(out)
     return out
+
+
+def _roll_up_idle_containers(rows: list[dict], ran: list[bool], names: list[str], parents: list) -> None:
+    """A container that never runs itself (ModuleList, ModuleDict) still holds the work its
+    parent ran through its children: its subtree figures are the sum of theirs."""
+    position = {name: i for i, name in enumerate(names)}
+    for i in range(len(rows) - 1, 0, -1):  # reverse pre-order: children before parents
+        parent = position[parents[i]]
+        if ran[parent]:
+            continue
+        for key in ("flops", "backward_flops", "activation_bytes"):
+            if rows[i][key] is not None:
+                rows[parent][key] += rows[i][key]
