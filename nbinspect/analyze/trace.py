@@ -38,7 +38,7 @@ from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter, coverage_note
 from .inputs import dtype_name, io_records, map_inputs, tensors_in
 
-__all__ = ["Call", "TraceResult", "TraceError", "run_trace"]
+__all__ = ["Call", "Recorder", "TraceResult", "TraceError", "finish", "run_trace"]
 
 
 class Call:
@@ -64,7 +64,7 @@ class Call:
         self.output_shapes: list | None = None
         self.output_dtypes: list | None = None  # of torch.dtype
         self.own_flops = self.own_backward_flops = self.own_activation_bytes = 0
-        self.flops = self.backward_flops = self.activation_bytes = 0  # own + calls inside, set by _finish
+        self.flops = self.backward_flops = self.activation_bytes = 0  # own + calls inside, set by finish
         self.status = "running"  # ok | failed (raised here) | interrupted (a call inside it raised)
 
 
@@ -90,7 +90,7 @@ class TraceError(RuntimeError):
         self.partial: Any = None
 
 
-class _Recorder:
+class Recorder:
     """A global forward pre/post hook pair (a third of the cost of a pair per module),
     acting on the model's modules only, building the list of calls. The global pre-hook
     does not see keyword arguments; the post-hook does, and adds their shapes. The
@@ -284,7 +284,7 @@ def _faked(
             table[name] = t
 
 
-def _failure(recorder: _Recorder, exc: Exception, model_name: str) -> str:
+def _failure(recorder: Recorder, exc: Exception, model_name: str) -> str:
     failed = recorder.failed_call(exc)
     if failed is None:
         return f"forward of {model_name} failed outside its modules: {type(exc).__name__}: {exc}"
@@ -294,7 +294,7 @@ def _failure(recorder: _Recorder, exc: Exception, model_name: str) -> str:
     return f"forward failed in {where} with inputs {shapes}: {type(exc).__name__}: {exc}"
 
 
-def _finish(result: TraceResult) -> TraceResult:
+def finish(result: TraceResult) -> TraceResult:
     calls = result.calls
     for c in calls:
         c.flops, c.backward_flops, c.activation_bytes = c.own_flops, c.own_backward_flops, c.own_activation_bytes
@@ -363,7 +363,7 @@ def run_trace(
     given = tensors_in((args, kwargs))
     on_meta = device.type == "meta" or any(t.device.type == "meta" for t in given)
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
-    recorder = _Recorder(named_modules)
+    recorder = Recorder(named_modules)
     name = type(model).__name__
 
     shapes_given: list[tuple] = []
@@ -410,12 +410,12 @@ def run_trace(
                 message = _failure(recorder, exc, name) + (_dtype_hint(exc, dtype) if shapes_given else "")
                 if use_fake:
                     message += " [traced on fake tensors: values are unknown, only shapes]"
-                raise TraceError(message, _finish(result)) from exc
+                raise TraceError(message, finish(result)) from exc
             counter.tag_pending()
             result.outputs = io_records(output, "output")
             if backward:
                 _backward(output, [*params, *inputs], counter)
-    return _finish(result)
+    return finish(result)
 
 
 def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:

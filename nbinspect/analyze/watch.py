@@ -16,7 +16,7 @@ from torch import nn
 
 from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter
-from .trace import TraceResult, _finish, _Recorder
+from .trace import Recorder, TraceResult, finish
 
 __all__ = ["watch"]
 
@@ -26,7 +26,7 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
     """Record the model's module calls made inside the block. The yielded result is
     complete once the block has ended (also when it raised: the calls so far)."""
     named_modules = list(model.named_modules())
-    recorder = _Recorder(named_modules)
+    recorder = Recorder(named_modules)
     weights = {storage_key(t) for _, m in named_modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None}
     counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=False)
     result = TraceResult(recorder.calls, [], None, counter.uncounted, flops, False, False)
@@ -37,7 +37,7 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
             counter.tag_pending()
     finally:
         recorder.detach()
-        _finish(result)
+        finish(result)
         roots = [c for c in result.calls if c.parent is None]  # each time the block called the model
         result.totals.update(
             flops=sum(c.flops for c in roots) if flops else None,
