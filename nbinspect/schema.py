@@ -244,7 +244,7 @@ COMPARE_GROUPS = FrameSchema(
         Column("group", "string", "module path, component name or layer index the rows roll up to"),
         Column("layer", "Int64", "layer index when grouped per layer; missing otherwise"),
         Column("tensors", "Int64", "tensor names in the group"),
-        Column("changed", "Int64", "tensors whose status is not 'same'"),
+        Column("differ", "Int64", "tensors whose status is not 'same' (changed, added, removed, reshaped, dtype_changed)"),
         *_DELTA_COLUMNS,
     ),
     "The compare frame rolled up per module, component or layer; norms and fractions are over "

@@ -179,7 +179,7 @@ def test_changed_counts_and_thresholds_are_kept():
     result = nbinspect.compare(a, b, thresholds=(1e-2, 1e-5))
     assert result.thresholds == (1e-5, 1e-2)
     root = result.by_module().iloc[0]
-    assert root["tensors"] == 2 and root["changed"] == 1
+    assert root["tensors"] == 2 and root["differ"] == 1
     assert root["frac_above"] == pytest.approx((0.5, 0.0))
 
 
@@ -222,3 +222,21 @@ def test_values_that_cannot_be_compared_name_the_tensor():
     q = torch.quantize_per_tensor(torch.ones(4), 0.1, 0, torch.qint8)
     with pytest.raises(ValueError, match=r"compare: tensor 'w' \(qint8 vs qint8\)"):
         nbinspect.compare({"w": q}, {"w": q})
+
+
+def test_tie_stored_once_in_a_file_is_not_a_difference(tmp_path):
+    from safetensors.torch import save_model
+
+    from nbinspect import examples
+
+    model = examples.build("tiny_lm")
+    path = tmp_path / "lm.safetensors"
+    save_model(model, str(path))  # keeps one of the two tied paths
+    for a, b in ((path, model), (model, path)):
+        frame = nbinspect.compare(a, b).frame
+        assert set(frame["status"]) == {"same"}, frame[frame["status"] != "same"][["name", "status"]]
+        stored = len(nbinspect.params(path))
+        assert len(frame) == stored == len(nbinspect.params(model)) - 1
+    untied = {k: v.clone() for k, v in model.state_dict().items()}  # both paths, separate memory
+    frame = nbinspect.compare(model, untied).frame.set_index("name")
+    assert frame.loc["lm_head.weight", "status"] == "same"  # present on both sides: compared

@@ -163,11 +163,23 @@ def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers
 
 def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOLDS) -> pd.DataFrame:
     """One row per tensor name of `a` and `b` (schema.COMPARE): status and delta statistics.
-    `a` and `b` are anything :func:`nbinspect.sources.as_source` accepts."""
+    `a` and `b` are anything :func:`nbinspect.sources.as_source` accepts. A tied path that
+    only one side has (the other stored the tie once) is left out, not reported as added."""
     thresholds = tuple(sorted(float(t) for t in thresholds))
     src_a, src_b = as_source(a), as_source(b)
     in_a = {t.name: t for t in src_a.tensors}
     in_b = {t.name: t for t in src_b.tensors}
+    # A tied path one side lacks is not a difference when that side holds another path of
+    # the tie: files store a tie once (safetensors refuses shared tensors), under either name.
+    for one, other, source in ((in_a, in_b, src_a), (in_b, in_a, src_b)):
+        groups: dict[str, list[str]] = {}
+        for alias, owner in source.tied().items():
+            groups.setdefault(owner, [owner]).append(alias)
+        for paths in groups.values():
+            if any(p in other for p in paths):
+                for p in paths:
+                    if p not in other:
+                        del one[p]
     buffers = _Buffers()
     rows = []
     with torch.no_grad():
@@ -196,7 +208,7 @@ def _groups(frame: pd.DataFrame, keys: list[tuple[str, Any]]) -> pd.DataFrame:
     records = []
     for (group, layer), s in sums.items():
         columns = s.columns() if s.n else {"numel": 0}
-        records.append({"group": group, "layer": layer, "tensors": counts[group, layer][0], "changed": counts[group, layer][1], **columns})
+        records.append({"group": group, "layer": layer, "tensors": counts[group, layer][0], "differ": counts[group, layer][1], **columns})
     out = COMPARE_GROUPS.build(records)
     out.attrs.update(frame.attrs)
     return out

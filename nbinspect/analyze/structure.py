@@ -19,19 +19,16 @@ __all__ = ["params", "layers", "by_type", "totals"]
 
 def _first_owner(source: ModelSource) -> dict[Any, TensorEntry]:
     """For each storage, the entry at the first path that holds it."""
-    first: dict[Any, TensorEntry] = {}
-    for t in source.tensors:
-        first.setdefault(t.storage_key, t)
-    return first
+    tied = source.tied()
+    return {t.storage_key: t for t in source.tensors if t.name not in tied}
 
 
 def params(model: Any) -> pd.DataFrame:
     """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
     source = as_source(model)
-    first = _first_owner(source)
+    tied = source.tied()
     rows = []
     for t in source.tensors:
-        owner = first[t.storage_key].name
         rows.append(
             {
                 "name": t.name,
@@ -43,7 +40,7 @@ def params(model: Any) -> pd.DataFrame:
                 "numel": t.numel,
                 "bytes": t.nbytes,
                 "requires_grad": t.requires_grad,
-                "tied_to": None if owner == t.name else owner,
+                "tied_to": tied.get(t.name),
             }
         )
     return PARAMS.build(rows)

@@ -44,8 +44,8 @@ def groups_table(groups: pd.DataFrame, title: str, thresholds: Sequence[float]) 
         label = row.group if title != "Module" else ("  " * row.group.count(".") + (row.group.rsplit(".", 1)[-1] if row.group else "(all)"))
         if not is_missing(row.layer) and title != "Layer":
             label = f"{row.layer}: {label}"
-        rows.append([label or "(none)", format_count(row.tensors), format_count(row.changed)] + _values(row, k))
-    header = [title, "Tensors", "Changed"] + _VALUE_HEADER + _threshold_header(thresholds)
+        rows.append([label or "(none)", format_count(row.tensors), format_count(row.differ)] + _values(row, k))
+    header = [title, "Tensors", "Differ"] + _VALUE_HEADER + _threshold_header(thresholds)
     return table(header, rows, [False] + [True] * (len(header) - 1))
 
 

@@ -61,6 +61,17 @@ class ModelSource:
     # What a file held besides the weights (epoch, optimizer summary, load report, ...).
     metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def tied(self) -> dict[str, str]:
+        """Each path whose storage an earlier path already holds (a tied weight) -> that
+        first path. Totals skip these paths; they are the same elements again."""
+        first: dict[Hashable, str] = {}
+        out = {}
+        for t in self.tensors:
+            owner = first.setdefault(t.storage_key, t.name)
+            if owner != t.name:
+                out[t.name] = owner
+        return out
+
 
 def parent_path(path: str) -> str | None:
     """'a.b.c' -> 'a.b', 'a' -> '', '' -> None."""
