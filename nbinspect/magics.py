@@ -18,6 +18,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from .sources.errors import first_line
+
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
 MAGIC = "inspect_model"
@@ -25,11 +27,6 @@ MAGIC = "inspect_model"
 
 def _fail(message: str) -> UsageError:
     return UsageError(f"%{MAGIC}: {message}")
-
-
-def _one_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -150,7 +147,7 @@ class InspectMagics(Magics):
         try:
             result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
         except Exception as exc:
-            raise _fail(_one_line(exc)) from None
+            raise _fail(first_line(exc)) from None
         self._keep(result, args)
         if args.text:
             print(result.summary(depth=args.depth))
@@ -195,7 +192,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[An
         if other is not None:
             extras.append(compare(model, other))
     except Exception as exc:  # the user's model or input: say what failed, in one line
-        raise _fail(_one_line(exc)) from None
+        raise _fail(first_line(exc)) from None
     return result, extras
 
 
