@@ -9,8 +9,7 @@ the moments:
   ``numpy.histogram(finite_values, bins, range=(min, max))``.
 - **Large tensors** are read once, in chunks of ``CHUNK`` elements that stay in cache:
   ``aminmax``, ``sum``, the sum of |x| and of x² per chunk (re-centred on the chunk mean
-  when the data sit far from zero, as LayerNorm weights do), combined in float64. The
-  chunks are shared out to a pool of single-threaded workers (see :class:`Workspace`).
+  when the data sit far from zero, as LayerNorm weights do), combined in float64.
   fp16/bf16/fp8 chunks are upcast into a reused float32 buffer, integer and bool chunks
   into float64. The histogram is binned from a strided sample of ``SAMPLE`` elements (the
   stride is made coprime with the last dimension so every column is visited), scaled to
@@ -22,8 +21,6 @@ the moments:
 from __future__ import annotations
 
 import math
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,47 +31,31 @@ from .moments import Moments, histogram_edges, merge
 __all__ = ["CHUNK", "SAMPLE", "batch_moments", "large_moments", "tensor_moments", "Workspace"]
 
 CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
-MAX_WORKERS = 8  # more threads add scratch buffers (2 x CHUNK each), not bandwidth
 SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
 _SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation risk)
 
 
 class Workspace:
-    """What one stats run shares: reused scratch buffers per worker thread (no allocations,
-    no full-size temporaries) and a pool of workers that reduce the chunks of large tensors.
-
-    Inside ``with Workspace() as ws`` torch runs single-threaded and the chunks are spread
-    over as many Python threads as torch had (torch releases the GIL): no fork/join per
-    operation, which costs more than the operation itself on a busy machine (at most
-    MAX_WORKERS threads). The thread count is restored on exit."""
+    """Scratch buffers reused across one stats run: no allocations per chunk and no
+    full-size temporaries. torch's own intra-op threads do the parallel work; a pool of
+    single-threaded Python workers measured slower on an idle 2-core machine and would have
+    to change torch's process-wide thread count while it ran."""
 
     def __init__(self) -> None:
-        self._buffers: dict[tuple[int, torch.dtype, str], torch.Tensor] = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._threads = 1
+        self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
 
     def __enter__(self) -> "Workspace":
-        self._threads = torch.get_num_threads()
-        if self._threads > 1:
-            torch.set_num_threads(1)
-            workers = min(self._threads, MAX_WORKERS)
-            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="nbinspect-stats")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-            torch.set_num_threads(self._threads)
+        self._buffers.clear()
 
     def map(self, fn: Callable, items: Sequence) -> list:
-        if self._pool is None:
-            return [fn(item) for item in items]
-        return list(self._pool.map(fn, items))
+        return [fn(item) for item in items]
 
     def get(self, dtype: torch.dtype, role: str, n: int) -> torch.Tensor:
-        """A buffer of `n` elements for this thread and role, grown when needed."""
-        key = (threading.get_ident(), dtype, role)
+        """A buffer of `n` elements for this role, grown when needed."""
+        key = (dtype, role)
         buf = self._buffers.get(key)
         if buf is None or buf.numel() < n:
             buf = self._buffers[key] = torch.empty(n if role == "sample" else max(n, CHUNK), dtype=dtype)
