@@ -1,5 +1,5 @@
 # Two commands set everything up on a fresh machine:
-#   make demo   create .venv, install nbinspect, summarise a built-in example model
+#   make demo   create .venv, install nbinspect, summarise a built-in model, open the quickstart
 #   make test   create/update .venv with the test extras, run the whole suite
 #   make js     build the widget front-end (js/ -> nbinspect/static/widget.js) with npm
 PYTHON ?= python3
@@ -38,8 +38,22 @@ $(VENV)/.installed-test: $(VENV)/.installed
 
 venv: $(VENV)/.installed
 
-demo: $(VENV)/.installed $(JS_BUNDLE)
+$(VENV)/.installed-lab: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e ".[lab]"
+	touch $@
+
+# The text summary of a built-in model, then JupyterLab on the quickstart tutorial. Without
+# a display it prints the URL instead of opening a browser; outside a terminal (scripts, CI)
+# it stops after the summary and says how to start JupyterLab.
+LAB := $(BIN)/jupyter lab notebooks/01_quickstart.ipynb
+demo: $(VENV)/.installed-lab $(JS_BUNDLE)
 	$(BIN)/nbinspect demo
+	@if [ -t 0 ]; then \
+		echo; echo "Starting JupyterLab on notebooks/01_quickstart.ipynb: open the URL below (Ctrl-C stops it)."; \
+		$(LAB) $(if $(DISPLAY),,--no-browser) $(if $(filter 0,$(shell id -u)),--allow-root); \
+	else \
+		echo; echo "To explore it in a notebook: $(LAB)"; \
+	fi
 
 test: $(VENV)/.installed-test $(JS_BUNDLE)
 	cd js && npm test
