@@ -1,14 +1,15 @@
-"""Shared by the checkpoint and compare benchmarks: run a snippet in a fresh interpreter
-and report its wall time and peak resident memory (VmHWM) above the interpreter's own."""
+"""Shared by the benchmarks: run a snippet in a fresh interpreter and report its wall time
+and peak resident memory (VmHWM) above the interpreter's own; time the best of N runs."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-__all__ = ["PRELUDE", "run_isolated", "warm", "gb"]
+__all__ = ["PRELUDE", "best_of", "run_isolated", "warm", "gb"]
 
 # Imports first, then the baseline RSS: "peak beyond the interpreter" excludes torch itself.
 PRELUDE = """
@@ -45,3 +46,13 @@ def warm(*paths: Path) -> None:
 
 def gb(n: float) -> str:
     return f"{n / 1e9:.2f}"
+
+
+def best_of(fn, repeat: int) -> float:
+    """The fastest of `repeat` runs of `fn()`, in seconds (the least disturbed by other load)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)

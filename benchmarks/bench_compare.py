@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import save_file
 
 import nbinspect
-from _measure import gb, run_isolated, warm
+from _measure import best_of, gb, run_isolated, warm
 
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
 
@@ -65,15 +65,6 @@ def naive_float64(a: dict, b: dict) -> None:
         [(d.abs() > t).sum() for t in THRESHOLDS]
 
 
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -86,9 +77,9 @@ def main() -> None:
     size = 2 * sum(v.numel() * v.element_size() for v in a.values())
     print(f"two models of {n:,} parameters, {gb(size)} GB together; {args.threads} torch thread(s)\n")
     rows = {
-        "baseline: read both (sum of every tensor)": best(lambda: read_only(a, b), args.repeat),
-        "baseline: naive per-tensor float64 diff": best(lambda: naive_float64(a, b), args.repeat),
-        "nbinspect.compare, in memory": best(lambda: nbinspect.compare(a, b), args.repeat),
+        "baseline: read both (sum of every tensor)": best_of(lambda: read_only(a, b), args.repeat),
+        "baseline: naive per-tensor float64 diff": best_of(lambda: naive_float64(a, b), args.repeat),
+        "nbinspect.compare, in memory": best_of(lambda: nbinspect.compare(a, b), args.repeat),
     }
     with tempfile.TemporaryDirectory() as tmp:
         pa, pb = Path(tmp) / "a.safetensors", Path(tmp) / "b.safetensors"

@@ -39,16 +39,8 @@ import torch
 from torch import nn
 
 import nbinspect
+from _measure import best_of
 from nbinspect.sources import as_source
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 class PeakRSS:

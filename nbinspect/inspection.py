@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from types import MappingProxyType
@@ -199,30 +200,10 @@ def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **opt
     return with_trace(inspection, result)
 
 
-def memory(
-    model: Any,
-    *,
-    input: Any = None,
-    batch_size: int | None = None,
-    optimizer: str = "adam",
-    precision: str = "fp32",
-    grad_checkpointing: bool = False,
-    master_weights: bool = False,
-    input_dtype: Any = None,
-) -> pd.DataFrame:
-    """The memory one training step needs, as the ``memory`` frame (schema.MEMORY), which
-    ``print()`` shows in human units. See :func:`nbinspect.analyze.memory.memory_plan`."""
-    plan = memory_plan(
-        model,
-        input=input,
-        batch_size=batch_size,
-        optimizer=optimizer,
-        precision=precision,
-        grad_checkpointing=grad_checkpointing,
-        master_weights=master_weights,
-        input_dtype=input_dtype,
-    )
-    return TextFrame.wrap(plan, memory_text)
+@functools.wraps(memory_plan, assigned=("__doc__",))
+def memory(model: Any, **options: Any) -> pd.DataFrame:
+    # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).
+    return TextFrame.wrap(memory_plan(model, **options), memory_text)
 
 
 def plot_distributions(model_or_stats: Any, path: str | Path | None = None, *, bins: int = 64, **options: Any) -> Any:

@@ -9,17 +9,9 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ..sources.torch_module import dtype_name
+
 __all__ = ["is_shape", "split_input", "map_inputs", "leaves", "io_records", "tensors_in", "dtype_name"]
-
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
-    return name
-
 
 def is_shape(obj: Any) -> bool:
     """A non-empty tuple (or torch.Size) of ints is read as the shape of an input tensor."""
