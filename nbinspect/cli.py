@@ -14,7 +14,7 @@ from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
 from .comparison import compare
 from .inspection import inspect, memory
-from .render.checkpoint_text import metadata_text, tensor_listing
+from .render.checkpoint_text import tensor_listing
 from .render.compare_text import groups_table
 from .sources.checkpoint import load_checkpoint
 from .sources.errors import first_line
@@ -92,9 +92,7 @@ def _inspect(args: argparse.Namespace) -> None:
         sys.path.insert(0, os.getcwd())  # --model names the user's own module, as `python -m` would find it
     source = load_checkpoint(args.path, model=args.model, config=args.config, trust=args.trust, key=args.key)
     insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype)
-    parts = [insp.summary(depth=None if args.verbose else args.depth)]
-    if source.metadata:
-        parts.append(metadata_text(source.metadata))
+    parts = [insp.summary(depth=None if args.verbose else args.depth)]  # includes the checkpoint's metadata
     model: Any = source.model if source.model is not None else skeleton(source)
     plan = memory(model, input=args.input_shape, batch_size=args.batch_size, optimizer=args.optimizer, input_dtype=args.input_dtype)
     parts.append(str(plan))

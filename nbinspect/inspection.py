@@ -13,6 +13,7 @@ import pandas as pd
 from .analyze import structure
 from .analyze.stats import stats_frames
 from .render import json_export, text
+from .render.checkpoint_text import metadata_text
 from .render.html import standalone_html
 from .render.payload import build_payload
 from .render.plots import distribution_figure
@@ -38,12 +39,15 @@ class Inspection:
         frames: Mapping[str, pd.DataFrame],
         totals: Mapping[str, Any],
         io: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ):
         self.name = name
         self.framework = framework
         self.frames = MappingProxyType(dict(frames))
         self.totals = MappingProxyType(dict(totals))
         self.io = MappingProxyType(dict(io or {}))
+        # what a checkpoint file held besides weights (epoch, optimizer, load report)
+        self.metadata = MappingProxyType(dict(metadata or {}))
 
     @property
     def params(self) -> pd.DataFrame:
@@ -83,7 +87,8 @@ class Inspection:
 
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
-        return text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth)
+        summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth)
+        return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
     def __str__(self) -> str:
         return self.summary()
@@ -158,7 +163,7 @@ def inspect(
     if stats:
         by = stats_frames(source, bins)
         frames.update(stats=by["tensor"], stats_by_module=by["module"])
-    inspection = Inspection(source.name, source.framework, frames, structure.totals(source))
+    inspection = Inspection(source.name, source.framework, frames, structure.totals(source), metadata=source.metadata)
     if input is not None:
         args, kwargs = split_input(input)
         inspection = _traced(inspection, source.model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
@@ -188,7 +193,7 @@ def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:
     frames = {**inspection.frames, "layers": layers_with_trace(inspection.layers, result), "flow": flow(result)}
     totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
     io = {"input": result.inputs, "output": result.outputs}
-    return Inspection(inspection.name, inspection.framework, frames, totals, io)
+    return Inspection(inspection.name, inspection.framework, frames, totals, io, inspection.metadata)
 
 
 def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:

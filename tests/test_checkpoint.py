@@ -302,3 +302,17 @@ def test_skeleton_gives_the_memory_plan_of_the_real_model(tmp_path):
     plan, truth = nbinspect.memory(stand_in, optimizer="adamw"), nbinspect.memory(model, optimizer="adamw")
     whole = ["component", "bytes"]
     pd.testing.assert_frame_equal(plan[plan["layer"].isna()][whole], truth[truth["layer"].isna()][whole])
+
+
+def test_summary_of_a_training_checkpoint_shows_its_metadata(tmp_path):
+    from nbinspect import examples
+
+    model = examples.build("mlp")
+    path = tmp_path / "train.pt"
+    torch.save({"model_state_dict": model.state_dict(), "epoch": 7, "optimizer": {"lr": 1e-3}}, path)
+    insp = nbinspect.inspect(path)
+    assert insp.metadata["epoch"] == 7
+    text = insp.summary()
+    assert "Checkpoint" in text and "epoch        7" in text
+    assert "Parameters by module type" not in text  # every type is unknown without the class
+    assert "Parameters by module type" in nbinspect.inspect(model).summary()

@@ -6,6 +6,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from ..sources.tree import UNKNOWN_TYPE
 from .format import format_bytes, format_count, format_shape, is_missing, trainable_status
 
 __all__ = ["table", "layer_tree", "summary"]
@@ -101,6 +102,6 @@ def summary(
         _summary_block(totals),
         f"Layers ({shown})\n" + layer_tree(layers, totals["total_params"], depth, title),
     ]
-    if len(by_type):
+    if len(by_type) and set(by_type["type"]) != {UNKNOWN_TYPE}:  # a checkpoint alone has no types
         parts.append(_by_type_block(by_type))
     return "\n\n".join(parts)
