@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from .analyze import structure
+from .analyze.gc_pause import gc_paused
 from .analyze.stats import stats_frames
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
@@ -137,6 +138,7 @@ class Inspection:
         return page
 
 
+@gc_paused()
 def inspect(
     model: Any,
     *,
@@ -170,6 +172,7 @@ def inspect(
     return inspection
 
 
+@gc_paused()
 def trace(
     model: Any, *args: Any, backward: bool = False, flops: bool = True, input_dtype: Any = None, **kwargs: Any
 ) -> Inspection:

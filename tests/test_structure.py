@@ -261,3 +261,22 @@ def test_custom_module_with_broken_extra_repr():
             raise RuntimeError("boom")
 
     assert nbinspect.layers(Broken()).iloc[0]["attrs"] == {}
+
+
+def test_garbage_collector_is_left_as_it_was():
+    import gc
+
+    model = examples.build("mlp")
+    assert gc.isenabled()
+    nbinspect.inspect(model, input=(2, 32))
+    nbinspect.compare(model, model)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        nbinspect.inspect(model)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(TypeError):
+        nbinspect.inspect(42)
+    assert gc.isenabled()

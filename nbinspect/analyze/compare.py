@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .gc_pause import gc_paused
 from ..schema import COMPARE, COMPARE_GROUPS
 from ..sources import TensorEntry, ancestors, as_source
 from ..sources.errors import first_line
@@ -161,6 +162,7 @@ def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers
     return {"status": status, **s.columns()}
 
 
+@gc_paused()
 def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOLDS) -> pd.DataFrame:
     """One row per tensor name of `a` and `b` (schema.COMPARE): status and delta statistics.
     `a` and `b` are anything :func:`nbinspect.sources.as_source` accepts. A tied path that

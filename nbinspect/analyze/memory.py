@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from .gc_pause import gc_paused
 from ..schema import MEMORY, MEMORY_COMPONENTS, PARAMETER
 from ..sources import ModelSource, as_source
 from .inputs import split_input
@@ -165,6 +166,7 @@ def _trace(model, args, kwargs, batch_size, precision, input_dtype):
     return result, batch_size / given, f"measured at batch {given}, scaled to {batch_size}"
 
 
+@gc_paused()
 def memory_plan(
     model: Any,
     *,

@@ -20,7 +20,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["Moments", "merge", "histogram_edges", "rebin", "spread"]
+__all__ = ["Moments", "merge", "histogram_edges", "rebin", "rebin_sum", "spread"]
 
 
 class Moments(NamedTuple):
@@ -86,6 +86,15 @@ def histogram_edges(lo, hi, bins: int) -> np.ndarray:
     """Edges over [lo, hi] exactly as numpy.histogram draws them (np.linspace; empty: [0, 1];
     lo == hi: [lo - 0.5, hi + 0.5]). Scalars give ``bins + 1`` edges; arrays of k ranges
     give a (k, bins + 1) array."""
+    if np.ndim(lo) == 0:  # the common single range: the same arithmetic without array overhead
+        lo, hi = float(lo), float(hi)
+        if math.isnan(lo):
+            lo, hi = 0.0, 1.0
+        elif lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = np.arange(bins + 1, dtype=np.float64) * ((hi - lo) / bins) + lo
+        edges[-1] = hi
+        return edges
     lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     empty = np.isnan(lo)
     lo, hi = np.where(empty, 0.0, lo), np.where(empty, 1.0, hi)
@@ -97,24 +106,37 @@ def histogram_edges(lo, hi, bins: int) -> np.ndarray:
 
 
 def rebin(counts: np.ndarray, lo: float, hi: float, new_lo: float, new_hi: float) -> np.ndarray:
-    """Counts over [lo, hi] moved onto as many bins over [new_lo, new_hi] ⊇ [lo, hi].
+    """Counts over [lo, hi] moved onto as many bins over [new_lo, new_hi] ⊇ [lo, hi]
+    (see :func:`rebin_sum`)."""
+    return rebin_sum(counts[None, :], np.array([lo]), np.array([hi]), new_lo, new_hi)
 
-    Identical ranges are returned as they are. Otherwise the cumulative counts are
-    interpolated linearly at the new edges and rounded, so the total is kept exactly and
-    each bin is within one source bin's count of the truth. A point mass (lo == hi) goes
-    whole into the bin that holds its value."""
-    bins = len(counts)
-    if (lo == new_lo and hi == new_hi) or counts.sum() == 0:
-        return counts.copy() if counts.sum() else np.zeros(bins, np.int64)
+
+def rebin_sum(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, new_lo: float, new_hi: float) -> np.ndarray:
+    """The sum of k histograms (rows of `counts`, over [lo[i], hi[i]]) moved onto as many
+    bins over [new_lo, new_hi], which holds every range.
+
+    Rows with the target range are added as they are. Otherwise the cumulative counts are
+    interpolated linearly at the new edges and rounded, so each row's total is kept exactly
+    and each bin is within one source bin's count of the truth. A point mass (lo == hi) goes
+    whole into the bin that holds its value. Vectorized over rows: a module roll-up merges
+    thousands of tensors."""
+    bins = counts.shape[1]
     out = np.zeros(bins, np.int64)
+    same = (lo == new_lo) & (hi == new_hi)
+    out += counts[same].sum(axis=0, dtype=np.int64)
     new_edges = histogram_edges(new_lo, new_hi, bins)
-    if lo == hi:
-        index = int(np.searchsorted(new_edges, lo, side="right")) - 1
-        out[min(max(index, 0), bins - 1)] = counts.sum()
-        return out
-    cumulative = np.concatenate([[0], np.cumsum(counts)]).astype(np.float64)
-    at_new = np.rint(np.interp(new_edges, histogram_edges(lo, hi, bins), cumulative))
-    return np.diff(at_new).astype(np.int64)
+    point = ~same & (lo == hi)
+    if point.any():
+        index = np.clip(np.searchsorted(new_edges, lo[point], side="right") - 1, 0, bins - 1)
+        np.add.at(out, index, counts[point].sum(axis=1))
+    rest = ~same & ~point
+    if rest.any():
+        edges = histogram_edges(lo[rest], hi[rest], bins).reshape(-1, bins + 1)
+        cumulative = np.zeros(edges.shape)
+        np.cumsum(counts[rest], axis=1, out=cumulative[:, 1:])
+        at_new = np.stack([np.interp(new_edges, e, c) for e, c in zip(edges, cumulative)])
+        out += np.diff(np.rint(at_new), axis=1).astype(np.int64).sum(axis=0)
+    return out
 
 
 def merge(parts: Sequence[Moments]) -> Moments:
@@ -137,9 +159,13 @@ def merge(parts: Sequence[Moments]) -> Moments:
     m2 = math.fsum([p.m2 for p in filled] + [p.count * (p.mean - mean) ** 2 for p in filled])
     lo = min(p.hist_lo for p in filled)
     hi = max(p.hist_hi for p in filled)
-    hist = np.zeros(bins, np.int64)
-    for p in filled:
-        hist += rebin(p.hist, p.hist_lo, p.hist_hi, lo, hi)
+    hist = rebin_sum(
+        np.stack([p.hist for p in filled]),
+        np.array([p.hist_lo for p in filled]),
+        np.array([p.hist_hi for p in filled]),
+        lo,
+        hi,
+    )
     return Moments(
         numel=numel,
         count=count,

@@ -18,6 +18,7 @@ import torch
 from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source
 from .moments import Moments, histogram_edges, merge, spread
+from .gc_pause import gc_paused
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
 __all__ = ["stats", "stats_frames", "tensor_stats"]
@@ -46,6 +47,7 @@ def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = 
     return stats_frames(obj, bins, progress, (by,))[by]
 
 
+@gc_paused()
 def stats_frames(
     obj: Any, bins: int = 64, progress: bool | None = None, by: tuple[str, ...] = BY
 ) -> dict[str, pd.DataFrame]:

@@ -20,7 +20,6 @@ put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from torch.nn.modules.module import (
     register_module_forward_pre_hook,
 )
 
+from .gc_pause import gc_paused
 from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter, coverage_note
 from .inputs import dtype_name, io_records, map_inputs, tensors_in
@@ -191,20 +191,6 @@ def _failed_kwargs(exc: BaseException, module_id: int) -> dict:
             found = local.get("kwargs") or found
         tb = tb.tb_next
     return found if isinstance(found, dict) else {}
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The trace allocates a few small objects per module call; with a large model alive,
-    the cyclic garbage collector's passes over it cost more than the hooks themselves
-    (as ``timeit`` does, it is paused for the run and left as it was)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @contextlib.contextmanager
@@ -400,7 +386,7 @@ def run_trace(
         stack.enter_context(torch.enable_grad())
         if autocast_dtype is not None:
             stack.enter_context(torch.autocast(device.type, dtype=autocast_dtype))
-        stack.enter_context(_gc_paused())
+        stack.enter_context(gc_paused())
         stack.callback(recorder.detach)
         recorder.attach()
         with meter, counter if flops else contextlib.nullcontext():
