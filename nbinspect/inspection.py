@@ -12,17 +12,17 @@ import pandas as pd
 
 from .analyze import structure
 from .analyze.gc_pause import gc_paused
+from .analyze.inputs import split_input
+from .analyze.memory import memory_plan
 from .analyze.stats import stats_frames
+from .analyze.trace import TraceError, TraceResult, run_trace
+from .analyze.trace_frames import flow, layers_with_trace
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
+from .render.flow import TextFrame, flow_text, memory_text
 from .render.html import standalone_html
 from .render.payload import build_payload
 from .render.plots import distribution_figure
-from .analyze.inputs import split_input
-from .analyze.memory import memory_plan
-from .analyze.trace import TraceError, TraceResult, run_trace
-from .analyze.trace_frames import flow, layers_with_trace
-from .render.flow import TextFrame, flow_text, memory_text
 from .sources import as_source
 from .widget import InspectWidget, bundle_source
 
