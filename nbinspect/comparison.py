@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -13,7 +14,7 @@ from .analyze import compare as _compare
 from .analyze import structure
 from .render.compare_text import comparison_text
 from .render.json_export import jsonable
-from .sources import as_source
+from .sources import ModelSource, as_source, parent_path
 
 __all__ = ["Comparison", "compare"]
 
@@ -86,7 +87,7 @@ class Comparison:
         return document
 
     def widget(self):
-        """The module tree (of b when it only adds tensors, else of a), coloured by change."""
+        """The module tree of both sides (a's, plus what only b has), coloured by change."""
         from .widget import InspectWidget
 
         return InspectWidget(self.frames, self.totals, name=f"{self.name_a} -> {self.name_b}")
@@ -104,6 +105,27 @@ def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRES
     statistics computed chunk by chunk in float64. Neither input is changed."""
     src_a, src_b = as_source(a), as_source(b)
     frame = _compare.compare_frame(src_a, src_b, thresholds)
-    tree = src_b if (frame["status"] == "removed").sum() == 0 and (frame["status"] == "added").any() else src_a
+    tree = _union(src_a, src_b)
     frames = {"compare": frame, "layers": structure.layers(tree), "params": structure.params(tree)}
     return Comparison(src_a.name, src_b.name, frames, structure.totals(tree), frame.attrs["thresholds"])
+
+
+def _union(a: ModelSource, b: ModelSource) -> ModelSource:
+    """a's module tree and tensors, plus the modules and tensors only b has, in pre-order
+    (b's new children after a's), so every row of the comparison has a place in the tree."""
+    names_a = {m.name for m in a.modules}
+    if all(m.name in names_a for m in b.modules) and {t.name for t in b.tensors} <= {t.name for t in a.tensors}:
+        return a
+    entries = {m.name: m for m in b.modules} | {m.name: m for m in a.modules}  # a's entry wins
+    children: dict[str, list[str]] = {}
+    for m in (*a.modules, *(m for m in b.modules if m.name not in names_a)):
+        if m.name:
+            children.setdefault(parent_path(m.name), []).append(m.name)
+    order, stack = [], [""]
+    while stack:
+        path = stack.pop()
+        order.append(entries[path])
+        stack.extend(reversed(children.get(path, [])))
+    in_a = {t.name for t in a.tensors}
+    tensors = (*a.tensors, *(t for t in b.tensors if t.name not in in_a))
+    return replace(a, modules=tuple(order), tensors=tensors)

@@ -240,3 +240,26 @@ def test_tie_stored_once_in_a_file_is_not_a_difference(tmp_path):
     untied = {k: v.clone() for k, v in model.state_dict().items()}  # both paths, separate memory
     frame = nbinspect.compare(model, untied).frame.set_index("name")
     assert frame.loc["lm_head.weight", "status"] == "same"  # present on both sides: compared
+
+
+def test_the_compared_tree_holds_what_only_b_has():
+    from torch import nn
+
+    from nbinspect.render.payload import build_payload
+
+    a = nn.Sequential()
+    a.body, a.head = nn.Linear(4, 4), nn.Linear(4, 2)
+    b = nn.Sequential()
+    b.body, b.classifier = nn.Linear(4, 4), nn.Linear(4, 2)  # head renamed: removed + added
+    result = nbinspect.compare(a, b)
+    layers = result.frames["layers"]
+    assert list(layers["name"]) == ["", "body", "head", "classifier"]  # pre-order, b's new child last
+    assert list(layers["parent"].iloc[1:]) == ["", "", ""]
+    params = result.frames["params"]
+    assert set(params["name"]) == {"body.weight", "body.bias", "head.weight", "head.bias", "classifier.weight", "classifier.bias"}
+    payload = build_payload("x", "torch", result.totals, result.frames)
+    tensors, modules = payload["tensors"], list(layers["name"])
+    names = [f"{modules[m]}.{k}" if modules[m] else k for m, k in zip(tensors["module"], tensors["key"])]
+    status = dict(zip(names, (row[0] for row in tensors["compare"])))
+    assert status["classifier.weight"] == "added" and status["head.weight"] == "removed"
+    assert status["body.weight"] == "changed"
