@@ -188,8 +188,8 @@ def memory_plan(
         "buffers": "unique buffers, floating ones in the parameter dtype",
         "gradients": "one per trainable parameter",
         "optimizer_state": f"torch.optim {optimizer} state" + (" + fp32 master weights" if master_weights else ""),
-        "activations": "not measured: pass input=",
-        "inputs": "not measured: pass input=",
+        "activations": "not measured: no input to trace",
+        "inputs": "not measured: no input to trace",
     }
     inputs = None
     if input is not None:
