@@ -21,7 +21,7 @@ the moments:
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -49,9 +49,6 @@ class Workspace:
 
     def __exit__(self, *exc: object) -> None:
         self._buffers.clear()
-
-    def map(self, fn: Callable, items: Sequence) -> list:
-        return [fn(item) for item in items]
 
     def get(self, dtype: torch.dtype, role: str, n: int) -> torch.Tensor:
         """A buffer of `n` elements for this role, grown when needed."""
@@ -225,15 +222,13 @@ def _piece_moments(piece: torch.Tensor, cdt: torch.dtype, bins: int, workspace: 
 
 def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     """Statistics of a large real tensor in one chunked pass plus a strided sample."""
-    t = t.detach()  # grad mode is per thread: the workers must not see a tensor needing grad
+    t = t.detach()
     cdt = _compute_dtype(t.dtype)
     stride = _sample_stride(t)
     sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
     pieces = _pieces(t, CHUNK)
     starts = np.cumsum([0] + [p.numel() for p in pieces[:-1]]).tolist()
-    parts = workspace.map(
-        lambda job: _piece_moments(job[0], cdt, bins, workspace, sample, job[1], stride), list(zip(pieces, starts))
-    )
+    parts = [_piece_moments(piece, cdt, bins, workspace, sample, start, stride) for piece, start in zip(pieces, starts)]
     total = merge(parts)
     if total.count == 0:
         return total
