@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["PRELUDE", "best_of", "run_isolated", "warm", "gb"]
+__all__ = ["PRELUDE", "best_of", "gb", "run_isolated", "warm"]
 
 # Imports first, then the baseline RSS: "peak beyond the interpreter" excludes torch itself.
 PRELUDE = """

@@ -18,7 +18,6 @@ import tempfile
 from pathlib import Path
 
 import torch
-
 from _measure import gb, run_isolated, warm
 
 HIDDEN, MLP, VOCAB = 2048, 5632, 32000
@@ -69,12 +68,10 @@ METHODS = {
     "nbinspect.stats, .pt (torch mmap, pages released)": "nbinspect.stats({pt!r}, progress=False)",
     "baseline: torch.load whole .pt, then nbinspect.stats": "nbinspect.stats(torch.load({pt!r}, weights_only=True), progress=False)",
     "read only, .safetensors: sum each tensor, release": (
-        "s = nbinspect.load_checkpoint({st!r})\n"
-        "for t in s.tensors:\n    t.values().sum(); t.release()"
+        "s = nbinspect.load_checkpoint({st!r})\nfor t in s.tensors:\n    t.values().sum(); t.release()"
     ),
     "read only, .pt: sum each tensor, release": (
-        "s = nbinspect.load_checkpoint({pt!r})\n"
-        "for t in s.tensors:\n    t.values().sum(); t.release()"
+        "s = nbinspect.load_checkpoint({pt!r})\nfor t in s.tensors:\n    t.values().sum(); t.release()"
     ),
     "baseline read only: torch.load whole .pt, sum each tensor": "[v.sum() for v in torch.load({pt!r}, weights_only=True).values()]",
     "header-only listing, .safetensors (params frame)": "nbinspect.params({st!r})",
@@ -93,7 +90,9 @@ def main() -> None:
         write_safetensors(st, shapes)
         write_torch(pt, st)
         size = st.stat().st_size
-        print(f"checkpoint: {len(shapes)} tensors, {gb(size)} GB fp32 (.safetensors), {gb(pt.stat().st_size)} GB (.pt)\n")
+        print(
+            f"checkpoint: {len(shapes)} tensors, {gb(size)} GB fp32 (.safetensors), {gb(pt.stat().st_size)} GB (.pt)\n"
+        )
         print(f"{'method':58s} {'seconds':>8s} {'GB/s':>6s} {'peak RSS MB':>12s}")
         results = {}
         for label, code in METHODS.items():

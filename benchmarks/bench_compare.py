@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import torch
+from _measure import best_of, gb, run_isolated, warm
 from safetensors.torch import save_file
 
 import nbinspect
-from _measure import best_of, gb, run_isolated, warm
 
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
 
@@ -48,7 +47,9 @@ def gpt2_small(seed: int) -> dict[str, torch.Tensor]:
 def fine_tuned(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Every other tensor nudged (like a fine-tune that froze some), the rest copied."""
     g = torch.Generator().manual_seed(1)
-    return {k: v + 1e-4 * torch.randn(v.shape, generator=g) if i % 2 else v.clone() for i, (k, v) in enumerate(sd.items())}
+    return {
+        k: v + 1e-4 * torch.randn(v.shape, generator=g) if i % 2 else v.clone() for i, (k, v) in enumerate(sd.items())
+    }
 
 
 def read_only(a: dict, b: dict) -> None:
@@ -88,7 +89,9 @@ def main() -> None:
         runs = []
         for _ in range(args.repeat):
             warm(pa, pb)
-            runs.append(run_isolated(f"torch.set_num_threads({args.threads})\nnbinspect.compare({str(pa)!r}, {str(pb)!r})"))
+            runs.append(
+                run_isolated(f"torch.set_num_threads({args.threads})\nnbinspect.compare({str(pa)!r}, {str(pb)!r})")
+            )
         fastest = min(runs, key=lambda r: r["seconds"])
         rows["nbinspect.compare, two .safetensors files (warm)"] = fastest["seconds"]
     print(f"{'method':50s} {'seconds':>8s} {'GB/s':>6s}")

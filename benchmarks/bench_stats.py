@@ -36,10 +36,10 @@ import time
 import numpy as np
 import psutil
 import torch
+from _measure import best_of
 from torch import nn
 
 import nbinspect
-from _measure import best_of
 from nbinspect.sources import as_source
 
 
@@ -95,7 +95,7 @@ def build_gpt(layers: int, d: int) -> nn.Module:
     block = torch.randn(1 << 24, generator=torch.Generator().manual_seed(0)) * 0.02
     with torch.no_grad():
         for i, (name, p) in enumerate(model.named_parameters()):
-            if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name == "ln_f.weight":
+            if name.endswith(("ln_1.weight", "ln_2.weight")) or name == "ln_f.weight":
                 p.fill_(1.0)
                 p.add_(block[: p.numel()].view_as(p) * 0.05)  # LayerNorm-like: mean 1, small spread
                 continue
@@ -121,7 +121,12 @@ def exact_reference(t: torch.Tensor) -> dict:
         d = flat[i : i + (1 << 22)].double()
         squares.append(float(((d - mean) ** 2).sum()))
     m2 = math.fsum(squares)
-    return {"mean": mean, "std": math.sqrt(m2 / n), "l2": math.sqrt(m2 + n * mean * mean), "abs_mean": math.fsum(absolute) / n}
+    return {
+        "mean": mean,
+        "std": math.sqrt(m2 / n),
+        "l2": math.sqrt(m2 + n * mean * mean),
+        "abs_mean": math.fsum(absolute) / n,
+    }
 
 
 def bench_gpt(layers: int, d: int, repeat: int) -> None:
@@ -129,8 +134,10 @@ def bench_gpt(layers: int, d: int, repeat: int) -> None:
     model = build_gpt(layers, d)
     params = [p.detach() for p in model.parameters()]
     numel = sum(p.numel() for p in params)
-    print(f"GPT-2-shaped model: {layers} layers, d_model {d}: {numel:,} fp32 parameters "
-          f"({numel * 4 / 2**30:.2f} GiB), {len(params)} tensors; built in {time.perf_counter() - start:.1f} s")
+    print(
+        f"GPT-2-shaped model: {layers} layers, d_model {d}: {numel:,} fp32 parameters "
+        f"({numel * 4 / 2**30:.2f} GiB), {len(params)} tensors; built in {time.perf_counter() - start:.1f} s"
+    )
 
     def bare_sum():
         for p in params:
@@ -156,7 +163,7 @@ def bench_gpt(layers: int, d: int, repeat: int) -> None:
 
     rows = frame.set_index("name")
     checked = ["wte.weight", "h.0.c_fc.weight", "h.0.ln_1.weight", f"h.{layers - 1}.mlp_proj.weight"]
-    worst = {k: 0.0 for k in ("mean", "std", "l2", "abs_mean")}
+    worst = dict.fromkeys(("mean", "std", "l2", "abs_mean"), 0.0)
     hist_error = 0.0
     for name in checked:
         t = model.get_parameter(name).detach()
@@ -170,8 +177,10 @@ def bench_gpt(layers: int, d: int, repeat: int) -> None:
             hist_error = max(hist_error, np.abs(row["hist_counts"] - exact).max() / t.numel())
     print("  accuracy vs exact float64 (worst of " + ", ".join(checked) + "):")
     print("    " + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()) + "  (mean relative to abs_mean)")
-    print(f"    sampled histogram: largest bin error {hist_error:.2e} of the elements "
-          f"(sample {int(rows['hist_sample'].max()):,} per tensor)")
+    print(
+        f"    sampled histogram: largest bin error {hist_error:.2e} of the elements "
+        f"(sample {int(rows['hist_sample'].max()):,} per tensor)"
+    )
 
 
 def bench_tiny(repeat: int) -> None:
@@ -181,7 +190,7 @@ def bench_tiny(repeat: int) -> None:
     on_source = best_of(lambda: nbinspect.stats(source, progress=False), repeat)
     on_model = best_of(lambda: nbinspect.stats(model, progress=False), repeat)
     reading = best_of(lambda: as_source(model), repeat)
-    print(f"10,000 tiny tensors (5,000 Linear(8, 8)):")
+    print("10,000 tiny tensors (5,000 Linear(8, 8)):")
     print(f"  stats(source)  {on_source * 1e3:6.1f} ms   (target <= 70 ms)")
     print(f"  stats(model)   {on_model * 1e3:6.1f} ms   of which as_source(model) {reading * 1e3:.1f} ms")
 

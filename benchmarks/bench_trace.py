@@ -76,8 +76,13 @@ def bench_llama(repeat: int) -> None:
         print("transformers not installed: Llama-7B trace skipped")
         return
     config = LlamaConfig(
-        hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=32, vocab_size=32000, use_cache=False,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        vocab_size=32000,
+        use_cache=False,
     )
     with torch.device("meta"):
         model = LlamaForCausalLM(config)

@@ -27,8 +27,15 @@ from nbinspect.inspection import Inspection
 from nbinspect.render.payload import build_payload
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 # Runs in the page: renders the inlined bundle again into a fresh element and times it.
 HARNESS = """
@@ -64,12 +71,16 @@ async ({ runs }) => {
 
 def wide_tree(blocks: int = 2500) -> nn.Module:
     """1 + 4 * blocks modules; neighbouring blocks differ in width, so nothing folds."""
-    return nn.Sequential(*[nn.Sequential(nn.Linear(8, 8 + i % 2), nn.ReLU(), nn.LayerNorm(8 + i % 2)) for i in range(blocks)])
+    return nn.Sequential(
+        *[nn.Sequential(nn.Linear(8, 8 + i % 2), nn.ReLU(), nn.LayerNorm(8 + i % 2)) for i in range(blocks)]
+    )
 
 
 def payload_bytes(insp: Inspection) -> tuple[int, int, float]:
     t0 = time.perf_counter()
-    text = json.dumps(build_payload(insp.name, insp.framework, insp.totals, insp.frames), separators=(",", ":"), allow_nan=False)
+    text = json.dumps(
+        build_payload(insp.name, insp.framework, insp.totals, insp.frames), separators=(",", ":"), allow_nan=False
+    )
     seconds = time.perf_counter() - t0
     return len(text.encode()), len(gzip.compress(text.encode())), seconds
 
@@ -79,7 +90,9 @@ def gpt2_payload() -> None:
     model = TinyLM(vocab_size=50257, d_model=768, n_layer=12, n_head=12, context=1024)
     plain = nbinspect.inspect(model, stats=False)
     full = nbinspect.inspect(model)
-    print(f"GPT-2-sized model: {plain.totals['total_params']:,} parameters, {len(plain.layers)} modules, {len(plain.params)} tensors")
+    print(
+        f"GPT-2-sized model: {plain.totals['total_params']:,} parameters, {len(plain.layers)} modules, {len(plain.params)} tensors"
+    )
     for label, insp in (("structure only", plain), ("with stats (tensor + module rows)", full)):
         raw, packed, seconds = payload_bytes(insp)
         print(f"  payload {label}: {raw:,} bytes JSON, {packed:,} gzipped, built in {seconds * 1000:.0f} ms")
@@ -94,7 +107,9 @@ def browser_bench(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         page_path = Path(tmp) / "wide.html"
         insp.to_html(page_path)
-        print(f"10,000-module tree: {len(insp.layers):,} modules, {len(insp.params):,} tensors; payload {raw:,} bytes ({packed:,} gzipped)")
+        print(
+            f"10,000-module tree: {len(insp.layers):,} modules, {len(insp.params):,} tensors; payload {raw:,} bytes ({packed:,} gzipped)"
+        )
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(viewport={"width": 1280, "height": 800})

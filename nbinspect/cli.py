@@ -50,8 +50,13 @@ def _dtype(text: str) -> Any:
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trust", action="store_true", help="allow a pickle that runs code from the file (only for files you trust)")
-    p.add_argument("--key", help="entry of a training checkpoint holding the weights (default: model_state_dict, state_dict, model, ema, module)")
+    p.add_argument(
+        "--trust", action="store_true", help="allow a pickle that runs code from the file (only for files you trust)"
+    )
+    p.add_argument(
+        "--key",
+        help="entry of a training checkpoint holding the weights (default: model_state_dict, state_dict, model, ema, module)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,12 +67,22 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("path", help="checkpoint file, *.index.json, or folder")
     ins.add_argument("--model", help="build this model and load the checkpoint into it: package.module:factory")
     ins.add_argument("--config", help="YAML (or JSON) file of keyword arguments for --model")
-    ins.add_argument("--input-shape", type=_shape, help="trace a forward pass with zeros of this shape, e.g. 1,3,224,224 (needs --model)")
-    ins.add_argument("--input-dtype", type=_dtype, help="dtype of that input, e.g. int64 for token ids (default: the model's)")
-    ins.add_argument("--batch-size", type=int, help="batch size for the memory plan (activations scale from the input shape)")
+    ins.add_argument(
+        "--input-shape",
+        type=_shape,
+        help="trace a forward pass with zeros of this shape, e.g. 1,3,224,224 (needs --model)",
+    )
+    ins.add_argument(
+        "--input-dtype", type=_dtype, help="dtype of that input, e.g. int64 for token ids (default: the model's)"
+    )
+    ins.add_argument(
+        "--batch-size", type=int, help="batch size for the memory plan (activations scale from the input shape)"
+    )
     ins.add_argument("--optimizer", default="adam", help="optimizer for the memory plan (default adam)")
     ins.add_argument("--depth", type=int, default=3, help="layer tree depth (default 3)")
-    ins.add_argument("--verbose", action="store_true", help="all tree levels and every tensor's name, shape, dtype and size")
+    ins.add_argument(
+        "--verbose", action="store_true", help="all tree levels and every tensor's name, shape, dtype and size"
+    )
     ins.add_argument("--json", metavar="OUT", help="also write the JSON export to OUT")
     ins.add_argument("--html", metavar="OUT", help="also write a standalone HTML page to OUT")
     _source_options(ins)
@@ -75,9 +90,13 @@ def _parser() -> argparse.ArgumentParser:
     cmp = sub.add_parser("compare", help="compare two checkpoints tensor by tensor")
     cmp.add_argument("a", help="reference checkpoint (file, *.index.json or folder)")
     cmp.add_argument("b", help="checkpoint compared with it")
-    cmp.add_argument("--thresholds", type=_floats, default=DEFAULT_THRESHOLDS, help="|delta| thresholds, default 1e-8,1e-6,1e-4")
+    cmp.add_argument(
+        "--thresholds", type=_floats, default=DEFAULT_THRESHOLDS, help="|delta| thresholds, default 1e-8,1e-6,1e-4"
+    )
     cmp.add_argument("--top", type=int, default=10, help="how many most-changed tensors to list (default 10)")
-    cmp.add_argument("--by", choices=("module", "layer"), action="append", default=[], help="also roll up per module or per layer")
+    cmp.add_argument(
+        "--by", choices=("module", "layer"), action="append", default=[], help="also roll up per module or per layer"
+    )
     cmp.add_argument("--json", metavar="OUT", help="also write the comparison as JSON to OUT")
     _source_options(cmp)
 
@@ -94,7 +113,13 @@ def _inspect(args: argparse.Namespace) -> None:
     insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype)
     parts = [insp.summary(depth=None if args.verbose else args.depth)]  # includes the checkpoint's metadata
     model: Any = source.model if source.model is not None else skeleton(source)
-    plan = memory(model, input=args.input_shape, batch_size=args.batch_size, optimizer=args.optimizer, input_dtype=args.input_dtype)
+    plan = memory(
+        model,
+        input=args.input_shape,
+        batch_size=args.batch_size,
+        optimizer=args.optimizer,
+        input_dtype=args.input_dtype,
+    )
     parts.append(str(plan))
     if args.input_shape:
         parts.append(str(insp.flow))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -58,14 +59,20 @@ class Comparison:
     def summary(self, top: int = 10) -> str:
         """Text: status counts, overall and per-component change, the `top` most changed."""
         overall = self.by_module().head(1)
-        return comparison_text(f"{self.name_a} -> {self.name_b}", self.frame, overall, self.by_component(), self.thresholds, top)
+        return comparison_text(
+            f"{self.name_a} -> {self.name_b}", self.frame, overall, self.by_component(), self.thresholds, top
+        )
 
     def __str__(self) -> str:
         return self.summary()
 
     def __repr__(self) -> str:
         counts = self.frame["status"].value_counts()
-        return f"<Comparison {self.name_a} -> {self.name_b}: " + ", ".join(f"{int(n)} {s}" for s, n in counts.items()) + ">"
+        return (
+            f"<Comparison {self.name_a} -> {self.name_b}: "
+            + ", ".join(f"{int(n)} {s}" for s, n in counts.items())
+            + ">"
+        )
 
     def to_dict(self) -> dict:
         """Plain Python: the thresholds, and the per-tensor, per-module and per-component rows."""

@@ -10,22 +10,22 @@ global RNG state is left as it was.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
-    "SmallCNN",
     "MLP",
-    "TinyLM",
-    "SharedLayerNet",
     "PartlyFrozenNet",
-    "names",
+    "SharedLayerNet",
+    "SmallCNN",
+    "TinyLM",
     "build",
     "example_input",
+    "names",
 ]
 
 

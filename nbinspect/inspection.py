@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -83,7 +84,9 @@ class Inspection:
         """One row per module call of the traced forward pass (schema.FLOW); ``print()`` it
         for the staged view: inputs, each call with its shapes, outputs."""
         if "flow" not in self.frames:
-            raise ValueError(f"{self.name} has no traced forward pass: use nbinspect.trace(model, x) or inspect(model, input=x)")
+            raise ValueError(
+                f"{self.name} has no traced forward pass: use nbinspect.trace(model, x) or inspect(model, input=x)"
+            )
         return TextFrame.wrap(self.frames["flow"], lambda f: flow_text(f, self.io, self.totals, self.name))
 
     def summary(self, depth: int | None = 3) -> str:
@@ -168,7 +171,9 @@ def inspect(
     inspection = Inspection(source.name, source.framework, frames, structure.totals(source), metadata=source.metadata)
     if input is not None:
         args, kwargs = split_input(input)
-        inspection = _traced(inspection, source.model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
+        inspection = _traced(
+            inspection, source.model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype
+        )
     return inspection
 
 
@@ -188,7 +193,9 @@ def trace(
     left exactly as it was. If the forward pass raises, :class:`TraceError` names the
     module and carries ``partial``. Weight statistics are not computed (use
     ``inspect(model, input=x)`` for both)."""
-    return _traced(inspect(model, stats=False), model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype)
+    return _traced(
+        inspect(model, stats=False), model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype
+    )
 
 
 def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:

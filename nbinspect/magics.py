@@ -1,11 +1,11 @@
 """%inspect_model: inspect a model from a notebook cell.
 
-    %load_ext nbinspect
-    %inspect_model model --input-shape 1,3,32,32
-    insp = %inspect_model model.encoder --text
+%load_ext nbinspect
+%inspect_model model --input-shape 1,3,32,32
+insp = %inspect_model model.encoder --text
 
-    %%inspect_model model
-    loss = model(batch).sum()     # the cell's own forward passes are traced
+%%inspect_model model
+loss = model(batch).sum()     # the cell's own forward passes are traced
 """
 
 from __future__ import annotations
@@ -187,7 +187,9 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[An
         extras: list = []
         if args.batch_size is not None:
             extras.append(
-                memory(model, input=model_input, input_dtype=dtype, batch_size=args.batch_size, optimizer=args.optimizer)
+                memory(
+                    model, input=model_input, input_dtype=dtype, batch_size=args.batch_size, optimizer=args.optimizer
+                )
             )
         if other is not None:
             extras.append(compare(model, other))

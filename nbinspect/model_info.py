@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .inspection import inspect
-from .render.plots import distribution_figure
 from .render.format import format_bytes, format_count, format_shape, is_missing, trainable_status
+from .render.plots import distribution_figure
 
 __all__ = ["ModelInfo", "dump_model_info"]
 
@@ -85,13 +86,18 @@ def dump_model_info(
     for layer in info.layers:
         shapes = ", ".join(f"{k} {format_shape(v)}" for k, v in layer["shapes"].items())
         status = layer["trainable"] or "no parameters"
-        emit(f"{layer['name']} ({layer['type']}): {format_count(layer['params'])} params, {status}" + (f"; {shapes}" if shapes else ""))
+        emit(
+            f"{layer['name']} ({layer['type']}): {format_count(layer['params'])} params, {status}"
+            + (f"; {shapes}" if shapes else "")
+        )
     if plot_distributions:
         _weight_statistics(insp.stats, emit, info, save_path, logger or _LOG)
     return info
 
 
-def _weight_statistics(frame, emit: Callable[[str], None], info: ModelInfo, save_path: str | None, log: logging.Logger) -> None:
+def _weight_statistics(
+    frame, emit: Callable[[str], None], info: ModelInfo, save_path: str | None, log: logging.Logger
+) -> None:
     """The WEIGHT STATISTICS section (one line per parameter) and the distribution plot,
     saved to `save_path` when given. A missing matplotlib or a failing save is logged."""
     emit(_RULE + "\nWEIGHT STATISTICS\n" + _RULE)
@@ -99,7 +105,9 @@ def _weight_statistics(frame, emit: Callable[[str], None], info: ModelInfo, save
         if row.hist_counts is None:
             emit(f"{row.name}: {row.note}")
             continue
-        info.weight_stats.append({k: getattr(row, k) for k in ("name", "mean", "std", "min", "max", "abs_mean", "zeros")})
+        info.weight_stats.append(
+            {k: getattr(row, k) for k in ("name", "mean", "std", "min", "max", "abs_mean", "zeros")}
+        )
         line = f"{row.name}: mean {row.mean:.4g}, std {row.std:.4g}, min {row.min:.4g}, max {row.max:.4g}, zeros {row.zeros:.1%}"
         emit(line + (f", {row.nan} NaN, {row.inf} Inf" if row.nan or row.inf else ""))
     try:

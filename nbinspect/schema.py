@@ -7,30 +7,31 @@ JSON export and the tests read column names from these frames.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
-    "Column",
-    "FrameSchema",
-    "PARAMS",
-    "LAYERS",
+    "BUFFER",
     "BY_TYPE",
-    "FLOW",
-    "MEMORY",
-    "MEMORY_COMPONENTS",
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
-    "STATS",
-    "TRACE_COLUMNS",
-    "TOTALS_KEYS",
-    "PARAMETER",
-    "BUFFER",
+    "FLOW",
     "FRAMES",
+    "LAYERS",
+    "MEMORY",
+    "MEMORY_COMPONENTS",
+    "PARAMETER",
+    "PARAMS",
+    "STATS",
+    "TOTALS_KEYS",
+    "TRACE_COLUMNS",
+    "Column",
+    "FrameSchema",
 ]
 
 PARAMETER = "parameter"
@@ -151,8 +152,7 @@ LAYERS = FrameSchema(
         Column("attrs", "object", "dict of layer hyperparameters"),
         *TRACE_COLUMNS,
     ),
-    "One row per module path in pre-order. Trace columns are missing until a forward pass "
-    "has been traced.",
+    "One row per module path in pre-order. Trace columns are missing until a forward pass has been traced.",
 )
 
 BY_TYPE = FrameSchema(
@@ -182,7 +182,9 @@ FLOW = FrameSchema(
         Column("output_dtypes", "object", "dtypes of the tensors returned"),
         Column("flops", "Int64", "FLOPs of this call, calls inside it included"),
         Column("own_flops", "Int64", "FLOPs of ops run directly in this call, outside its child calls"),
-        Column("backward_flops", "Int64", "backward FLOPs of this call's ops and its children's; missing unless asked for"),
+        Column(
+            "backward_flops", "Int64", "backward FLOPs of this call's ops and its children's; missing unless asked for"
+        ),
         Column("activation_bytes", "Int64", "bytes saved for backward by this call, calls inside it included"),
         Column("own_activation_bytes", "Int64", "bytes saved for backward directly in this call"),
         Column("status", "string", "'ok', 'failed' (raised here) or 'interrupted' (a call inside raised)"),
@@ -197,7 +199,9 @@ MEMORY = FrameSchema(
     "memory",
     (
         Column("component", "string", "one of MEMORY_COMPONENTS"),
-        Column("layer", "string", "module path the bytes belong to ('' is the root module); missing for whole-model rows"),
+        Column(
+            "layer", "string", "module path the bytes belong to ('' is the root module); missing for whole-model rows"
+        ),
         Column("bytes", "Int64", "bytes for the batch size, optimizer and precision planned"),
         Column("share", "float64", "percent of the total"),
         Column("note", "string", "how the whole-model figure was obtained; missing on per-module rows"),
@@ -244,7 +248,9 @@ COMPARE_GROUPS = FrameSchema(
         Column("group", "string", "module path, component name or layer index the rows roll up to"),
         Column("layer", "Int64", "layer index when grouped per layer; missing otherwise"),
         Column("tensors", "Int64", "tensor names in the group"),
-        Column("differ", "Int64", "tensors whose status is not 'same' (changed, added, removed, reshaped, dtype_changed)"),
+        Column(
+            "differ", "Int64", "tensors whose status is not 'same' (changed, added, removed, reshaped, dtype_changed)"
+        ),
         *_DELTA_COLUMNS,
     ),
     "The compare frame rolled up per module, component or layer; norms and fractions are over "
@@ -268,19 +274,33 @@ STATS = FrameSchema(
         Column("zeros", "float64", "fraction of all elements that are exactly 0"),
         Column("nan", "Int64", "NaN elements"),
         Column("inf", "Int64", "+Inf and -Inf elements"),
-        Column("hist_counts", "object", "int64 array of `bins` counts of the finite elements over [min, max] "
-               "(module rows: their tensors' histograms re-binned, so single bins are approximate)"),
+        Column(
+            "hist_counts",
+            "object",
+            "int64 array of `bins` counts of the finite elements over [min, max] "
+            "(module rows: their tensors' histograms re-binned, so single bins are approximate)",
+        ),
         Column("hist_edges", "object", "float64 array of bins+1 edges, as numpy.histogram draws them"),
-        Column("hist_sample", "Int64", "elements the histogram was binned from: all finite ones up to "
-               "65,536 per tensor, a strided sample of 65,536 above (counts scaled to all)"),
-        Column("note", "string", "why values are missing or were changed (meta, dequantized, complex "
-               "magnitude, sparse, skipped: error); missing when nothing to say"),
+        Column(
+            "hist_sample",
+            "Int64",
+            "elements the histogram was binned from: all finite ones up to "
+            "65,536 per tensor, a strided sample of 65,536 above (counts scaled to all)",
+        ),
+        Column(
+            "note",
+            "string",
+            "why values are missing or were changed (meta, dequantized, complex "
+            "magnitude, sparse, skipped: error); missing when nothing to say",
+        ),
     ),
     "Weight statistics, one row per tensor path or per module subtree. Rows without values "
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
-FRAMES: dict[str, FrameSchema] = {f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)}
+FRAMES: dict[str, FrameSchema] = {
+    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)
+}
 
 TOTALS_KEYS = (
     "total_params",  # unique parameter elements (shared storage once)

@@ -7,8 +7,9 @@ turns them into the synced ``payload``; the front-end is one bundled ES module b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any
 
 import anywidget
 import pandas as pd
@@ -52,9 +53,7 @@ class InspectWidget(anywidget.AnyWidget):
         **kwargs: Any,
     ):
         self._frames = dict(frames)
-        super().__init__(
-            _esm=bundle_source(), payload=build_payload(name, framework, totals, self._frames), **kwargs
-        )
+        super().__init__(_esm=bundle_source(), payload=build_payload(name, framework, totals, self._frames), **kwargs)
 
     @command
     def _histogram(self, msg: Mapping[str, Any], buffers: list[bytes]) -> tuple[dict | None, list[bytes]]:

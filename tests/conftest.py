@@ -44,9 +44,7 @@ def model_state(model: torch.nn.Module) -> dict:
         "grads": [p.grad is None for p in model.parameters()],
         "values": {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()},
         "devices": [str(t.device) for t in model.state_dict().values()],
-        "hooks": [
-            (len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()
-        ],
+        "hooks": [(len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()],
         "rng": torch.get_rng_state(),
     }
 

@@ -107,7 +107,13 @@ def test_nested_training_checkpoint(tmp_path):
     model(torch.randn(2, 32)).sum().backward()
     opt.step()
     torch.save(
-        {"epoch": 7, "step": torch.tensor(1234), "model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(), "loss": 0.25},
+        {
+            "epoch": 7,
+            "step": torch.tensor(1234),
+            "model_state_dict": model.state_dict(),
+            "optimizer_state_dict": opt.state_dict(),
+            "loss": 0.25,
+        },
         tmp_path / "train.pth",
     )
     source = load_checkpoint(tmp_path / "train.pth")
@@ -217,8 +223,11 @@ def _shard(tmp_path, fmt: str = "safetensors") -> tuple[dict, dict]:
     for file, keys in parts.items():
         part = {k: sd[k] for k in keys}
         save_file(part, tmp_path / file) if fmt == "safetensors" else torch.save(part, tmp_path / file)
-        weight_map.update({k: file for k in keys})
-    index = {"metadata": {"total_size": sum(v.numel() * v.element_size() for v in sd.values())}, "weight_map": weight_map}
+        weight_map.update(dict.fromkeys(keys, file))
+    index = {
+        "metadata": {"total_size": sum(v.numel() * v.element_size() for v in sd.values())},
+        "weight_map": weight_map,
+    }
     (tmp_path / f"model.{fmt}.index.json").write_text(json.dumps(index))
     return sd, index
 

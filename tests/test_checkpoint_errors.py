@@ -73,7 +73,7 @@ def _good_safetensors(tmp_path) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "name, content, expected",
+    ("name", "content", "expected"),
     [
         ("empty.pt", lambda tmp: b"", "empty file"),
         ("empty.safetensors", lambda tmp: b"", "empty file"),
@@ -82,8 +82,16 @@ def _good_safetensors(tmp_path) -> bytes:
         ("garbage.bin", lambda tmp: bytes(range(256)) * 8, "not a checkpoint format nbinspect reads"),
         ("corrupt.pt", lambda tmp: _good_pt(tmp)[:200] + b"\x00" * 100 + _good_pt(tmp)[300:], "torch checkpoint"),
         ("truncated.safetensors", lambda tmp: _good_safetensors(tmp)[:-100], "truncated: tensor 'head.weight'"),
-        ("badheader.safetensors", lambda tmp: (20).to_bytes(8, "little") + b"{not json at all!!!}" + b"\0" * 16, "corrupt safetensors header"),
-        ("hugeheader.safetensors", lambda tmp: (10**12).to_bytes(8, "little") + b"{}", "not a safetensors file or truncated"),
+        (
+            "badheader.safetensors",
+            lambda tmp: (20).to_bytes(8, "little") + b"{not json at all!!!}" + b"\0" * 16,
+            "corrupt safetensors header",
+        ),
+        (
+            "hugeheader.safetensors",
+            lambda tmp: (10**12).to_bytes(8, "little") + b"{}",
+            "not a safetensors file or truncated",
+        ),
     ],
 )
 def test_broken_files_get_one_line_naming_the_file(tmp_path, name, content, expected):
@@ -98,7 +106,9 @@ def test_broken_files_get_one_line_naming_the_file(tmp_path, name, content, expe
 def test_bad_safetensors_entry_names_the_tensor(tmp_path):
     header = json.dumps({"layer.weight": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 60]}}).encode()
     (tmp_path / "m.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 64)
-    with pytest.raises(CheckpointError, match=r"m\.safetensors: tensor 'layer\.weight': byte range 0\.\.60 does not hold \[4, 4\] F32"):
+    with pytest.raises(
+        CheckpointError, match=r"m\.safetensors: tensor 'layer\.weight': byte range 0\.\.60 does not hold \[4, 4\] F32"
+    ):
         load_checkpoint(tmp_path / "m.safetensors")
     header = json.dumps({"layer.weight": {"dtype": "F48", "shape": [1], "data_offsets": [0, 6]}}).encode()
     (tmp_path / "m.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
@@ -119,7 +129,7 @@ def test_state_dict_without_tensors():
 def test_shard_problems_name_the_shard_and_tensor(tmp_path):
     sd = {k: v.contiguous() for k, v in examples.build("mlp").state_dict().items()}
     save_file(sd, tmp_path / "a.safetensors")
-    index = {"weight_map": {**{k: "a.safetensors" for k in sd}, "ghost.weight": "a.safetensors"}}
+    index = {"weight_map": {**dict.fromkeys(sd, "a.safetensors"), "ghost.weight": "a.safetensors"}}
     (tmp_path / "m.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(CheckpointError, match=r"tensor 'ghost\.weight' is not in its shard 'a\.safetensors'"):
         load_checkpoint(tmp_path / "m.safetensors.index.json")
@@ -137,7 +147,9 @@ def test_empty_folder(tmp_path):
 
 
 def test_not_a_path_or_mapping():
-    with pytest.raises(TypeError, match="expected a torch.nn.Module instance, a state_dict, or a checkpoint path, got int"):
+    with pytest.raises(
+        TypeError, match="expected a torch.nn.Module instance, a state_dict, or a checkpoint path, got int"
+    ):
         from nbinspect.sources import as_source
 
         as_source(42)

@@ -26,11 +26,16 @@ def files(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cli")
     model = examples.build("tiny_lm")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(), "epoch": 4}, root / "train.pt")
+    torch.save(
+        {"model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(), "epoch": 4},
+        root / "train.pt",
+    )
     other = examples.build("tiny_lm", seed=1).state_dict()
     save_file({k: v.clone() for k, v in other.items() if k != "lm_head.weight"}, root / "other.safetensors")
     (root / "cfg.yaml").write_text("vocab_size: 256\nn_layer: 2\n")
-    (root / "mymodels.py").write_text("from nbinspect.examples import TinyLM\n\ndef build(**kw):\n    return TinyLM(**kw)\n")
+    (root / "mymodels.py").write_text(
+        "from nbinspect.examples import TinyLM\n\ndef build(**kw):\n    return TinyLM(**kw)\n"
+    )
     return root
 
 
@@ -76,7 +81,17 @@ def test_inspect_verbose_lists_every_tensor(files):
 
 
 def test_compare(files, tmp_path):
-    r = run("compare", files / "train.pt", files / "other.safetensors", "--top", "3", "--by", "layer", "--json", tmp_path / "c.json")
+    r = run(
+        "compare",
+        files / "train.pt",
+        files / "other.safetensors",
+        "--top",
+        "3",
+        "--by",
+        "layer",
+        "--json",
+        tmp_path / "c.json",
+    )
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert out.startswith("Compare train.pt -> other.safetensors\n")
@@ -88,12 +103,15 @@ def test_compare(files, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["inspect", "missing.pt"], "nbinspect: error: missing.pt: no such file or folder"),
         (["compare", "train.pt", "cfg.yaml"], "not a checkpoint format nbinspect reads"),
         (["inspect", "train.pt", "--model", "mymodels:nope"], "has no attribute 'nope'"),
-        (["inspect", "train.pt", "--model", "mymodels:build", "--input-shape", "2,16"], "forward failed in tok_emb (Embedding)"),
+        (
+            ["inspect", "train.pt", "--model", "mymodels:build", "--input-shape", "2,16"],
+            "forward failed in tok_emb (Embedding)",
+        ),
     ],
 )
 def test_errors_are_one_line_with_exit_code_1(files, args, message):
@@ -115,7 +133,14 @@ def test_refused_pickle_exit_code_and_trust(files, tmp_path):
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["inspect"], ["inspect", "x.pt", "--depth", "two"], ["inspect", "x.pt", "--input-shape", "2,16"], ["frobnicate"], ["compare", "a.pt"]],
+    [
+        [],
+        ["inspect"],
+        ["inspect", "x.pt", "--depth", "two"],
+        ["inspect", "x.pt", "--input-shape", "2,16"],
+        ["frobnicate"],
+        ["compare", "a.pt"],
+    ],
 )
 def test_usage_errors_exit_2(args):
     r = run(*args)

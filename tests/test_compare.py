@@ -92,15 +92,39 @@ def test_dtype_change_is_a_status_and_still_measured():
 
 
 def test_statuses_and_missing_values():
-    a = {"same": torch.ones(3), "changed": torch.ones(3), "reshaped": torch.ones(6), "removed": torch.ones(2), "zero": torch.zeros(4)}
-    b = {"same": torch.ones(3), "changed": torch.tensor([1.0, 2.0, 1.0]), "reshaped": torch.ones(2, 3), "zero": torch.tensor([0.0, 0, 0, 1]), "added": torch.ones(1)}
+    a = {
+        "same": torch.ones(3),
+        "changed": torch.ones(3),
+        "reshaped": torch.ones(6),
+        "removed": torch.ones(2),
+        "zero": torch.zeros(4),
+    }
+    b = {
+        "same": torch.ones(3),
+        "changed": torch.tensor([1.0, 2.0, 1.0]),
+        "reshaped": torch.ones(2, 3),
+        "zero": torch.tensor([0.0, 0, 0, 1]),
+        "added": torch.ones(1),
+    }
     frame = nbinspect.compare(a, b).frame.set_index("name")
     assert frame["status"].to_dict() == {
         "same": "same", "changed": "changed", "reshaped": "reshaped", "removed": "removed", "zero": "changed", "added": "added",
     }  # fmt: skip
-    assert list(frame.index) == ["same", "changed", "reshaped", "removed", "zero", "added"]  # a's order, then b's additions
+    assert list(frame.index) == [
+        "same",
+        "changed",
+        "reshaped",
+        "removed",
+        "zero",
+        "added",
+    ]  # a's order, then b's additions
     same = frame.loc["same"]
-    assert same["l2_delta"] == 0 and same["rel_change"] == 0 and same["cosine"] == pytest.approx(1.0) and same["frac_above"] == (0, 0, 0)
+    assert (
+        same["l2_delta"] == 0
+        and same["rel_change"] == 0
+        and same["cosine"] == pytest.approx(1.0)
+        and same["frac_above"] == (0, 0, 0)
+    )
     assert math.isinf(frame.loc["zero", "rel_change"]) and pd.isna(frame.loc["zero", "cosine"])
     for name in ("reshaped", "removed", "added"):
         assert pd.isna(frame.loc[name, "numel"]) and pd.isna(frame.loc[name, "l2_delta"])
@@ -137,7 +161,15 @@ def _llama_like(seed: int, layers: int = 2) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     sd = {"model.embed_tokens.weight": torch.randn(32, 8, generator=g)}
     for i in range(layers):
-        for part in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"):
+        for part in (
+            "self_attn.q_proj",
+            "self_attn.k_proj",
+            "self_attn.v_proj",
+            "self_attn.o_proj",
+            "mlp.gate_proj",
+            "mlp.up_proj",
+            "mlp.down_proj",
+        ):
             sd[f"model.layers.{i}.{part}.weight"] = torch.randn(8, 8, generator=g)
         sd[f"model.layers.{i}.input_layernorm.weight"] = torch.ones(8)
     sd["model.norm.weight"] = torch.ones(8)
@@ -147,15 +179,31 @@ def _llama_like(seed: int, layers: int = 2) -> dict[str, torch.Tensor]:
 
 def test_roll_ups_equal_the_reference_over_their_members():
     a = _llama_like(0)
-    b = {k: v + (0.01 * (i % 3)) * torch.sin(torch.arange(v.numel()).reshape(v.shape) * 1.0) for i, (k, v) in enumerate(a.items())}
+    b = {
+        k: v + (0.01 * (i % 3)) * torch.sin(torch.arange(v.numel()).reshape(v.shape) * 1.0)
+        for i, (k, v) in enumerate(a.items())
+    }
     result = nbinspect.compare(a, b)
 
     def ref(names):
-        return _reference(np.concatenate([a[n].numpy().ravel() for n in names]), np.concatenate([b[n].numpy().ravel() for n in names]))
+        return _reference(
+            np.concatenate([a[n].numpy().ravel() for n in names]), np.concatenate([b[n].numpy().ravel() for n in names])
+        )
 
     comps = result.by_component().set_index("group")
     COMPARE_GROUPS.validate(result.by_component())
-    assert list(comps.index) == ["embedding", "attn.q", "attn.k", "attn.v", "attn.o", "mlp.gate", "mlp.up", "mlp.down", "norm", "head"]
+    assert list(comps.index) == [
+        "embedding",
+        "attn.q",
+        "attn.k",
+        "attn.v",
+        "attn.o",
+        "mlp.gate",
+        "mlp.up",
+        "mlp.down",
+        "norm",
+        "head",
+    ]
     for group in ("attn.q", "mlp.down", "norm"):
         members = [n for n in a if result.frame.set_index("name").loc[n, "component"] == group]
         _check(comps.loc[group], ref(members))
@@ -256,7 +304,14 @@ def test_the_compared_tree_holds_what_only_b_has():
     assert list(layers["name"]) == ["", "body", "head", "classifier"]  # pre-order, b's new child last
     assert list(layers["parent"].iloc[1:]) == ["", "", ""]
     params = result.frames["params"]
-    assert set(params["name"]) == {"body.weight", "body.bias", "head.weight", "head.bias", "classifier.weight", "classifier.bias"}
+    assert set(params["name"]) == {
+        "body.weight",
+        "body.bias",
+        "head.weight",
+        "head.bias",
+        "classifier.weight",
+        "classifier.bias",
+    }
     payload = build_payload("x", "torch", result.totals, result.frames)
     tensors, modules = payload["tensors"], list(layers["name"])
     names = [f"{modules[m]}.{k}" if modules[m] else k for m, k in zip(tensors["module"], tensors["key"])]

@@ -15,7 +15,11 @@ def test_build_is_deterministic_and_leaves_global_rng(zoo_name):
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(x, y), name
     c = examples.build(zoo_name, seed=1)
-    assert any(not torch.equal(x, y) for x, y in zip(a.state_dict().values(), c.state_dict().values()) if x.is_floating_point() and x.numel() > 1)
+    assert any(
+        not torch.equal(x, y)
+        for x, y in zip(a.state_dict().values(), c.state_dict().values())
+        if x.is_floating_point() and x.numel() > 1
+    )
 
 
 def test_forward_runs_on_example_input(zoo_name):

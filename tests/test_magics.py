@@ -48,7 +48,9 @@ def test_json_option_writes_the_export(ip, tmp_path):
 
 
 def test_local_scope_inside_a_function(ip):
-    ip.run_cell("def f():\n    local_model = examples.build('shared')\n    found = %inspect_model local_model --text\n    return found\n")
+    ip.run_cell(
+        "def f():\n    local_model = examples.build('shared')\n    found = %inspect_model local_model --text\n    return found\n"
+    )
     result = ip.run_cell("r = f()")
     assert result.success, result.error_in_exec
     assert ip.user_ns["r"].name == "SharedLayerNet"
@@ -56,13 +58,26 @@ def test_local_scope_inside_a_function(ip):
 
 def test_help_lists_the_options(ip):
     doc = ip.find_line_magic("inspect_model").__doc__
-    for option in ("--input", "--input-shape", "--dtype", "--depth", "--no-stats", "--bins", "--batch-size",
-                   "--optimizer", "--compare", "--json", "--html", "--text", "-o"):
+    for option in (
+        "--input",
+        "--input-shape",
+        "--dtype",
+        "--depth",
+        "--no-stats",
+        "--bins",
+        "--batch-size",
+        "--optimizer",
+        "--compare",
+        "--json",
+        "--html",
+        "--text",
+        "-o",
+    ):
         assert option in doc, option
 
 
 @pytest.mark.parametrize(
-    "line,message",
+    ("line", "message"),
     [
         ("modle", "name 'modle' is not defined"),
         ("nets[5]", "failed: IndexError"),
@@ -99,7 +114,7 @@ def _shown(ip, cell: str, store_history: bool) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize(
-    "cell,expected",
+    ("cell", "expected"),
     [
         ("%inspect_model nets[0]", (0, 1)),  # last expression: IPython shows the returned value
         ("shown = %inspect_model nets[0]", (1, 0)),  # assigned: the magic displays it itself
@@ -169,7 +184,9 @@ def test_failing_forward_names_the_module_in_one_line(ip):
 
 def test_cell_magic_traces_the_cells_own_forward_passes(ip):
     ip.run_cell("import torch; x3 = torch.randn(3, 32); x5 = torch.randn(5, 32); cellnet = examples.build('mlp')")
-    insp = ip.run_cell_magic("inspect_model", "cellnet --text", "a = cellnet(x3)\nb = cellnet(x5)\nshape_b = tuple(b.shape)")
+    insp = ip.run_cell_magic(
+        "inspect_model", "cellnet --text", "a = cellnet(x3)\nb = cellnet(x5)\nshape_b = tuple(b.shape)"
+    )
     assert insp is None  # --text printed instead
     result = ip.run_cell_magic("inspect_model", "cellnet -o watched", "cellnet(x3); out = cellnet(x5)")
     assert result is ip.user_ns["watched"]

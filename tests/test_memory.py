@@ -176,7 +176,7 @@ def test_printed_in_human_units():
 
 
 @pytest.mark.parametrize(
-    "options,message",
+    ("options", "message"),
     [
         ({"optimizer": "lamb"}, "unknown optimizer 'lamb'"),
         ({"precision": "int8"}, "unknown precision 'int8'"),
@@ -191,8 +191,13 @@ def test_bad_options(options, message):
 def test_llama_plan_on_meta_matches_a_real_autocast_step():
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(
-        hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, vocab_size=100, use_cache=False,
+        hidden_size=64,
+        intermediate_size=160,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=100,
+        use_cache=False,
     )
     with torch.device("meta"):
         meta = transformers.LlamaForCausalLM(config)
@@ -232,5 +237,7 @@ def test_data_dependent_model_is_measured_for_real_and_scaled():
 
 
 def test_data_dependent_model_cannot_be_planned_in_another_precision():
-    with pytest.raises(nbinspect.TraceError, match=r"failed in _DataDependent \(the root module\) with inputs \[2, 16\].*fake tensors"):
+    with pytest.raises(
+        nbinspect.TraceError, match=r"failed in _DataDependent \(the root module\) with inputs \[2, 16\].*fake tensors"
+    ):
         nbinspect.memory(_DataDependent(), input=(2, 16), precision="bf16")

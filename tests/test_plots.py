@@ -54,7 +54,10 @@ def test_three_hundred_layers_are_paged_not_walled(tmp_path):
 def test_pattern_and_top_choose_the_panels():
     frame = nbinspect.stats(examples.build("tiny_lm"))
     fig = nbinspect.plot_distributions(frame, pattern=r"mlp\.0\.weight$")
-    assert [ax.get_title(loc="left") for ax in visible_panels(fig)] == ["blocks.0.mlp.0.weight", "blocks.1.mlp.0.weight"]
+    assert [ax.get_title(loc="left") for ax in visible_panels(fig)] == [
+        "blocks.0.mlp.0.weight",
+        "blocks.1.mlp.0.weight",
+    ]
     top = nbinspect.plot_distributions(frame, top=1)
     assert [ax.get_title(loc="left") for ax in visible_panels(top)] == ["tok_emb.weight"]
     with pytest.raises(ValueError, match="no rows to plot"):
@@ -111,6 +114,9 @@ def test_dump_model_info_adds_weight_statistics_and_saves_the_plot(tmp_path, cap
 
 def test_dump_model_info_logs_an_unwritable_path(tmp_path):
     info = nbinspect.dump_model_info(
-        examples.build("mlp"), logger=logging.getLogger("quiet"), plot_distributions=True, save_path=str(tmp_path / "no" / "dir.png")
+        examples.build("mlp"),
+        logger=logging.getLogger("quiet"),
+        plot_distributions=True,
+        save_path=str(tmp_path / "no" / "dir.png"),
     )
     assert info.errors and info.errors[0].startswith("distribution plot failed: FileNotFoundError")

@@ -185,7 +185,11 @@ def test_large_module_rollup_is_close_to_the_exact_histogram():
 
 def test_dict_and_single_tensor_inputs():
     g = torch.Generator().manual_seed(11)
-    weights = {"enc.0.weight": torch.randn(8, 8, generator=g), "enc.0.bias": torch.zeros(8), "head.weight": torch.ones(2, 8)}
+    weights = {
+        "enc.0.weight": torch.randn(8, 8, generator=g),
+        "enc.0.bias": torch.zeros(8),
+        "head.weight": torch.ones(2, 8),
+    }
     frame = nbinspect.stats(weights).set_index("name")
     assert list(frame.index) == list(weights)
     check_row(frame.loc["enc.0.weight"], weights["enc.0.weight"].double().numpy().ravel(), rel=1e-12)

@@ -71,7 +71,11 @@ values_strategy = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(values=values_strategy, cuts=st.lists(st.integers(0, 300), max_size=8), shape=st.lists(st.integers(0, 50), max_size=10))
+@given(
+    values=values_strategy,
+    cuts=st.lists(st.integers(0, 300), max_size=8),
+    shape=st.lists(st.integers(0, 50), max_size=10),
+)
 def test_merge_over_random_splits_matches_float64_reference(values, cuts, shape):
     x = torch.tensor(values, dtype=torch.float64)
     merged = merge_tree(part_moments(x, [c % (len(values) + 1) for c in cuts]), shape)
@@ -93,7 +97,10 @@ def test_merge_is_associative_and_exact_on_shared_edges(seed, parts, shape):
     """Parts that all hold the global min and max share edges: merged histograms are exact,
     whatever the merge order."""
     g = torch.Generator().manual_seed(seed)
-    pieces = [torch.randn(int(torch.randint(1, 200, (1,), generator=g)), generator=g, dtype=torch.float64) for _ in range(parts)]
+    pieces = [
+        torch.randn(int(torch.randint(1, 200, (1,), generator=g)), generator=g, dtype=torch.float64)
+        for _ in range(parts)
+    ]
     pieces = [torch.cat([p, torch.tensor([-5.0, 5.0], dtype=torch.float64)]) for p in pieces]
     moments = [tensor_moments(p) for p in pieces]
     a, b = merge_tree(moments, shape), merge(moments)
@@ -120,7 +127,7 @@ def test_integer_values_on_bin_edges_bin_like_numpy():
     assert np.array_equal(m.hist, np.histogram(x, 64)[0])
 
 
-@pytest.mark.parametrize("lo,hi", [(0.0, 1.0), (2.5, 2.5), (float("nan"), float("nan")), (-3.0, 1e-3)])
+@pytest.mark.parametrize(("lo", "hi"), [(0.0, 1.0), (2.5, 2.5), (float("nan"), float("nan")), (-3.0, 1e-3)])
 def test_histogram_edges_match_numpy(lo, hi):
     data = np.array([]) if math.isnan(lo) else np.array([lo, hi])
     assert np.array_equal(histogram_edges(lo, hi, 64), np.histogram(data, 64)[1])

@@ -22,11 +22,35 @@ def conv(i: int, o: int, k: int, dims: int = 2) -> int:
 # Hand counts: (unique parameters, trainable, by path, buffer elements, buffer bytes)
 BLOCK = 2 * 2 * 64 + linear(64, 192) + linear(64, 64) + linear(64, 256) + linear(256, 64)
 HAND = {
-    "cnn": (conv(3, 8, 3) + 2 * 8 + conv(8, 16, 3) + 2 * 16 + linear(16, 10), None, None, 8 * 2 + 1 + 16 * 2 + 1, (8 * 2 + 16 * 2) * 4 + 2 * 8),
+    "cnn": (
+        conv(3, 8, 3) + 2 * 8 + conv(8, 16, 3) + 2 * 16 + linear(16, 10),
+        None,
+        None,
+        8 * 2 + 1 + 16 * 2 + 1,
+        (8 * 2 + 16 * 2) * 4 + 2 * 8,
+    ),
     "mlp": (linear(32, 64) + linear(64, 64) + linear(64, 10), None, None, 0, 0),
-    "tiny_lm": (256 * 64 + 32 * 64 + 2 * BLOCK + 2 * 64, None, 256 * 64 + 32 * 64 + 2 * BLOCK + 2 * 64 + 256 * 64, 0, 0),
-    "shared": (linear(8, 16) + linear(16, 16) + linear(16, 4), None, linear(8, 16) + 2 * linear(16, 16) + linear(16, 4), 0, 0),
-    "frozen": (linear(16, 32) + 2 * 32 + linear(32, 3) + 1, linear(32, 3) + 1, None, 32 * 2 + 1 + 3 + 1, 32 * 2 * 4 + 8 + 3 * 1 + 1 * 2),
+    "tiny_lm": (
+        256 * 64 + 32 * 64 + 2 * BLOCK + 2 * 64,
+        None,
+        256 * 64 + 32 * 64 + 2 * BLOCK + 2 * 64 + 256 * 64,
+        0,
+        0,
+    ),
+    "shared": (
+        linear(8, 16) + linear(16, 16) + linear(16, 4),
+        None,
+        linear(8, 16) + 2 * linear(16, 16) + linear(16, 4),
+        0,
+        0,
+    ),
+    "frozen": (
+        linear(16, 32) + 2 * 32 + linear(32, 3) + 1,
+        linear(32, 3) + 1,
+        None,
+        32 * 2 + 1 + 3 + 1,
+        32 * 2 * 4 + 8 + 3 * 1 + 1 * 2,
+    ),
 }
 
 
@@ -229,7 +253,7 @@ LAYER_ATTRS = [
 ]
 
 
-@pytest.mark.parametrize("module,expected", LAYER_ATTRS, ids=[type(m).__name__ for m, _ in LAYER_ATTRS])
+@pytest.mark.parametrize(("module", "expected"), LAYER_ATTRS, ids=[type(m).__name__ for m, _ in LAYER_ATTRS])
 def test_layer_attrs(module, expected):
     attrs = nbinspect.layers(module).iloc[0]["attrs"]
     assert {k: attrs.get(k) for k in expected} == expected

@@ -34,8 +34,16 @@ def test_demo_command_prints_the_summary():
 
 
 @pytest.mark.parametrize(
-    "n,text",
-    [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KB"), (1536, "1.5 KB"), (5 * 2**20, "5.0 MB"), (3 * 2**30, "3.0 GB"), (2**41, "2.0 TB")],
+    ("n", "text"),
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KB"),
+        (1536, "1.5 KB"),
+        (5 * 2**20, "5.0 MB"),
+        (3 * 2**30, "3.0 GB"),
+        (2**41, "2.0 TB"),
+    ],
 )
 def test_format_bytes(n, text):
     assert format_bytes(n) == text

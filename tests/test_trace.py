@@ -57,7 +57,7 @@ def test_tiny_lm_shapes_by_hand():
 
 
 @pytest.mark.parametrize(
-    "name,expected",
+    ("name", "expected"),
     [
         ("mlp", {"body.0": [(4, 64)], "body.3": [(4, 64)], "head": [(4, 10)]}),
         ("frozen", {"backbone.0": [(4, 32)], "backbone.1": [(4, 32)], "head": [(4, 3)], "": [(4, 3)]}),
@@ -104,7 +104,7 @@ def test_linear_flops():
     assert insp.totals["flops"] == _row(insp, "")["flops"] == 2 * 5 * 32 * 64 + 2 * 5 * 64 * 10
 
 
-@pytest.mark.parametrize("groups,stride,padding", [(1, 1, 1), (2, 2, 0), (4, 1, 2)])
+@pytest.mark.parametrize(("groups", "stride", "padding"), [(1, 1, 1), (2, 2, 0), (4, 1, 2)])
 def test_conv_flops(groups, stride, padding):
     conv = nn.Conv2d(8, 16, kernel_size=3, stride=stride, padding=padding, groups=groups)
     insp = nbinspect.trace(conv, (2, 8, 20, 20))

@@ -48,7 +48,7 @@ def test_batchnorm_stats_and_rng_unchanged_in_train_mode():
 
 def test_parameters_are_the_same_objects_on_the_same_device():
     model = examples.build("tiny_lm")
-    before = {name: p for name, p in model.named_parameters()}
+    before = dict(model.named_parameters())
     nbinspect.trace(model, examples.example_input("tiny_lm"), backward=True)
     after = dict(model.named_parameters())
     assert all(after[name] is p and p.device.type == "cpu" for name, p in before.items())
@@ -148,7 +148,11 @@ def test_exception_caught_inside_the_model():
 
     insp = nbinspect.trace(Tolerant(), (3, 64))
     flow = insp.frames["flow"]
-    assert list(zip(flow["name"], flow["status"], flow["depth"])) == [("", "ok", 0), ("bad", "failed", 1), ("good", "ok", 1)]
+    assert list(zip(flow["name"], flow["status"], flow["depth"])) == [
+        ("", "ok", 0),
+        ("bad", "failed", 1),
+        ("good", "ok", 1),
+    ]
 
 
 def test_failure_before_any_module():

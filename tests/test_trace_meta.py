@@ -81,8 +81,13 @@ def test_llama_on_meta_fails_plainly_but_traces():
 
 def test_llama_7b_config_gives_its_full_layer_table():
     model, config = _llama(
-        hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=32, vocab_size=32000, max_position_embeddings=2048,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        vocab_size=32000,
+        max_position_embeddings=2048,
     )
     insp = nbinspect.trace(model, (1, 32), input_dtype=torch.long)
     assert insp.totals["total_params"] == 6_738_415_616

@@ -98,7 +98,12 @@ def test_nan_and_inf_travel_as_null():
 
 def test_uneven_histogram_edges_are_kept_and_missing_rows_are_null():
     insp = nbinspect.inspect(examples.build("mlp"))
-    row = {"name": insp.params["name"].iloc[0], "mean": 0.5, "hist_counts": [1, 2, 3, 4], "hist_edges": [-1.0, -0.5, 0.0, 1.0, 2.0]}
+    row = {
+        "name": insp.params["name"].iloc[0],
+        "mean": 0.5,
+        "hist_counts": [1, 2, 3, 4],
+        "hist_edges": [-1.0, -0.5, 0.0, 1.0, 2.0],
+    }
     p = payload_of(insp, stats=pd.DataFrame([row]))
     assert p["tensors"]["hist"][0] == {"e": [-1.0, -0.5, 0.0, 1.0, 2.0], "c": [1, 2, 3, 4]}
     assert p["tensors"]["stats"][0][p["stat_fields"].index("mean")] == 0.5
@@ -122,12 +127,16 @@ def test_module_stats_compare_and_trace_columns_are_used_when_present():
     assert p["modules"]["output_shapes"][0] == [[2, 10]]  # one output tensor
     mean = p["stat_fields"].index("mean")
     conv = names.index("features.0")
-    assert p["modules"]["stats"][conv][mean] == pytest.approx(module_stats.set_index("name").loc["features.0", "mean"], rel=1e-5)
+    assert p["modules"]["stats"][conv][mean] == pytest.approx(
+        module_stats.set_index("name").loc["features.0", "mean"], rel=1e-5
+    )
     assert p["modules"]["note"][names.index("features.2")] == "no parameters"
     status = dict(zip(traced.params["name"], p["tensors"]["compare"]))
     assert status["classifier.2.weight"] == ["changed", pytest.approx(1.0)]
     assert status["features.0.weight"] == ["same", 0.0]
-    assert histogram({"stats": both}, "features.0", kind="module")["c"] == list(module_stats.set_index("name").loc["features.0", "hist_counts"])
+    assert histogram({"stats": both}, "features.0", kind="module")["c"] == list(
+        module_stats.set_index("name").loc["features.0", "hist_counts"]
+    )
     assert histogram({"stats_by_module": module_stats}, "features.0", kind="module") is not None
 
 
@@ -196,6 +205,8 @@ def test_default_inspection_carries_tensor_and_module_stats():
     names = insp.layers["name"].tolist()
     features = names.index("features")
     mean = p["stat_fields"].index("mean")
-    assert p["modules"]["stats"][features][mean] == pytest.approx(insp.stats_by_module.set_index("name").loc["features", "mean"], rel=1e-5)
+    assert p["modules"]["stats"][features][mean] == pytest.approx(
+        insp.stats_by_module.set_index("name").loc["features", "mean"], rel=1e-5
+    )
     assert sum(p["modules"]["hist"][features]["c"]) > 0
     assert all(row is not None for row in p["tensors"]["stats"])

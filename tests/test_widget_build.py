@@ -29,7 +29,8 @@ def test_wheel_from_a_checkout_builds_and_ships_the_bundle(tmp_path):
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(src)],
-        check=True, timeout=600,
+        check=True,
+        timeout=600,
     )
     (wheel,) = dist.glob("nbinspect-*.whl")
     with zipfile.ZipFile(wheel) as z:

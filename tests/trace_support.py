@@ -3,7 +3,8 @@ pass built and read every node's ``_saved_*`` tensors, each memory block once (b
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 

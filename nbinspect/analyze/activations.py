@@ -10,7 +10,8 @@ allocated.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -46,7 +47,7 @@ class SavedTensorMeter:
             self.current().own_activation_bytes += storage.nbytes() if storage is not None else t.nbytes
         return t
 
-    def __enter__(self) -> "SavedTensorMeter":
+    def __enter__(self) -> SavedTensorMeter:
         self._hooks.__enter__()
         return self
 

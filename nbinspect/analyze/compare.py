@@ -9,21 +9,22 @@ partial sums are accumulated in float64. Files release their pages after each te
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .gc_pause import gc_paused
 from ..schema import COMPARE, COMPARE_GROUPS
 from ..sources import TensorEntry, ancestors, as_source
 from ..sources.errors import first_line
 from ..sources.tree import module_paths
 from .components import component, layer_index
+from .gc_pause import gc_paused
 
-__all__ = ["DEFAULT_THRESHOLDS", "compare_frame", "by_module", "by_component", "by_layer"]
+__all__ = ["DEFAULT_THRESHOLDS", "by_component", "by_layer", "by_module", "compare_frame"]
 
 DEFAULT_THRESHOLDS = (1e-8, 1e-6, 1e-4)
 CHUNK = 1 << 18
@@ -42,7 +43,7 @@ class _Sums:
     d: float = 0.0  # sum (b - a)
     max_abs: float = 0.0
 
-    def add(self, other: "_Sums") -> None:
+    def add(self, other: _Sums) -> None:
         self.n += other.n
         self.aa, self.bb, self.ab = self.aa + other.aa, self.bb + other.bb, self.ab + other.ab
         self.dd, self.d = self.dd + other.dd, self.d + other.d
@@ -66,7 +67,7 @@ class _Sums:
         }
 
     @classmethod
-    def from_row(cls, row: Any, k: int) -> "_Sums":
+    def from_row(cls, row: Any, k: int) -> _Sums:
         """Back from a frame row (compare or compare_groups) to mergeable sums."""
         if pd.isna(row.numel):
             return cls([0] * k)
@@ -149,7 +150,9 @@ def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers
     if a.shape != b.shape:
         return {"status": "reshaped"}
     if "meta" in (a.device, b.device):
-        raise ValueError(f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: it has no values")
+        raise ValueError(
+            f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: it has no values"
+        )
     try:
         s = _delta_sums(a.values(), b.values(), thresholds, buffers)
     except (RuntimeError, TypeError, ValueError) as exc:
@@ -210,7 +213,15 @@ def _groups(frame: pd.DataFrame, keys: list[tuple[str, Any]]) -> pd.DataFrame:
     records = []
     for (group, layer), s in sums.items():
         columns = s.columns() if s.n else {"numel": 0}
-        records.append({"group": group, "layer": layer, "tensors": counts[group, layer][0], "differ": counts[group, layer][1], **columns})
+        records.append(
+            {
+                "group": group,
+                "layer": layer,
+                "tensors": counts[group, layer][0],
+                "differ": counts[group, layer][1],
+                **columns,
+            }
+        )
     out = COMPARE_GROUPS.build(records)
     out.attrs.update(frame.attrs)
     return out

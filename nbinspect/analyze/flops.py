@@ -18,7 +18,8 @@ with the module call that created it; during backward the node running
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -37,13 +38,46 @@ _EXTRA_FORMULAS = {
 
 # Ops that move or create data without arithmetic: never listed as "not counted".
 _DATA_MOVEMENT = {
-    aten.clone, aten._to_copy, aten.copy_, aten.copy, aten.cat, aten.stack, aten.detach,
-    aten.lift_fresh, aten.empty_like, aten.zeros_like, aten.ones_like, aten.full_like,
-    aten.new_empty_strided, aten.new_zeros, aten.new_ones, aten.new_empty, aten.fill_,
-    aten.zero_, aten.index_select, aten.gather, aten.embedding, aten.constant_pad_nd,
-    aten.slice_scatter, aten.select_scatter, aten.masked_fill, aten.where, aten.index,
-    aten.split_with_sizes_copy, aten.empty_strided, aten.empty, aten.zeros, aten.ones,
-    aten.full, aten.arange, aten._unsafe_view, aten.alias, aten.scalar_tensor, aten._local_scalar_dense, aten.tril, aten.triu,
+    aten.clone,
+    aten._to_copy,
+    aten.copy_,
+    aten.copy,
+    aten.cat,
+    aten.stack,
+    aten.detach,
+    aten.lift_fresh,
+    aten.empty_like,
+    aten.zeros_like,
+    aten.ones_like,
+    aten.full_like,
+    aten.new_empty_strided,
+    aten.new_zeros,
+    aten.new_ones,
+    aten.new_empty,
+    aten.fill_,
+    aten.zero_,
+    aten.index_select,
+    aten.gather,
+    aten.embedding,
+    aten.constant_pad_nd,
+    aten.slice_scatter,
+    aten.select_scatter,
+    aten.masked_fill,
+    aten.where,
+    aten.index,
+    aten.split_with_sizes_copy,
+    aten.empty_strided,
+    aten.empty,
+    aten.zeros,
+    aten.ones,
+    aten.full,
+    aten.arange,
+    aten._unsafe_view,
+    aten.alias,
+    aten.scalar_tensor,
+    aten._local_scalar_dense,
+    aten.tril,
+    aten.triu,
 }
 
 _NODE_KEY = "nbinspect_call"

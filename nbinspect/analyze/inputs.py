@@ -5,13 +5,15 @@ and walking nested outputs (tuples, dicts, dataclasses, HF ``ModelOutput``) to t
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
 from ..sources.torch_module import dtype_name
 
-__all__ = ["is_shape", "split_input", "map_inputs", "leaves", "io_records", "tensors_in", "dtype_name"]
+__all__ = ["dtype_name", "io_records", "is_shape", "leaves", "map_inputs", "split_input", "tensors_in"]
+
 
 def is_shape(obj: Any) -> bool:
     """A non-empty tuple (or torch.Size) of ints is read as the shape of an input tensor."""
@@ -22,7 +24,9 @@ def split_input(input: Any) -> tuple[tuple, dict]:
     """`input=` of inspect()/memory() as (args, kwargs): a dict is keyword arguments, a list
     or a tuple that is not a shape is positional arguments, anything else one argument."""
     if input is None:
-        raise ValueError("no input given: pass a tensor, a shape tuple, a tuple of arguments or a dict of keyword arguments")
+        raise ValueError(
+            "no input given: pass a tensor, a shape tuple, a tuple of arguments or a dict of keyword arguments"
+        )
     if isinstance(input, dict):
         return (), dict(input)
     if isinstance(input, (list, tuple)) and not is_shape(input):

@@ -21,13 +21,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .gc_pause import gc_paused
 from ..schema import MEMORY, MEMORY_COMPONENTS, PARAMETER
 from ..sources import ModelSource, as_source
+from .gc_pause import gc_paused
 from .inputs import split_input
 from .trace import TraceError, run_trace
 
-__all__ = ["memory_plan", "OPTIMIZERS", "PRECISIONS"]
+__all__ = ["OPTIMIZERS", "PRECISIONS", "memory_plan"]
 
 # name -> (state tensors shaped like the parameter, 0-dim float32 scalars per parameter tensor)
 OPTIMIZERS: dict[str, tuple[int, int]] = {
@@ -148,7 +148,7 @@ def _trace(model, args, kwargs, batch_size, precision, input_dtype):
     """The trace on fake tensors at `batch_size`; failing that (data-dependent code), a real
     one at the given batch, scaled. Returns (result, scale, how)."""
     dtype, autocast = PRECISIONS[precision]
-    options = dict(training=True, input_dtype=input_dtype, autocast_dtype=autocast)
+    options = {"training": True, "input_dtype": input_dtype, "autocast_dtype": autocast}
     try:
         result = run_trace(model, args, kwargs, fake=True, param_dtype=dtype, batch_size=batch_size, **options)
         return result, 1.0, "measured on fake tensors"

@@ -16,11 +16,12 @@ cumulative counts (the totals stay exact, single bins are approximate). Pass one
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Moments", "merge", "histogram_edges", "rebin", "rebin_sum", "spread"]
+__all__ = ["Moments", "histogram_edges", "merge", "rebin", "rebin_sum", "spread"]
 
 
 class Moments(NamedTuple):
@@ -66,7 +67,7 @@ class Moments(NamedTuple):
         return histogram_edges(self.hist_lo, self.hist_hi, self.bins)
 
     @classmethod
-    def empty(cls, bins: int, numel: int = 0, nan: int = 0, inf: int = 0) -> "Moments":
+    def empty(cls, bins: int, numel: int = 0, nan: int = 0, inf: int = 0) -> Moments:
         """No finite values (an empty tensor, or one that is all NaN/Inf)."""
         nan_ = math.nan
         return cls(numel, 0, nan_, 0.0, 0.0, nan_, nan_, 0, nan, inf, np.zeros(bins, np.int64), nan_, nan_, 0)

@@ -21,14 +21,14 @@ the moments:
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from .moments import Moments, histogram_edges, merge
 
-__all__ = ["CHUNK", "SAMPLE", "batch_moments", "large_moments", "tensor_moments", "Workspace"]
+__all__ = ["CHUNK", "SAMPLE", "Workspace", "batch_moments", "large_moments", "tensor_moments"]
 
 CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
 SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
@@ -44,7 +44,7 @@ class Workspace:
     def __init__(self) -> None:
         self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -196,7 +196,15 @@ def _chunk_moments(c: torch.Tensor, lo: float, hi: float, work: torch.Tensor, bi
     return Moments(n, n, mean, max(m2, 0.0), abs_sum, lo, hi, zeros, 0, 0, np.zeros(bins, np.int64), lo, hi, 0)
 
 
-def _piece_moments(piece: torch.Tensor, cdt: torch.dtype, bins: int, workspace: Workspace, sample: torch.Tensor, position: int, stride: int) -> Moments:
+def _piece_moments(
+    piece: torch.Tensor,
+    cdt: torch.dtype,
+    bins: int,
+    workspace: Workspace,
+    sample: torch.Tensor,
+    position: int,
+    stride: int,
+) -> Moments:
     """Moments of one piece starting at flat `position`; writes its share of the strided
     sample (elements at multiples of `stride`) into `sample`."""
     c = piece.reshape(-1)
@@ -236,7 +244,9 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     if total.nan or total.inf:
         picked = picked[np.isfinite(picked)]
     counts = _bin_counts(picked, np.zeros(len(picked), np.int64), np.array([total.min]), np.array([total.max]), bins)[0]
-    return total._replace(hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked))
+    return total._replace(
+        hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked)
+    )
 
 
 def _scale_counts(counts: np.ndarray, total: int) -> np.ndarray:

@@ -9,7 +9,8 @@ once. Nothing in the model changes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,8 +18,8 @@ import torch
 
 from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source
-from .moments import Moments, histogram_edges, merge, spread
 from .gc_pause import gc_paused
+from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
 __all__ = ["stats", "stats_frames", "tensor_stats"]
@@ -28,7 +29,18 @@ PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
 _BATCH_ELEMENTS = 1 << 18  # small tensors reduced together: float64 temporaries of 2 MB each
 _BATCH_TENSORS = 16384
 _PROGRESS_STEP = 1 << 24  # bytes between progress bar updates
-_PLAIN = {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool}
+_PLAIN = {
+    torch.float64,
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+}
 
 
 def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = None) -> pd.DataFrame:
@@ -103,7 +115,9 @@ def tensor_stats(
                     flush()
                     pending_elements = 0
             else:
-                results[key] = _guarded(lambda: (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note))
+                results[key] = _guarded(
+                    lambda: (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note)
+                )
             values = None  # drop the reference; a memory-mapped source frees the pages
             entry.release()
             unreported += entry.nbytes
@@ -189,7 +203,24 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
     present = np.array([m is not None for m in moments], dtype=bool)
     having = [m for m in moments if m is not None]
     fields = np.array(
-        [(m.numel, m.count, m.mean, m.m2, m.abs_sum, m.min, m.max, m.zeros, m.nan, m.inf, m.hist_sample, m.hist_lo, m.hist_hi) for m in having],
+        [
+            (
+                m.numel,
+                m.count,
+                m.mean,
+                m.m2,
+                m.abs_sum,
+                m.min,
+                m.max,
+                m.zeros,
+                m.nan,
+                m.inf,
+                m.hist_sample,
+                m.hist_lo,
+                m.hist_hi,
+            )
+            for m in having
+        ],
         dtype=np.float64,
     ).reshape(-1, 13)
     numel, count, mean, m2, abs_sum, low, high, zeros, nan, inf, sample, hist_lo, hist_hi = fields.T
@@ -221,7 +252,18 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
         "kind": kinds,
         "dtype": dtypes,
         "numel": numels,
-        **{k: floats(v) for k, v in {"mean": mean, "std": std, "min": low, "max": high, "abs_mean": abs_mean, "l2": l2, "zeros": zero_share}.items()},
+        **{
+            k: floats(v)
+            for k, v in {
+                "mean": mean,
+                "std": std,
+                "min": low,
+                "max": high,
+                "abs_mean": abs_mean,
+                "l2": l2,
+                "zeros": zero_share,
+            }.items()
+        },
         **{k: ints(v) for k, v in {"nan": nan, "inf": inf, "hist_sample": sample}.items()},
         "hist_counts": objects(m.hist for m in having),
         "hist_edges": objects(histogram_edges(hist_lo, hist_hi, bins).reshape(-1, bins + 1)),

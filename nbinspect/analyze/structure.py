@@ -14,7 +14,7 @@ import pandas as pd
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source, parent_path
 
-__all__ = ["params", "layers", "by_type", "totals"]
+__all__ = ["by_type", "layers", "params", "totals"]
 
 
 def _first_owner(source: ModelSource) -> dict[Any, TensorEntry]:
@@ -108,11 +108,7 @@ def by_type(model: Any) -> pd.DataFrame:
             g["params"] += t.numel
             g["param_bytes"] += t.nbytes
             total += t.numel
-    rows = [
-        {"type": name, **g, "share": 100.0 * g["params"] / total}
-        for name, g in groups.items()
-        if g["params"] > 0
-    ]
+    rows = [{"type": name, **g, "share": 100.0 * g["params"] / total} for name, g in groups.items() if g["params"] > 0]
     rows.sort(key=lambda r: (-r["params"], r["type"]))
     return BY_TYPE.build(rows)
 

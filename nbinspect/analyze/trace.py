@@ -22,8 +22,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -33,12 +34,12 @@ from torch.nn.modules.module import (
     register_module_forward_pre_hook,
 )
 
-from .gc_pause import gc_paused
 from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter, coverage_note
+from .gc_pause import gc_paused
 from .inputs import dtype_name, io_records, map_inputs, tensors_in
 
-__all__ = ["Call", "Recorder", "TraceResult", "TraceError", "finish", "run_trace"]
+__all__ = ["Call", "Recorder", "TraceError", "TraceResult", "finish", "run_trace"]
 
 
 class Call:
@@ -46,9 +47,24 @@ class Call:
     dataclass's generated ``__init__`` costs four times as much."""
 
     __slots__ = (
-        "index", "name", "type", "depth", "parent", "call", "input_shapes", "input_bytes", "module_id",
-        "output_shapes", "output_dtypes", "own_flops", "own_backward_flops", "own_activation_bytes",
-        "flops", "backward_flops", "activation_bytes", "status",
+        "activation_bytes",
+        "backward_flops",
+        "call",
+        "depth",
+        "flops",
+        "index",
+        "input_bytes",
+        "input_shapes",
+        "module_id",
+        "name",
+        "output_dtypes",
+        "output_shapes",
+        "own_activation_bytes",
+        "own_backward_flops",
+        "own_flops",
+        "parent",
+        "status",
+        "type",
     )
 
     def __init__(self, index, name, type, depth, parent, call, input_shapes, input_bytes, module_id=0):
@@ -134,7 +150,9 @@ class Recorder:
         stack = self.stack
         n = self.counts.get(key, 0)
         self.counts[key] = n + 1
-        call = Call(len(self.calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key)
+        call = Call(
+            len(self.calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key
+        )
         self.calls.append(call)
         stack.append(call)
 
@@ -204,7 +222,9 @@ def _preserved(
     if real:
         for m in modules:
             if m._buffers:
-                buffers += [(m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta]
+                buffers += [
+                    (m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta
+                ]
     cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
     with torch.random.fork_rng(devices=cuda):
         try:
@@ -372,7 +392,9 @@ def run_trace(
             stand_in_device = torch.device("cpu") if on_meta else None
             device = stand_in_device or device
             params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
-            args, kwargs = map_inputs((args, kwargs), lambda t: resize(_stand_in(t, fake_mode, stand_in_device, None)), zeros)
+            args, kwargs = map_inputs(
+                (args, kwargs), lambda t: resize(_stand_in(t, fake_mode, stand_in_device, None)), zeros
+            )
         else:
             args, kwargs = map_inputs((args, kwargs), lambda t: t, zeros)
             params = model_tensors
@@ -409,4 +431,3 @@ def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:
     if not dtype.is_floating_point or ("Long" not in text and "indices" not in text):
         return ""
     return f" (inputs built from shapes are {dtype_name(dtype)}; pass input_dtype=torch.long for token ids)"
-

@@ -79,7 +79,12 @@ def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame
     if not result.flops:
         for row in stats.values():
             row["flops"] = None
-    idle = {"calls": 0, "flops": 0 if result.flops else None, "backward_flops": 0 if result.backward else None, "activation_bytes": 0}
+    idle = {
+        "calls": 0,
+        "flops": 0 if result.flops else None,
+        "backward_flops": 0 if result.backward else None,
+        "activation_bytes": 0,
+    }
     first = list(layers["alias_of"].fillna(layers["name"]))
     rows = [dict(stats.get(path, idle)) for path in first]
     _roll_up_idle_containers(rows, [path in stats for path in first], list(layers["name"]), list(layers["parent"]))

@@ -10,7 +10,7 @@ is the user's own doing. Activation bytes count each saved storage once over the
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from torch import nn
 
@@ -27,7 +27,12 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
     complete once the block has ended (also when it raised: the calls so far)."""
     named_modules = list(model.named_modules())
     recorder = Recorder(named_modules)
-    weights = {storage_key(t) for _, m in named_modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None}
+    weights = {
+        storage_key(t)
+        for _, m in named_modules
+        for t in (*m._parameters.values(), *m._buffers.values())
+        if t is not None
+    }
     counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=False)
     result = TraceResult(recorder.calls, [], None, counter.uncounted, flops, False, False)
     recorder.attach()

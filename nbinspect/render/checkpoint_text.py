@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -24,7 +25,18 @@ def metadata_text(metadata: Mapping[str, Any]) -> str:
 def tensor_listing(params: pd.DataFrame) -> str:
     """Every tensor: name, shape, dtype, elements, bytes, and the path it shares storage with."""
     rows = [
-        [r.name, format_shape(r.shape), r.dtype, format_count(r.numel), format_bytes(r.bytes), "" if is_missing(r.tied_to) else r.tied_to]
+        [
+            r.name,
+            format_shape(r.shape),
+            r.dtype,
+            format_count(r.numel),
+            format_bytes(r.bytes),
+            "" if is_missing(r.tied_to) else r.tied_to,
+        ]
         for r in params.itertuples(index=False)
     ]
-    return f"Tensors ({len(rows):,})\n" + table(["Name", "Shape", "Dtype", "Elements", "Bytes", "Same storage as"], rows, [False, False, False, True, True, False])
+    return f"Tensors ({len(rows):,})\n" + table(
+        ["Name", "Shape", "Dtype", "Elements", "Bytes", "Same storage as"],
+        rows,
+        [False, False, False, True, True, False],
+    )

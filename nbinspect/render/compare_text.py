@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -27,9 +28,7 @@ def _fractions(values: Any, k: int) -> list[str]:
 
 def _values(row: Any, k: int) -> list[str]:
     cosine = "" if is_missing(row.cosine) else f"{row.cosine:.6f}"
-    return [format_count(row.numel), _g(row.rel_change), _g(row.l2_delta), _g(row.max_abs_delta), cosine, _g(row.mean_drift)] + _fractions(
-        row.frac_above, k
-    )
+    return [format_count(row.numel), _g(row.rel_change), _g(row.l2_delta), _g(row.max_abs_delta), cosine, _g(row.mean_drift), *_fractions(row.frac_above, k)]
 
 
 def _threshold_header(thresholds: Sequence[float]) -> list[str]:
@@ -41,16 +40,25 @@ def groups_table(groups: pd.DataFrame, title: str, thresholds: Sequence[float]) 
     k = len(thresholds)
     rows = []
     for row in groups.itertuples(index=False):
-        label = row.group if title != "Module" else ("  " * row.group.count(".") + (row.group.rsplit(".", 1)[-1] if row.group else "(all)"))
+        label = (
+            row.group
+            if title != "Module"
+            else ("  " * row.group.count(".") + (row.group.rsplit(".", 1)[-1] if row.group else "(all)"))
+        )
         if not is_missing(row.layer) and title != "Layer":
             label = f"{row.layer}: {label}"
-        rows.append([label or "(none)", format_count(row.tensors), format_count(row.differ)] + _values(row, k))
-    header = [title, "Tensors", "Differ"] + _VALUE_HEADER + _threshold_header(thresholds)
+        rows.append([label or "(none)", format_count(row.tensors), format_count(row.differ), *_values(row, k)])
+    header = [title, "Tensors", "Differ", *_VALUE_HEADER, *_threshold_header(thresholds)]
     return table(header, rows, [False] + [True] * (len(header) - 1))
 
 
 def comparison_text(
-    title: str, frame: pd.DataFrame, overall: pd.DataFrame, components: pd.DataFrame, thresholds: Sequence[float], top: int = 10
+    title: str,
+    frame: pd.DataFrame,
+    overall: pd.DataFrame,
+    components: pd.DataFrame,
+    thresholds: Sequence[float],
+    top: int = 10,
 ) -> str:
     """The text ``print(comparison)`` shows."""
     heading = f"Compare {title}"
@@ -64,9 +72,15 @@ def comparison_text(
     compared = frame[frame["rel_change"].notna() & (frame["status"] != "same")]
     if len(compared):
         most = compared.sort_values("rel_change", ascending=False, kind="stable").head(top)
-        rows = [[r.name, r.status, format_shape(r.shape_a)] + _values(r, len(thresholds)) for r in most.itertuples(index=False)]
-        header = ["Tensor", "Status", "Shape"] + _VALUE_HEADER + _threshold_header(thresholds)
-        parts.append(f"Most changed tensors (top {len(most)} by rel change)\n" + table(header, rows, [False, False, False] + [True] * (len(header) - 3)))
+        rows = [
+            [r.name, r.status, format_shape(r.shape_a), *_values(r, len(thresholds))]
+            for r in most.itertuples(index=False)
+        ]
+        header = ["Tensor", "Status", "Shape", *_VALUE_HEADER, *_threshold_header(thresholds)]
+        parts.append(
+            f"Most changed tensors (top {len(most)} by rel change)\n"
+            + table(header, rows, [False, False, False] + [True] * (len(header) - 3))
+        )
     for status, describe in (
         ("added", lambda r: f"{r.name} {format_shape(r.shape_b)} {r.dtype_b}"),
         ("removed", lambda r: f"{r.name} {format_shape(r.shape_a)} {r.dtype_a}"),

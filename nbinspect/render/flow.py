@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -23,7 +24,7 @@ class TextFrame(pd.DataFrame):
         return pd.DataFrame
 
     @classmethod
-    def wrap(cls, frame: pd.DataFrame, render: Callable[[pd.DataFrame], str]) -> "TextFrame":
+    def wrap(cls, frame: pd.DataFrame, render: Callable[[pd.DataFrame], str]) -> TextFrame:
         out = cls(frame)
         out._render = render
         return out
@@ -42,7 +43,9 @@ def _io_lines(records: list[dict] | None) -> list[list[str]]:
     return rows
 
 
-def flow_text(flow: pd.DataFrame, io: Mapping[str, Any], totals: Mapping[str, Any], title: str = "", depth: int | None = None) -> str:
+def flow_text(
+    flow: pd.DataFrame, io: Mapping[str, Any], totals: Mapping[str, Any], title: str = "", depth: int | None = None
+) -> str:
     """Inputs, then every module call in order (nested as it ran) with its shapes, FLOPs and
     saved bytes, then outputs and the totals. `depth` hides calls nested deeper."""
     tree = pd.DataFrame(
@@ -63,7 +66,9 @@ def flow_text(flow: pd.DataFrame, io: Mapping[str, Any], totals: Mapping[str, An
         label = prefix + (local or title or r.type)
         kind = r.type + (f" (call {r.call + 1})" if r.call else "")
         out = format_shape(r.output_shapes) if r.status == "ok" else r.status.upper()
-        rows.append([label, kind, format_shape(r.input_shapes), out, format_flops(r.flops), format_bytes(r.activation_bytes)])
+        rows.append(
+            [label, kind, format_shape(r.input_shapes), out, format_flops(r.flops), format_bytes(r.activation_bytes)]
+        )
     calls = table(["Call", "Type", "Input", "Output", "FLOPs", "Saved"], rows, [False, False, False, False, True, True])
     inputs = table(["Inputs", "Shape", "Dtype"], _io_lines(io.get("input")), [False, False, False])
     parts = [f"{title} forward pass: {len(flow)} module calls" if title else f"Forward pass: {len(flow)} module calls"]
@@ -92,13 +97,24 @@ def memory_text(memory: pd.DataFrame, top: int = 10) -> str:
     """The whole-model rows of a memory plan in human units, then the `top` modules holding most."""
     whole = memory[memory["layer"].isna()]
     rows = [
-        [r.component, format_bytes(r.bytes), format_count(r.bytes), "" if is_missing(r.share) else f"{r.share:.1f}%", r.note]
+        [
+            r.component,
+            format_bytes(r.bytes),
+            format_count(r.bytes),
+            "" if is_missing(r.share) else f"{r.share:.1f}%",
+            r.note,
+        ]
         for r in whole.itertuples(index=False)
     ]
-    parts = ["Training memory plan\n" + table(["Component", "Size", "Bytes", "Share", "How"], rows, [False, True, True, True, False])]
+    parts = [
+        "Training memory plan\n"
+        + table(["Component", "Size", "Bytes", "Share", "How"], rows, [False, True, True, True, False])
+    ]
     per_module = memory[memory["layer"].notna()]
     if len(per_module):
-        sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable").head(top)
+        sums = (
+            per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable").head(top)
+        )
         lines = [[name or "(root)", format_bytes(n)] for name, n in sums.items()]
         title = f"Modules holding the most (top {len(lines)} of {per_module['layer'].nunique()})"
         parts.append(title + "\n" + table(["Module", "Size"], lines, [False, True]))

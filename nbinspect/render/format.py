@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["format_count", "format_bytes", "format_flops", "format_shape", "trainable_status", "is_missing"]
+__all__ = ["format_bytes", "format_count", "format_flops", "format_shape", "is_missing", "trainable_status"]
 
 _UNITS = ("B", "KB", "MB", "GB", "TB")
 

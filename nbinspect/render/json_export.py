@@ -6,15 +6,16 @@ Built from the frames only. Missing values become null; tuples become arrays.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .format import is_missing, trainable_status
 
-__all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "json_schema", "inspection_dict", "jsonable"]
+__all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "inspection_dict", "json_schema", "jsonable"]
 
 SCHEMA_ID = "nbinspect/inspection"
 SCHEMA_VERSION = 1

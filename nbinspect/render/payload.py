@@ -11,7 +11,8 @@ full-resolution one on request. Missing values, NaN and infinities become ``null
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ import pandas as pd
 from .format import is_missing
 from .json_export import jsonable
 
-__all__ = ["PAYLOAD_VERSION", "STAT_FIELDS", "INLINE_BINS", "build_payload", "histogram"]
+__all__ = ["INLINE_BINS", "PAYLOAD_VERSION", "STAT_FIELDS", "build_payload", "histogram"]
 
 PAYLOAD_VERSION = 1
 STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", "nan", "inf")
@@ -114,9 +115,7 @@ def _compare_rows(frame: pd.DataFrame | None, names: list[str]) -> list | None:
     return out
 
 
-def build_payload(
-    name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame]
-) -> dict:
+def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame]) -> dict:
     """The widget payload of one inspection. `frames` needs ``layers`` and ``params``; the
     ``stats``, module stats and ``compare`` frames and the layers' trace columns are used
     when present and left out of the payload when absent."""

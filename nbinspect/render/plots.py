@@ -57,7 +57,9 @@ def _panel(ax: Any, row: Any, log: bool) -> None:
     ax.set_title(_short(row.name), fontsize=8, loc="left")
     ax.tick_params(labelsize=6)
     if row.hist_counts is None:
-        ax.text(0.5, 0.5, row.note or "no values", ha="center", va="center", fontsize=7, wrap=True, transform=ax.transAxes)
+        ax.text(
+            0.5, 0.5, row.note or "no values", ha="center", va="center", fontsize=7, wrap=True, transform=ax.transAxes
+        )
         ax.set_xticks([])
         ax.set_yticks([])
         return
@@ -66,9 +68,20 @@ def _panel(ax: Any, row: Any, log: bool) -> None:
         ax.axvline(row.mean, color="#c44e52", linewidth=0.8)
     if log:
         ax.set_yscale("log")
-    text = "\n".join(f"{k} {v:.3g}" for k, v in (("mean", row.mean), ("std", row.std), ("min", row.min), ("max", row.max)))
-    ax.text(0.98, 0.95, text, ha="right", va="top", fontsize=6, family="monospace", transform=ax.transAxes,
-            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "linewidth": 0})
+    text = "\n".join(
+        f"{k} {v:.3g}" for k, v in (("mean", row.mean), ("std", row.std), ("min", row.min), ("max", row.max))
+    )
+    ax.text(
+        0.98,
+        0.95,
+        text,
+        ha="right",
+        va="top",
+        fontsize=6,
+        family="monospace",
+        transform=ax.transAxes,
+        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "linewidth": 0},
+    )
     finite = int(row.numel) - int(row.nan) - int(row.inf)
     detail = f"{row.dtype}, {format_count(row.numel)} values"
     if row.hist_sample < finite:
@@ -102,7 +115,9 @@ def distribution_figure(
         raise ValueError(f"per_page={per_page}, cols={cols}: both must be at least 1")
     rows = select_rows(frame, pattern, buffers, top)
     if rows.empty:
-        raise ValueError(f"no rows to plot: {len(frame)} in the frame, none left after pattern={pattern!r}, buffers={buffers}")
+        raise ValueError(
+            f"no rows to plot: {len(frame)} in the frame, none left after pattern={pattern!r}, buffers={buffers}"
+        )
     pages = math.ceil(len(rows) / per_page)
     if not 1 <= page <= pages:
         raise ValueError(f"page={page}: there are {pages} page(s) of {per_page} panels for {len(rows)} rows")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from ..sources.tree import UNKNOWN_TYPE
 from .format import format_bytes, format_count, format_shape, is_missing, trainable_status
 
-__all__ = ["table", "layer_tree", "summary"]
+__all__ = ["layer_tree", "summary", "table"]
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
@@ -82,7 +82,9 @@ def _by_type_block(by_type: pd.DataFrame) -> str:
         [r.type, format_count(r.modules), format_count(r.params), f"{r.share:.1f}%", format_bytes(r.param_bytes)]
         for r in by_type.itertuples(index=False)
     ]
-    return table(["Parameters by module type", "Modules", "Params", "Share", "Memory"], rows, [False, True, True, True, True])
+    return table(
+        ["Parameters by module type", "Modules", "Params", "Share", "Memory"], rows, [False, True, True, True, True]
+    )
 
 
 def summary(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
 
-__all__ = ["ModelSource", "ModuleEntry", "TensorEntry", "as_source", "ancestors", "parent_path"]
+__all__ = ["ModelSource", "ModuleEntry", "TensorEntry", "ancestors", "as_source", "parent_path"]
 
 EXPECTED = "a torch.nn.Module instance, a state_dict, or a checkpoint path"
 

@@ -6,8 +6,9 @@ A live torch module, a state_dict, a checkpoint file or an MLX model all become 
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from torch import nn
 
@@ -23,7 +24,7 @@ from .state_dict import from_mapping, split_checkpoint, stored_tensors
 from .torch_file import ZIP_MAGIC, load_torch_file
 from .tree import StoredTensor, build_source, natural_key
 
-__all__ = ["load_checkpoint", "from_path"]
+__all__ = ["from_path", "load_checkpoint"]
 
 _PICKLE_MAGIC = b"\x80"
 _TORCH_PATTERNS = ("*.pt", "*.pth", "*.bin", "*.ckpt")
@@ -48,7 +49,9 @@ def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTen
         if isinstance(weights, nn.Module):  # a pickled model inside a (trusted) checkpoint
             weights, meta["model_class"] = weights.state_dict(), type(weights).__name__
         if not isinstance(weights, Mapping):
-            raise CheckpointError(f"{path}: entry {meta.get('weights_key')!r} holds a {type(weights).__name__}, not a state_dict")
+            raise CheckpointError(
+                f"{path}: entry {meta.get('weights_key')!r} holds a {type(weights).__name__}, not a state_dict"
+            )
         release = drop_tensor_pages if mapped else None
         return stored_tensors(weights, meta, str(path), release), {"format": "torch", **meta}, False
     raise CheckpointError(
@@ -86,16 +89,22 @@ def _from_folder(folder: Path, trust: bool, key: str | None) -> tuple[list[Store
         raise CheckpointError(f"{folder}: several shard indexes ({', '.join(p.name for p in indexes)}); pass one")
     files = sorted(folder.glob("*.safetensors"), key=lambda p: natural_key(p.name))
     if not files:
-        files = sorted((p for pattern in _TORCH_PATTERNS for p in folder.glob(pattern)), key=lambda p: natural_key(p.name))
+        files = sorted(
+            (p for pattern in _TORCH_PATTERNS for p in folder.glob(pattern)), key=lambda p: natural_key(p.name)
+        )
     if not files:
-        raise CheckpointError(f"{folder}: no checkpoint files (*.safetensors, *.index.json, *.pt, *.pth, *.bin, *.ckpt)")
+        raise CheckpointError(
+            f"{folder}: no checkpoint files (*.safetensors, *.index.json, *.pt, *.pth, *.bin, *.ckpt)"
+        )
     stored, meta = [], {"format": f"folder ({len(files)} files)"}
     for path in files:
         stored += _read_file(path, trust, key)[0]
     return stored, meta, True
 
 
-def from_path(path: str | os.PathLike, *, trust: bool = False, key: str | None = None, name: str | None = None) -> ModelSource:
+def from_path(
+    path: str | os.PathLike, *, trust: bool = False, key: str | None = None, name: str | None = None
+) -> ModelSource:
     """The source for a checkpoint file, shard index or folder (tensor values stay lazy)."""
     path = Path(path).expanduser()
     if not path.exists():

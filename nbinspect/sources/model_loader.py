@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,7 +22,7 @@ from .base import ModelSource
 from .errors import first_line
 from .torch_module import dtype_name, from_module
 
-__all__ = ["LoadReport", "resolve_factory", "read_config", "load_into"]
+__all__ = ["LoadReport", "load_into", "read_config", "resolve_factory"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,10 @@ class LoadReport:
         for title, items in (
             ("missing (kept the model's initial values)", self.missing),
             ("unexpected (ignored)", self.unexpected),
-            ("shape mismatch (not loaded)", [f"{n}: checkpoint {list(a)} vs model {list(b)}" for n, a, b in self.mismatched]),
+            (
+                "shape mismatch (not loaded)",
+                [f"{n}: checkpoint {list(a)} vs model {list(b)}" for n, a, b in self.mismatched],
+            ),
             ("dtype converted", [f"{n}: {a} -> {b}" for n, a, b in self.cast]),
         ):
             if items:
@@ -101,9 +105,13 @@ def load_into(source: ModelSource, factory: str | type | Callable[..., Any], con
     try:
         model = build(**kwargs)
     except Exception as exc:  # user code: say which factory failed, with what
-        raise ValueError(f"model {getattr(build, '__name__', build)!r}({kwargs}) failed: {type(exc).__name__}: {exc}") from exc
+        raise ValueError(
+            f"model {getattr(build, '__name__', build)!r}({kwargs}) failed: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(model, nn.Module):
-        raise ValueError(f"model {getattr(build, '__name__', build)!r} returned a {type(model).__name__}, not a torch.nn.Module")
+        raise ValueError(
+            f"model {getattr(build, '__name__', build)!r} returned a {type(model).__name__}, not a torch.nn.Module"
+        )
     target = model.state_dict()
     entries = {t.name: t for t in source.tensors}
     matched, mismatched, cast = {}, [], []

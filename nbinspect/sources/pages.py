@@ -13,7 +13,7 @@ import mmap
 
 import torch
 
-__all__ = ["page_span", "drop_tensor_pages"]
+__all__ = ["drop_tensor_pages", "page_span"]
 
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 _libc = ctypes.CDLL(None, use_errno=True) if _MADV_DONTNEED is not None else None

@@ -71,7 +71,9 @@ def _header(path: Path) -> tuple[dict[str, Any], int, int]:
             raise CheckpointError(f"{path}: not a safetensors file (only {size} bytes)")
         (length,) = struct.unpack("<Q", head)
         if length > min(_MAX_HEADER, size - 8):
-            raise CheckpointError(f"{path}: not a safetensors file or truncated (header of {length:,} bytes, file {size:,})")
+            raise CheckpointError(
+                f"{path}: not a safetensors file or truncated (header of {length:,} bytes, file {size:,})"
+            )
         raw = f.read(length)
     try:
         header = json.loads(raw)
@@ -91,9 +93,13 @@ def _entry(path: Path, name: str, info: Any, data_len: int) -> tuple[torch.dtype
         raise CheckpointError(f"{path}: tensor {name!r}: bad header entry {info!r} ({exc!r})") from None
     expected = math.prod(shape) * dtype.itemsize
     if end - begin != expected or begin < 0:
-        raise CheckpointError(f"{path}: tensor {name!r}: byte range {begin}..{end} does not hold {list(shape)} {info['dtype']}")
+        raise CheckpointError(
+            f"{path}: tensor {name!r}: byte range {begin}..{end} does not hold {list(shape)} {info['dtype']}"
+        )
     if end > data_len:
-        raise CheckpointError(f"{path}: truncated: tensor {name!r} ends at byte {end:,} of the data, file holds {data_len:,}")
+        raise CheckpointError(
+            f"{path}: truncated: tensor {name!r} ends at byte {end:,} of the data, file holds {data_len:,}"
+        )
     return dtype, shape, begin, end
 
 

@@ -8,7 +8,8 @@ weights become the tensors; everything else is summarised in ``ModelSource.metad
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -18,7 +19,7 @@ from .errors import CheckpointError
 from .torch_module import dtype_name, from_module, storage_key
 from .tree import StoredTensor, build_source
 
-__all__ = ["WEIGHT_KEYS", "describe", "split_checkpoint", "stored_tensors", "from_mapping"]
+__all__ = ["WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]
 
 WEIGHT_KEYS = ("model_state_dict", "state_dict", "model", "ema", "module")
 
@@ -47,7 +48,9 @@ def describe(value: Any) -> Any:
     if isinstance(value, Mapping) and "param_groups" in value and "state" in value:
         n, nbytes = _tensors_and_bytes(value["state"])
         groups = value["param_groups"]
-        hyper = {k: v for k, v in (groups[0] if groups else {}).items() if isinstance(v, (int, float, str)) and k != "params"}
+        hyper = {
+            k: v for k, v in (groups[0] if groups else {}).items() if isinstance(v, (int, float, str)) and k != "params"
+        }
         return f"optimizer state: {len(groups)} param group(s), {n} tensors, {nbytes:,} bytes; {hyper}"
     if isinstance(value, (Mapping, list, tuple)):
         n, nbytes = _tensors_and_bytes(value)

@@ -29,7 +29,7 @@ def _plain(value: Any) -> Any:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _constant_names(cls: type) -> tuple[str, ...]:
     names: list[str] = []
     for base in reversed(cls.__mro__):

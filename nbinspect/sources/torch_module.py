@@ -9,7 +9,6 @@ from ..schema import BUFFER, PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry
 from .torch_attrs import layer_attrs
 
-
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
 
@@ -52,7 +51,17 @@ def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requi
         shape, numel = tuple(tensor.shape), tensor.numel()
         nbytes, key = numel * tensor.element_size(), storage_key(tensor)
     return TensorEntry(
-        name, module, kind, shape, dtype_name(tensor.dtype), _device_name(tensor.device), numel, nbytes, requires_grad, key, tensor
+        name,
+        module,
+        kind,
+        shape,
+        dtype_name(tensor.dtype),
+        _device_name(tensor.device),
+        numel,
+        nbytes,
+        requires_grad,
+        key,
+        tensor,
     )
 
 

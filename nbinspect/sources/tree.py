@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Mapping
+from typing import Any
 
 from ..schema import BUFFER, PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
 
-__all__ = ["StoredTensor", "UNKNOWN_TYPE", "natural_key", "module_paths", "build_source"]
+__all__ = ["UNKNOWN_TYPE", "StoredTensor", "build_source", "module_paths", "natural_key"]
 
 UNKNOWN_TYPE = "unknown"
 _BUFFER_NAMES = frozenset({"running_mean", "running_var", "num_batches_tracked"})
@@ -79,8 +80,7 @@ def build_source(
     paths = module_paths(t.name for t in stored)
     has_children = {parent_path(p) for p in paths if p}
     modules = tuple(
-        ModuleEntry(name=p, type=UNKNOWN_TYPE, is_leaf=p not in has_children, training=None, attrs={})
-        for p in paths
+        ModuleEntry(name=p, type=UNKNOWN_TYPE, is_leaf=p not in has_children, training=None, attrs={}) for p in paths
     )
     tensors = tuple(
         TensorEntry(

@@ -14,13 +14,28 @@ from .jupyterlab_server import TOKEN, jupyterlab
 
 NOTEBOOK = {
     "cells": [
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "import nbinspect\nfrom nbinspect import examples\n"
-                   "w = nbinspect.inspect(examples.build('cnn')).widget()\nw"},
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "print('SELECTED=' + repr(w.selected))"},
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "w.selected = 'classifier.2'"},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "import nbinspect\nfrom nbinspect import examples\n"
+            "w = nbinspect.inspect(examples.build('cnn')).widget()\nw",
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "print('SELECTED=' + repr(w.selected))",
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "w.selected = 'classifier.2'",
+        },
     ],
     "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     "nbformat": 4,
@@ -51,7 +66,9 @@ def run_cell(page, index: int) -> None:
 def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     page = open_page(f"{lab}/lab/tree/widget.ipynb?reset&token={TOKEN}")
     panel = page.locator(".jp-NotebookPanel", has=page.locator(".jp-Cell"))
-    expect(page.locator(".lm-TabBar-tab.jp-mod-current[data-type='document-title']")).to_contain_text("widget.ipynb", timeout=60_000)
+    expect(page.locator(".lm-TabBar-tab.jp-mod-current[data-type='document-title']")).to_contain_text(
+        "widget.ipynb", timeout=60_000
+    )
     expect(panel.locator(".jp-Cell")).to_have_count(3)
 
     run_cell(page, 0)
@@ -99,5 +116,7 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
 
     # and back: Python sets the selection, the tree shows it
     run_cell(page, 2)
-    expect(grid.locator('[role=row][data-path="classifier.2"]')).to_have_attribute("aria-selected", "true", timeout=30_000)
+    expect(grid.locator('[role=row][data-path="classifier.2"]')).to_have_attribute(
+        "aria-selected", "true", timeout=30_000
+    )
     expect(page.locator(".jp-OutputArea .nbi-detail-title")).to_have_text("classifier.2")
