@@ -18,6 +18,7 @@ import torch
 
 from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source
+from . import fused
 from .gc_pause import gc_paused
 from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
@@ -100,7 +101,9 @@ def tensor_stats(
                 results[key] = _guarded(lambda: (_with_zeros(batch_moments([values], bins)[0], implicit, bins), note))
         pending.clear()
 
-    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), Workspace() as workspace:
+    large = sum(t.nbytes for t in unique.values() if t.numel > SAMPLE)
+    workspace = Workspace(fused.kernels(large))
+    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace:
         for key, entry in unique.items():
             try:
                 values, note, implicit = _real_values(entry)
