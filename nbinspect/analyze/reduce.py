@@ -256,7 +256,9 @@ def _fused_moments(flat: torch.Tensor, cdt: torch.dtype, stride: int, workspace:
         return Moments.empty(bins, n, sums.nan, inf), picked
     mean, m2 = sums.mean_m2()
     empty = np.zeros(bins, np.int64)
-    return Moments(n, sums.count, mean, m2, sums.abs_sum, sums.lo, sums.hi, sums.zeros, sums.nan, inf, empty, 0, 0, 0), picked
+    return Moments(
+        n, sums.count, mean, m2, sums.abs_sum, sums.lo, sums.hi, sums.zeros, sums.nan, inf, empty, 0, 0, 0
+    ), picked
 
 
 def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
