@@ -127,7 +127,7 @@ def _union(a: ModelSource, b: ModelSource) -> ModelSource:
     children: dict[str, list[str]] = {}
     for m in (*a.modules, *(m for m in b.modules if m.name not in names_a)):
         if m.name:
-            children.setdefault(parent_path(m.name), []).append(m.name)
+            children.setdefault(parent_path(m.name) or "", []).append(m.name)
     order, stack = [], [""]
     while stack:
         path = stack.pop()

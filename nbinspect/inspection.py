@@ -16,8 +16,9 @@ from .analyze.gc_pause import gc_paused
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
 from .analyze.stats import stats_frames
-from .analyze.trace import TraceError, TraceResult, run_trace
+from .analyze.trace import TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
+from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
 from .render.flow import TextFrame, flow_text, memory_text
@@ -27,7 +28,7 @@ from .render.plots import distribution_figure
 from .sources import as_source
 from .widget import InspectWidget, bundle_source
 
-__all__ = ["Inspection", "TraceError", "inspect", "memory", "plot_distributions", "trace"]
+__all__ = ["Inspection", "inspect", "memory", "plot_distributions", "trace"]
 
 
 class Inspection:
@@ -128,7 +129,7 @@ class Inspection:
         return w
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        data, _ = self.widget()._repr_mimebundle_()
+        data, _ = self.widget()._repr_mimebundle_()  # type: ignore[misc]  # ipywidgets returns (data, metadata)
         return {**data, "text/plain": repr(self)}
 
     def to_html(self, path: str | Path | None = None) -> str:

@@ -21,11 +21,12 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..errors import TraceError
 from ..schema import MEMORY, MEMORY_COMPONENTS, PARAMETER
 from ..sources import ModelSource, as_source
 from .gc_pause import gc_paused
 from .inputs import split_input
-from .trace import TraceError, run_trace
+from .trace import run_trace
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "memory_plan"]
 
@@ -128,7 +129,10 @@ def _activation_rows(flow: list, scale: float, checkpoint_blocks: list[str] | No
     for c in flow:
         per[c.name] = per.get(c.name, 0) + c.own_activation_bytes
     if checkpoint_blocks:
-        block_of = lambda name: next((b for b in checkpoint_blocks if name == b or name.startswith(b + ".")), None)  # noqa: E731
+
+        def block_of(name: str) -> str | None:
+            return next((b for b in checkpoint_blocks if name == b or name.startswith(b + ".")), None)
+
         kept = {name: n for name, n in per.items() if block_of(name) is None}
         inside: dict[str, int] = {}  # full activations of each block, recomputed in backward
         for c in flow:
@@ -138,7 +142,7 @@ def _activation_rows(flow: list, scale: float, checkpoint_blocks: list[str] | No
                 if c.name == block:
                     kept[block] = kept.get(block, 0) + c.input_bytes  # checkpoint saves the block inputs
         if inside:
-            peak = max(inside, key=inside.get)
+            peak = max(inside, key=lambda block: inside[block])
             kept[peak] = kept.get(peak, 0) + inside[peak]
         per = kept
     return [{"component": "activations", "layer": name, "bytes": round(n * scale)} for name, n in per.items() if n]
@@ -206,7 +210,7 @@ def memory_plan(
 
 def _frame(rows: list[dict], notes: dict[str, str], inputs: int | None, source: ModelSource) -> pd.DataFrame:
     components = [c for c in MEMORY_COMPONENTS if c != "total"]
-    whole = []
+    whole: list[dict[str, Any]] = []
     for c in components:
         n = inputs if c == "inputs" else sum(r["bytes"] for r in rows if r["component"] == c)
         whole.append({"component": c, "layer": None, "bytes": None if inputs is None and c == "activations" else n})

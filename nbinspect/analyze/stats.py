@@ -10,6 +10,7 @@ once. Nothing in the model changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -97,7 +98,9 @@ def tensor_stats(
             if done is not None:
                 results[key] = (_with_zeros(done[i], implicit, bins), note)
             else:
-                results[key] = _guarded(lambda: (_with_zeros(batch_moments([values], bins)[0], implicit, bins), note))
+                results[key] = _guarded(
+                    partial(_one, lambda v: batch_moments([v], bins)[0], values, implicit, note, bins)
+                )
         pending.clear()
 
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), Workspace() as workspace:
@@ -116,7 +119,7 @@ def tensor_stats(
                     pending_elements = 0
             else:
                 results[key] = _guarded(
-                    lambda: (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note)
+                    partial(_one, lambda v: large_moments(v, bins, workspace), values, implicit, note, bins)
                 )
             values = None  # drop the reference; a memory-mapped source frees the pages
             entry.release()
@@ -127,6 +130,10 @@ def tensor_stats(
         flush()
         bar.update(unreported)
     return results
+
+
+def _one(reduce: Callable[[torch.Tensor], Moments], values: torch.Tensor, implicit: int, note: Any, bins: int) -> tuple:
+    return _with_zeros(reduce(values), implicit, bins), note
 
 
 def _guarded(compute: Callable[[], tuple]) -> tuple:

@@ -108,7 +108,9 @@ def by_type(model: Any) -> pd.DataFrame:
             g["params"] += t.numel
             g["param_bytes"] += t.nbytes
             total += t.numel
-    rows = [{"type": name, **g, "share": 100.0 * g["params"] / total} for name, g in groups.items() if g["params"] > 0]
+    rows: list[dict[str, Any]] = [
+        {"type": name, **g, "share": 100.0 * g["params"] / total} for name, g in groups.items() if g["params"] > 0
+    ]
     rows.sort(key=lambda r: (-r["params"], r["type"]))
     return BY_TYPE.build(rows)
 

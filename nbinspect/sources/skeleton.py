@@ -29,6 +29,7 @@ def skeleton(source: ModelSource) -> nn.Module:
     shared: dict[Any, torch.Tensor] = {}
     for t in source.tensors:
         if t.storage_key not in shared:
+            assert t.shape is not None, f"{t.name}: a file tensor always has a shape"
             empty = torch.empty(t.shape, dtype=getattr(torch, t.dtype), device="meta")
             shared[t.storage_key] = nn.Parameter(empty, requires_grad=t.requires_grad) if t.kind == PARAMETER else empty
         value, local = shared[t.storage_key], t.name.rpartition(".")[2]

@@ -45,7 +45,7 @@ def storage_key(tensor: torch.Tensor):
 
 
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
-    if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # lazy: no shape yet
+    if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # type: ignore[attr-defined]  # not in the stubs  # lazy: no shape yet
         shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
     else:
         shape, numel = tuple(tensor.shape), tensor.numel()
