@@ -41,12 +41,12 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def _dtype(text: str) -> Any:
-    import torch
+    from .dtypes import parse_dtype
 
-    dtype = getattr(torch, text.removeprefix("torch."), None)
-    if not isinstance(dtype, torch.dtype):
-        raise argparse.ArgumentTypeError(f"not a torch dtype: {text!r}")
-    return dtype
+    try:
+        return parse_dtype(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:

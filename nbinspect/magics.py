@@ -44,12 +44,12 @@ def _shape(text: str) -> tuple[int, ...]:
 def _dtype(name: str | None):
     if name is None:
         return None
-    import torch
+    from .dtypes import parse_dtype
 
-    dtype = getattr(torch, name.removeprefix("torch."), None)
-    if not isinstance(dtype, torch.dtype):
-        raise _fail(f"--dtype {name!r} is not a torch dtype (e.g. float32, bfloat16, int64)")
-    return dtype
+    try:
+        return parse_dtype(name)
+    except ValueError as exc:
+        raise _fail(f"--dtype {exc}") from None
 
 
 @magics_class

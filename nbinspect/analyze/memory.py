@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..dtypes import parse_dtype
 from ..errors import TraceError
 from ..schema import MEMORY, MEMORY_COMPONENTS, PARAMETER
 from ..sources import ModelSource, as_source
@@ -87,17 +88,15 @@ def _tensor_rows(source: ModelSource, optimizer: str, precision: str, master_wei
     dtype = PRECISIONS[precision][0]
     esize = torch.empty((), dtype=dtype).element_size()
     state_esize = 4 if master_weights else esize
-    seen: set = set()
     per: dict[tuple[str, str], int] = {}
 
     def add(component: str, layer: str, n: int) -> None:
         per[(component, layer)] = per.get((component, layer), 0) + n
 
-    for t in source.tensors:
-        if t.storage_key in seen or t.shape is None:
+    for t in source.unique_tensors().values():
+        if t.shape is None:
             continue
-        seen.add(t.storage_key)
-        floating = torch.empty((), dtype=getattr(torch, t.dtype)).is_floating_point()
+        floating = parse_dtype(t.dtype).is_floating_point
         size = t.numel * esize if floating else t.nbytes
         if t.kind != PARAMETER:
             add("buffers", t.module, size)

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..schema import PARAMETER, STATS
-from ..sources import ModelSource, TensorEntry, ancestors, as_source
+from ..sources import ModelSource, TensorEntry, as_source
 from .gc_pause import gc_paused
 from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
@@ -82,9 +82,7 @@ def tensor_stats(
     source: ModelSource, bins: int = 64, progress: bool | None = None
 ) -> dict[Any, tuple[Moments | None, str | None]]:
     """Moments and a note for each distinct storage of `source` (None when it has no values)."""
-    unique: dict[Any, TensorEntry] = {}
-    for t in source.tensors:
-        unique.setdefault(t.storage_key, t)
+    unique = source.unique_tensors()
     results: dict[Any, tuple[Moments | None, str | None]] = {}
     pending: list[tuple[Any, torch.Tensor, str | None, int]] = []
     pending_elements = unreported = 0
@@ -280,11 +278,7 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
 
 
 def _module_rows(source: ModelSource, results: Mapping) -> Iterable[_Row]:
-    subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
-    for t in source.tensors:
-        if t.kind == PARAMETER:
-            for path in ancestors(t.module):
-                subtree.setdefault(path, {}).setdefault(t.storage_key, t)
+    subtree = source.subtree_tensors(PARAMETER)
     for module in source.modules:
         entries = subtree[module.name]
         measured = [results[k][0] for k in entries if results[k][0] is not None]

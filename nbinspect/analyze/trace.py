@@ -34,11 +34,12 @@ from torch.nn.modules.module import (
     register_module_forward_pre_hook,
 )
 
+from ..dtypes import dtype_name
 from ..errors import TraceError
-from .activations import SavedTensorMeter, storage_key
+from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
-from .inputs import dtype_name, io_records, map_inputs, tensors_in
+from .inputs import io_records, map_inputs, tensors_in
 
 __all__ = ["Call", "Recorder", "TraceResult", "finish", "run_trace"]
 
@@ -392,7 +393,7 @@ def run_trace(
             args, kwargs = map_inputs((args, kwargs), lambda t: t, zeros)
             params = model_tensors
         inputs = tensors_in((args, kwargs))
-        exclude = {storage_key(t) for t in (*params, *inputs)}
+        exclude = {storage_id(t) for t in (*params, *inputs)}
         counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
         meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")

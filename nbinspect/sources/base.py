@@ -62,6 +62,25 @@ class ModelSource:
     # What a file held besides the weights (epoch, optimizer summary, load report, ...).
     metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def unique_tensors(self, kind: str | None = None) -> dict[Hashable, TensorEntry]:
+        """Each distinct storage once, at the first path that holds it (tied weights count
+        once), optionally only parameters or only buffers; in the order of `tensors`."""
+        out: dict[Hashable, TensorEntry] = {}
+        for t in self.tensors:
+            if kind is None or t.kind == kind:
+                out.setdefault(t.storage_key, t)
+        return out
+
+    def subtree_tensors(self, kind: str | None = None) -> dict[str, dict[Hashable, TensorEntry]]:
+        """For every module path, the distinct storages held in its subtree (the module and
+        everything below it): the basis of every per-module roll-up."""
+        out: dict[str, dict[Hashable, TensorEntry]] = {m.name: {} for m in self.modules}
+        for t in self.tensors:
+            if kind is None or t.kind == kind:
+                for path in ancestors(t.module):
+                    out.setdefault(path, {}).setdefault(t.storage_key, t)
+        return out
+
     def tied(self) -> dict[str, str]:
         """Each path whose storage an earlier path already holds (a tied weight) -> that
         first path. Totals skip these paths; they are the same elements again."""

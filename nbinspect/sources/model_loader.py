@@ -18,9 +18,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
 from ..errors import first_line
 from .base import ModelSource
-from .torch_module import dtype_name, from_module
+from .torch_module import from_module
 
 __all__ = ["LoadReport", "load_into", "read_config", "resolve_factory"]
 

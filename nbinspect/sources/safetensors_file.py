@@ -18,9 +18,9 @@ from typing import Any
 
 import torch
 
+from ..dtypes import dtype_name
 from ..errors import CheckpointError
 from .pages import page_span
-from .torch_module import dtype_name
 from .tree import StoredTensor
 
 __all__ = ["DTYPES", "read_safetensors"]

@@ -15,9 +15,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
 from ..errors import CheckpointError
 from .base import ModelSource
-from .torch_module import dtype_name, from_module, storage_key
+from .torch_module import from_module, storage_key
 from .tree import StoredTensor, build_source
 
 __all__ = ["WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]

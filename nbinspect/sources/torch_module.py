@@ -5,19 +5,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
 from ..schema import BUFFER, PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry
 from .torch_attrs import layer_attrs
 
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
-    return name
 
 
 def _device_name(device: torch.device) -> str:
