@@ -108,7 +108,7 @@ def by_type(model: Any) -> pd.DataFrame:
 
 
 def totals(model: Any) -> dict[str, int]:
-    """Model-wide counts (keys schema.TOTALS_KEYS); shared storage counted once."""
+    """Model-wide counts (keys: schema.STRUCTURE_TOTALS); shared storage counted once."""
     source = as_source(model)
     sums = _unique_sums(source.unique_tensors())
     return {

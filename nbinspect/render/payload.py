@@ -29,7 +29,7 @@ INLINE_BINS = 16
 """Most bins an embedded histogram keeps; finer ones are fetched on demand."""
 
 _TRACE = ("output_shapes", "flops", "activation_bytes")
-_MODULE_STATS = "stats_by_module"
+_MODULE_STATS = "stats_by_module"  # a key of schema.FRAME_KEYS
 
 
 def _round(value: Any, digits: int = 6) -> Any:
