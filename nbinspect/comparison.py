@@ -14,7 +14,7 @@ from .analyze import structure
 from .render.compare_text import comparison_text
 from .render.json_export import jsonable
 from .result import Result
-from .sources import ModelSource, as_source, parent_path
+from .sources import ModelSource, as_source, preorder
 
 __all__ = ["Comparison", "compare"]
 
@@ -106,15 +106,7 @@ def _union(a: ModelSource, b: ModelSource) -> ModelSource:
     if all(m.name in names_a for m in b.modules) and {t.name for t in b.tensors} <= {t.name for t in a.tensors}:
         return a
     entries = {m.name: m for m in b.modules} | {m.name: m for m in a.modules}  # a's entry wins
-    children: dict[str, list[str]] = {}
-    for m in (*a.modules, *(m for m in b.modules if m.name not in names_a)):
-        if m.name:
-            children.setdefault(parent_path(m.name) or "", []).append(m.name)
-    order, stack = [], [""]
-    while stack:
-        path = stack.pop()
-        order.append(entries[path])
-        stack.extend(reversed(children.get(path, [])))
+    order = [entries[p] for p in preorder(m.name for m in (*a.modules, *b.modules))]
     in_a = {t.name for t in a.tensors}
     tensors = (*a.tensors, *(t for t in b.tensors if t.name not in in_a))
     return replace(a, modules=tuple(order), tensors=tensors)

@@ -6,7 +6,8 @@ A live torch module, a state_dict, a checkpoint file or an MLX model all become 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import itertools
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,25 @@ class ModelSource:
             if owner != t.name:
                 out[t.name] = owner
         return out
+
+
+def preorder(paths: Iterable[str]) -> list[str]:
+    """The module tree the paths span (each with its ancestors, the root "" first) in
+    pre-order; siblings keep the order in which they first appear."""
+    children: dict[str, list[str]] = {"": []}
+    for path in paths:
+        chain = ancestors(path)
+        for parent, child in itertools.pairwise(chain):
+            if child not in children:
+                children[child] = []
+                children[parent].append(child)
+    order: list[str] = []
+    stack = [""]
+    while stack:
+        path = stack.pop()
+        order.append(path)
+        stack.extend(reversed(children[path]))
+    return order
 
 
 def parent_path(path: str) -> str | None:
