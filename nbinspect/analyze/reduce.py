@@ -146,7 +146,7 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
 
 def _pieces(t: torch.Tensor, size: int) -> list[torch.Tensor]:
     """Views covering `t` once, each at most `size` elements: 1-D slices in memory order
-    when the tensor is dense (any dim order), blocks of rows otherwise (the worker copies
+    when the tensor is dense (any dim order), blocks of rows otherwise (the reducer copies
     one block at a time when it flattens it)."""
     flat = _dense_flat(t)
     if flat is not None:
@@ -237,7 +237,7 @@ def _dense_flat(t: torch.Tensor) -> torch.Tensor | None:
     """`t` as a 1-D view in memory order when its elements fill a block of memory, else None."""
     if t.dim() == 0:
         return t.reshape(1)
-    dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride(d)))
+    dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride()[d]))
     return dense.view(-1) if dense.is_contiguous() else None
 
 
