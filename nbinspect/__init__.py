@@ -6,16 +6,49 @@ is rendered from those frames.
 
 from __future__ import annotations
 
-from . import examples
-from .analyze.stats import stats
-from .analyze.structure import by_type, layers, params, totals
-from .comparison import Comparison, compare
-from .errors import CheckpointError, TraceError, UnsafeCheckpointError
-from .inspection import Inspection, inspect, memory, plot_distributions, trace
-from .model_info import ModelInfo, dump_model_info
-from .render.json_export import json_schema
-from .sources.checkpoint import load_checkpoint
-from .widget import InspectWidget
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time they load on first use
+    from . import examples
+    from .analyze.stats import stats
+    from .analyze.structure import by_type, layers, params, totals
+    from .comparison import Comparison, compare
+    from .errors import CheckpointError, TraceError, UnsafeCheckpointError
+    from .inspection import Inspection, inspect, memory, plot_distributions, trace
+    from .model_info import ModelInfo, dump_model_info
+    from .render.json_export import json_schema
+    from .sources.checkpoint import load_checkpoint
+    from .widget import InspectWidget
+
+# Public name -> the module that defines it. `import nbinspect` loads none of them (pandas,
+# anywidget, IPython and matplotlib cost ~0.8 s): each loads when a name from it is first used.
+_LAZY = {
+    "examples": ".examples",
+    "stats": ".analyze.stats",
+    **dict.fromkeys(("by_type", "layers", "params", "totals"), ".analyze.structure"),
+    **dict.fromkeys(("Comparison", "compare"), ".comparison"),
+    **dict.fromkeys(("CheckpointError", "TraceError", "UnsafeCheckpointError"), ".errors"),
+    **dict.fromkeys(("Inspection", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
+    **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
+    "json_schema": ".render.json_export",
+    "load_checkpoint": ".sources.checkpoint",
+    "InspectWidget": ".widget",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'nbinspect' has no attribute {name!r}")
+    module = _importlib.import_module(_LAZY[name], __name__)
+    value = module if name == "examples" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 

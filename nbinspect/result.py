@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .render.html import standalone_html
 from .render.payload import build_payload
-from .widget import InspectWidget, bundle_source
+
+if TYPE_CHECKING:
+    from .widget import InspectWidget
 
 __all__ = ["Result"]
 
@@ -45,6 +47,8 @@ class Result:
 
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
+        from .widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
+
         return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework)
 
     def show(self) -> InspectWidget:
@@ -62,6 +66,8 @@ class Result:
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
+        from .widget import bundle_source
+
         payload = build_payload(self.name, self.framework, self.totals, self.frames)
         page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
         if path is not None:

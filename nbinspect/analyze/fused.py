@@ -50,9 +50,10 @@ def kernels(nbytes: int) -> ModuleType | None:
         if "kernels" not in _loaded:
             try:
                 from . import kernels as module
+
+                _loaded["kernels"] = module
             except Exception:  # no numba, or one built for another numpy: keep the torch path
-                module = None
-            _loaded["kernels"] = module
+                _loaded["kernels"] = None
     return _loaded["kernels"]
 
 

@@ -241,8 +241,10 @@ def _dense_flat(t: torch.Tensor) -> torch.Tensor | None:
     return dense.view(-1) if dense.is_contiguous() else None
 
 
-def _fused_moments(flat: torch.Tensor, cdt: torch.dtype, stride: int, workspace: Workspace, bins: int):
-    """(Moments without histogram, float64 sample) of a dense tensor, read once by the kernels."""
+def _fused_moments(
+    k: ModuleType, flat: torch.Tensor, cdt: torch.dtype, stride: int, workspace: Workspace, bins: int
+) -> tuple[Moments, np.ndarray]:
+    """(Moments without histogram, float64 sample) of a dense tensor, read once by kernels `k`."""
     if flat.dtype == cdt and flat.device.type == "cpu":  # numpy: no torch op (its threads spin after one)
         picked = flat.numpy()[::stride].astype(np.float64)
     else:
@@ -250,7 +252,7 @@ def _fused_moments(flat: torch.Tensor, cdt: torch.dtype, stride: int, workspace:
         picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
     finite = picked[np.isfinite(picked)]
     shift = float(finite.mean()) if finite.size else 0.0
-    sums = fused.moment_sums(workspace.kernels, flat, shift, lambda dtype: workspace.get(dtype, "upcast", CHUNK))
+    sums = fused.moment_sums(k, flat, shift, lambda dtype: workspace.get(dtype, "upcast", CHUNK))
     n, inf = sums.n, sums.n - sums.count - sums.nan
     if sums.count == 0:
         return Moments.empty(bins, n, sums.nan, inf), picked
@@ -267,8 +269,8 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     cdt = _compute_dtype(t.dtype)
     stride = _sample_stride(t)
     flat = _dense_flat(t) if workspace.kernels is not None else None
-    if flat is not None:
-        total, picked = _fused_moments(flat, cdt, stride, workspace, bins)
+    if flat is not None and workspace.kernels is not None:
+        total, picked = _fused_moments(workspace.kernels, flat, cdt, stride, workspace, bins)
     else:
         sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
         pieces = _pieces(t, CHUNK)
