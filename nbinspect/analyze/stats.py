@@ -21,7 +21,7 @@ from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, as_source
 from . import fused
 from .gc_pause import gc_paused
-from .moments import Moments, histogram_edges, merge, spread
+from .moments import Moments, histogram_edges, merge, merge_groups, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
 __all__ = ["stats", "stats_frames", "tensor_stats"]
@@ -282,19 +282,22 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
 
 def _module_rows(source: ModelSource, results: Mapping) -> Iterable[_Row]:
     subtree = source.subtree_tensors(PARAMETER)
-    for module in source.modules:
+    position = {key: i for i, key in enumerate(k for k, (m, _) in results.items() if m is not None)}
+    parts = [m for m, _ in results.values() if m is not None]
+    groups = [[position[k] for k in subtree[module.name] if k in position] for module in source.modules]
+    merged = merge_groups(parts, groups)  # every module's subtree at once
+    for module, group, total in zip(source.modules, groups, merged):
         entries = subtree[module.name]
-        measured = [results[k][0] for k in entries if results[k][0] is not None]
-        left_out = len(entries) - len(measured)
+        left_out = len(entries) - len(group)
         note = None
         if not entries:
             note = "no parameters"
         elif left_out:
             reasons = "; ".join(sorted({results[k][1] for k in entries if results[k][0] is None}))
-            note = reasons if not measured else f"{left_out} of {len(entries)} tensors left out ({reasons})"
+            note = reasons if not group else f"{left_out} of {len(entries)} tensors left out ({reasons})"
         dtypes = ", ".join(sorted({t.dtype for t in entries.values()}))
         numel = sum(t.numel for t in entries.values())
-        yield module.name, module.name, "module", dtypes, numel, merge(measured) if measured else None, note
+        yield module.name, module.name, "module", dtypes, numel, total, note
 
 
 def _stats_source(obj: Any) -> ModelSource:
