@@ -111,8 +111,9 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
     order = [i for indices in groups.values() for i in indices]  # one flatten per dtype
     flatten = torch._C._nn.flatten_dense_tensors
     with torch.no_grad():
-        x = torch.cat([flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()]).numpy()
-    numels = np.array([tensors[i].numel() for i in order], dtype=np.int64)
+        flat = [flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()]
+        x = (flat[0] if len(flat) == 1 else torch.cat(flat)).numpy()
+    numels = np.fromiter((tensors[i].numel() for i in order), np.int64, len(order))
     starts = np.concatenate([[0], np.cumsum(numels)[:-1]])
     finite = np.isfinite(x)
     every = bool(finite.all())
