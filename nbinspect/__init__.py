@@ -1,4 +1,4 @@
-"""nbinspect: see inside PyTorch models from a Jupyter notebook.
+"""nbinspect: see inside PyTorch and MLX models from a Jupyter notebook.
 
 Analyzers return pandas DataFrames; everything you look at (text, widget, plots, JSON)
 is rendered from those frames.
@@ -6,7 +6,7 @@ is rendered from those frames.
 
 from __future__ import annotations
 
-from . import examples
+from . import examples, mlx
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
@@ -45,6 +45,7 @@ __all__ = [
     "load_checkpoint",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",

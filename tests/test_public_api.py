@@ -19,6 +19,7 @@ EXPECTED = {
     "layers",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",

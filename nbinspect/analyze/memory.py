@@ -179,8 +179,15 @@ def memory_plan(
     input_dtype: torch.dtype | None = None,
 ) -> pd.DataFrame:
     """The memory one training step needs (schema.MEMORY): whole-model rows, then rows per module."""
-    _check(optimizer, precision, master_weights)
     source = as_source(model)
+    if source.framework == "mlx":  # mlx.optimizers' state, no autocast: its own tables, the same frame
+        from .mlx_memory import mlx_memory_plan
+
+        return mlx_memory_plan(
+            source, input=input, batch_size=batch_size, optimizer=optimizer, precision=precision,
+            grad_checkpointing=grad_checkpointing, master_weights=master_weights, input_dtype=input_dtype,
+        )  # fmt: skip
+    _check(optimizer, precision, master_weights)
     model = source.model
     rows = _tensor_rows(source, optimizer, precision, master_weights)
     notes = {
