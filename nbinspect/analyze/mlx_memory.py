@@ -4,8 +4,9 @@ The same frame as the torch planner (schema.MEMORY). What differs is MLX's own: 
 each ``mlx.optimizers`` class allocates in ``init`` (zeros shaped and typed like each
 trainable parameter: Adam/AdamW/Adamax two, SGD one, also without momentum, Lion one,
 AdaDelta two, RMSprop and Adagrad one, Adafactor factored row/column second moments) plus
-the optimizer-wide ``step`` (uint64) and ``learning_rate`` (float32) scalars; MLX has no
-buffers and no autocast. Activations are the output arrays of every call of a traced
+the optimizer-wide ``step`` (uint64) and ``learning_rate`` (float32) scalars. Gradients
+and optimizer state are trees shaped like the parameter tree, so a tied array has them at
+each of its paths (parameters themselves count once). MLX has no buffers and no autocast. Activations are the output arrays of every call of a traced
 training-mode forward pass at the planned batch size (see :mod:`.mlx_trace`), and MLX's
 own ``get_active_memory()`` / ``get_peak_memory()`` after that pass are quoted in the note
 as a cross-check (they include the temporaries inside layers that the per-call figure leaves
@@ -59,12 +60,14 @@ def _tensor_rows(source: ModelSource, optimizer: str, precision: str) -> list[di
     seen: set = set()
     per: dict[tuple[str, str], int] = {}
     for t in source.tensors:
-        if t.storage_key in seen or t.shape is None:
+        if t.shape is None:
             continue
-        seen.add(t.storage_key)
         floating = t.dtype in _FLOATING
         size = t.numel * esize if floating else t.nbytes
-        per[("parameters", t.module)] = per.get(("parameters", t.module), 0) + size
+        if t.storage_key not in seen:
+            seen.add(t.storage_key)
+            per[("parameters", t.module)] = per.get(("parameters", t.module), 0) + size
+        # gradients and optimizer state follow the parameter tree: a tied array has them at each path
         if t.kind == PARAMETER and t.requires_grad and floating:
             per[("gradients", t.module)] = per.get(("gradients", t.module), 0) + size
             state = _state_bytes(optimizer, t.shape, esize)
@@ -97,7 +100,7 @@ def mlx_memory_plan(
     notes = {
         "parameters": f"unique parameters in {precision}",
         "buffers": "MLX models have no buffers",
-        "gradients": "one per trainable parameter",
+        "gradients": "one per trainable parameter path",
         "optimizer_state": f"mlx.optimizers {optimizer} state, step and learning rate",
         "activations": "not measured: no input to trace",
         "inputs": "not measured: no input to trace",

@@ -69,7 +69,7 @@ class MlxRecorder(Recorder):
         self.objects = [m for _, m in named]
         self.flops = flops
         self.exclude = exclude  # ids of arrays that are not activations (parameters, inputs)
-        self.kept: list = []  # every array seen, so ids stay unique while the trace runs
+        self.kept: list = [_param_arrays(model)]  # every array seen, so ids stay unique while the trace runs
         self.uncounted: Counter = Counter()
         self.inside_formula = 0  # > 0 while a layer counted from its shapes runs
         self.formulas = {getattr(nn, name): f for name, f in LAYER_FORMULAS.items() if hasattr(nn, name)}
@@ -245,8 +245,12 @@ def _counting(original: Callable, flops_of: Callable[..., int | None], recorder:
 
 
 @contextlib.contextmanager
-def _preserved_modes(modules: list, training: bool | None) -> Iterator[None]:
+def _preserved(model: Any, modules: list, training: bool | None) -> Iterator[None]:
+    """Train/eval flags and the parameter tree as they were, however the block ends: a
+    forward pass may replace arrays (BatchNorm's running statistics in training mode);
+    MLX arrays are immutable, so putting the same objects back restores the values."""
     modes = [(m, m._training) for m in modules]
+    arrays = [(m, dict(m.items())) for m in modules]
     try:
         if training is not None:
             for m in modules:
@@ -255,6 +259,10 @@ def _preserved_modes(modules: list, training: bool | None) -> Iterator[None]:
     finally:
         for m, mode in modes:
             m._training = mode
+        for m, items in arrays:
+            for key, value in items.items():
+                if m.get(key) is not value:
+                    m[key] = value
 
 
 def _parameter_ids(model: Any) -> set[int]:
@@ -353,7 +361,7 @@ def run_mlx_trace(
     )
     name = type(model).__name__
     before = mx.get_active_memory()
-    with _preserved_modes(recorder.objects, training):
+    with _preserved(model, recorder.objects, training):
         recorder.attach()
         try:
             output = model(*args, **kwargs)
