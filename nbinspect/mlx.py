@@ -33,11 +33,13 @@ class ModelSummary(Inspection):
 
 def _shapes(input_shape: Shape | Sequence[Shape], batch_size: int) -> list[tuple[int, ...]]:
     many = len(input_shape) > 0 and all(isinstance(s, (tuple, list)) for s in input_shape)
-    shapes = [tuple(s) for s in input_shape] if many else [tuple(input_shape)]  # type: ignore[arg-type]
-    for s in shapes:
+    given: list[Any] = list(input_shape) if many else [input_shape]
+    shapes = []
+    for s in given:
         if not all(type(d) is int and d > 0 for d in s):
             raise ValueError(f"summary: input_shape {s} is not a tuple of positive ints (batch dimension left out)")
-    return [(batch_size, *s) for s in shapes]
+        shapes.append((batch_size, *s))
+    return shapes
 
 
 def summary(

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ..sources.mlx_module import mlx_dtype_name, module_objects
+from ..sources.mlx_module import flat_arrays, mlx_dtype_name, module_objects
 from .inputs import leaves, map_inputs
 from .mlx_flops import LAYER_FORMULAS, coverage_note, einsum_flops, matmul_flops, sdpa_flops
 from .trace import Call, Recorder, TraceError, TraceResult, _failure, finish
@@ -69,7 +69,7 @@ class MlxRecorder(Recorder):
         self.objects = [m for _, m in named]
         self.flops = flops
         self.exclude = exclude  # ids of arrays that are not activations (parameters, inputs)
-        self.kept: list = [_param_arrays(model)]  # every array seen, so ids stay unique while the trace runs
+        self.kept: list = [flat_arrays(model.parameters())]  # every array seen, so ids stay unique while the trace runs
         self.uncounted: Counter = Counter()
         self.inside_formula = 0  # > 0 while a layer counted from its shapes runs
         self.formulas = {getattr(nn, name): f for name, f in LAYER_FORMULAS.items() if hasattr(nn, name)}
@@ -266,9 +266,7 @@ def _preserved(model: Any, modules: list, training: bool | None) -> Iterator[Non
 
 
 def _parameter_ids(model: Any) -> set[int]:
-    from mlx.utils import tree_flatten
-
-    return {id(a) for _, a in tree_flatten(model.parameters())}
+    return {id(a) for a in flat_arrays(model.parameters())}
 
 
 @contextlib.contextmanager
@@ -338,7 +336,9 @@ def run_mlx_trace(
         raise ValueError("backward FLOPs are counted for torch models only: trace an MLX model with backward=False")
     kwargs = dict(kwargs or {})
     params = _parameter_ids(model)
-    floating = [a.dtype for a in _param_arrays(model) if a.dtype in (mx.float32, mx.float16, mx.bfloat16, mx.float64)]
+    floating = [
+        a.dtype for a in flat_arrays(model.parameters()) if a.dtype in (mx.float32, mx.float16, mx.bfloat16, mx.float64)
+    ]
     dtype = mlx_dtype(input_dtype) or (floating[0] if floating else mx.float32)
 
     def resize(a: Any) -> Any:
@@ -378,12 +378,6 @@ def run_mlx_trace(
         result.totals["measured_active_bytes"] = mx.get_active_memory() - before
         result.totals["measured_peak_bytes"] = mx.get_peak_memory()
     return result
-
-
-def _param_arrays(model: Any) -> list:
-    from mlx.utils import tree_flatten
-
-    return [a for _, a in tree_flatten(model.parameters())]
 
 
 def _map_arrays(obj: Any, fn: Callable[[Any], Any]) -> Any:

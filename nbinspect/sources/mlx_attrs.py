@@ -65,7 +65,7 @@ def _public(module: Any) -> dict[str, Any]:
 
 
 def _shape(module: Any, key: str) -> tuple[int, ...] | None:
-    value = module.get(key) if isinstance(module, dict) else None
+    value: Any = module.get(key) if isinstance(module, dict) else None
     return tuple(value.shape) if hasattr(value, "shape") else None
 
 
@@ -86,10 +86,10 @@ def _known(module: Any, type_name: str) -> dict[str, Any]:
         return {"p": round(1.0 - float(module._p_1), 12)}
     if type_name == "MultiHeadAttention":
         q = _shape(module.get("query_proj", {}), "weight") if isinstance(module, dict) else None
-        attrs = {"num_heads": vars(module).get("num_heads")}
-        if q:
-            attrs.update(dims=q[1], head_dim=q[0] // max(1, attrs["num_heads"] or 1))
-        return attrs
+        heads = vars(module).get("num_heads")
+        if q and isinstance(heads, int) and heads > 0:
+            return {"num_heads": heads, "dims": q[1], "head_dim": q[0] // heads}
+        return {"num_heads": heads}
     if type_name == "Sequential":
         return {"length": len(module.get("layers", []))}
     return {}

@@ -22,7 +22,7 @@ from ..schema import PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry
 from .mlx_attrs import layer_attrs
 
-__all__ = ["from_mlx_module", "is_mlx_module", "mlx_dtype_name", "module_objects", "to_torch"]
+__all__ = ["flat_arrays", "from_mlx_module", "is_mlx_module", "mlx_dtype_name", "module_objects", "to_torch"]
 
 
 def is_mlx_module(obj: Any) -> bool:
@@ -77,7 +77,7 @@ def _walk(value: Any, path: str, owner: str, out: list) -> None:
 def from_mlx_module(model: Any, name: str | None = None) -> ModelSource:
     walked: list = []
     _walk(model, "", "", walked)
-    trainable = {id(a) for a in _arrays(model.trainable_parameters())}
+    trainable = {id(a) for a in flat_arrays(model.trainable_parameters())}
     modules: list[ModuleEntry] = []
     tensors: list[TensorEntry] = []
     first_path: dict[int, str] = {}
@@ -122,10 +122,11 @@ def from_mlx_module(model: Any, name: str | None = None) -> ModelSource:
     )
 
 
-def _arrays(tree: Any) -> list:
+def flat_arrays(tree: Any) -> list:
+    """The arrays of a parameter tree, in ``tree_flatten`` order (tied arrays at each path)."""
     from mlx.utils import tree_flatten
 
-    return [a for _, a in tree_flatten(tree)]
+    return [item[1] for item in tree_flatten(tree)]
 
 
 def module_objects(model: Any) -> list[tuple[str, Any]]:

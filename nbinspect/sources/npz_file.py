@@ -15,7 +15,7 @@ import math
 import struct
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ __all__ = ["is_npz", "read_npz"]
 
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # zip local file header, 30 bytes
 _MAX_HEADER = 1 << 20
+Order = Literal["C", "F"]
 
 
 def is_npz(path: Path) -> bool:
@@ -71,6 +72,31 @@ def _to_torch(array: np.ndarray, bf16: bool) -> torch.Tensor:
     return t.view(torch.bfloat16) if bf16 else t
 
 
+def _mapped(path: Path, start: int, dtype: np.dtype, shape: tuple[int, ...], order: Order, bf16: bool):
+    """A loader for a stored member: a copy-on-write memory map of its bytes in the file."""
+
+    def load() -> torch.Tensor:
+        if math.prod(shape) == 0:
+            return _to_torch(np.empty(shape, dtype, order=order), bf16)
+        return _to_torch(np.memmap(path, dtype, mode="c", offset=start, shape=shape, order=order), bf16)
+
+    return load
+
+
+def _inflated(
+    path: Path, info: zipfile.ZipInfo, header_len: int, dtype: np.dtype, shape: tuple[int, ...], order: str, bf16: bool
+):
+    """A loader for a compressed member: decompressed into memory when asked for."""
+
+    def load() -> torch.Tensor:
+        with zipfile.ZipFile(path) as again, again.open(info) as member:
+            member.read(header_len)
+            data = member.read()
+        return _to_torch(np.frombuffer(data, dtype).reshape(list(shape), order=order).copy(order="K"), bf16)
+
+    return load
+
+
 def read_npz(path: Path) -> tuple[list[StoredTensor], dict[str, Any]]:
     """The arrays of an npz file (values lazy), in file order."""
     try:
@@ -92,7 +118,7 @@ def read_npz(path: Path) -> tuple[list[StoredTensor], dict[str, Any]]:
                 raise CheckpointError(
                     f"{where}: truncated or corrupt: {info.file_size:,} bytes hold no {list(shape)} {dtype} array"
                 )
-            order = "F" if fortran else "C"
+            order: Order = "F" if fortran else "C"
             if info.compress_type == zipfile.ZIP_STORED:
                 raw.seek(info.header_offset)
                 head = raw.read(_LOCAL_HEADER.size)
@@ -102,19 +128,9 @@ def read_npz(path: Path) -> tuple[list[StoredTensor], dict[str, Any]]:
                 start = info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1] + header_len
                 if start + nbytes > path.stat().st_size:
                     raise CheckpointError(f"{where}: truncated: the file ends inside the array")
-
-                def load(s=start, d=dtype, sh=shape, o=order, b=bf16) -> torch.Tensor:
-                    if math.prod(sh) == 0:
-                        return _to_torch(np.empty(sh, d, order=o), b)
-                    return _to_torch(np.memmap(path, d, mode="c", offset=s, shape=sh, order=o), b)
+                load = _mapped(path, start, dtype, shape, order, bf16)
             else:
-
-                def load(i=info, d=dtype, sh=shape, o=order, b=bf16, h=header_len) -> torch.Tensor:
-                    with zipfile.ZipFile(path) as again, again.open(i) as member:
-                        member.read(h)
-                        data = member.read()
-                    return _to_torch(np.frombuffer(data, d).reshape(sh, order=o).copy(order="K"), b)
-
+                load = _inflated(path, info, header_len, dtype, shape, order, bf16)
             torch_dtype = torch.bfloat16 if bf16 else torch.from_numpy(np.empty(0, dtype.newbyteorder("="))).dtype
             stored.append(
                 StoredTensor(
