@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -72,7 +73,9 @@ def _to_torch(array: np.ndarray, bf16: bool) -> torch.Tensor:
     return t.view(torch.bfloat16) if bf16 else t
 
 
-def _mapped(path: Path, start: int, dtype: np.dtype, shape: tuple[int, ...], order: Order, bf16: bool):
+def _mapped(
+    path: Path, start: int, dtype: np.dtype, shape: tuple[int, ...], order: Order, bf16: bool
+) -> Callable[[], torch.Tensor]:
     """A loader for a stored member: a copy-on-write memory map of its bytes in the file."""
 
     def load() -> torch.Tensor:
@@ -84,15 +87,21 @@ def _mapped(path: Path, start: int, dtype: np.dtype, shape: tuple[int, ...], ord
 
 
 def _inflated(
-    path: Path, info: zipfile.ZipInfo, header_len: int, dtype: np.dtype, shape: tuple[int, ...], order: str, bf16: bool
-):
+    path: Path,
+    info: zipfile.ZipInfo,
+    header_len: int,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    order: Order,
+    bf16: bool,
+) -> Callable[[], torch.Tensor]:
     """A loader for a compressed member: decompressed into memory when asked for."""
 
     def load() -> torch.Tensor:
         with zipfile.ZipFile(path) as again, again.open(info) as member:
             member.read(header_len)
             data = member.read()
-        return _to_torch(np.frombuffer(data, dtype).reshape(list(shape), order=order).copy(order="K"), bf16)
+        return _to_torch(np.frombuffer(data, dtype).reshape(shape, order=order).copy(order="K"), bf16)
 
     return load
 
