@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .analyze.trace import TraceError
+from .errors import TraceError
 from .inspection import Inspection, inspect
 from .render.summary_table import summary_table
 

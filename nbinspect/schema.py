@@ -22,14 +22,17 @@ __all__ = [
     "COMPARE_STATUSES",
     "FLOW",
     "FRAMES",
+    "FRAME_KEYS",
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
     "PARAMETER",
     "PARAMS",
     "STATS",
-    "TOTALS_KEYS",
+    "STRUCTURE_TOTALS",
+    "TOTALS",
     "TRACE_COLUMNS",
+    "TRACE_TOTALS",
     "Column",
     "FrameSchema",
 ]
@@ -301,14 +304,31 @@ STATS = FrameSchema(
 FRAMES: dict[str, FrameSchema] = {
     f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)
 }
+# The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
+# checks every frame any analysis returns against it).
+FRAME_KEYS: dict[str, FrameSchema] = {**FRAMES, "stats_by_module": STATS}
 
-TOTALS_KEYS = (
-    "total_params",  # unique parameter elements (shared storage once)
-    "trainable_params",
-    "non_trainable_params",
-    "total_params_by_path",  # every path counted, as naive counters do
-    "buffer_numel",
-    "param_bytes",
-    "buffer_bytes",
-    "num_modules",  # distinct module objects, root included
-)
+# Every key an Inspection's ``totals`` may hold, with its meaning: the one place they are
+# written (a test checks that every key any analysis produces is listed here).
+STRUCTURE_TOTALS: dict[str, str] = {  # structure.totals: every Inspection has these
+    "total_params": "unique parameter elements (shared storage counted once)",
+    "trainable_params": "unique parameter elements with requires_grad",
+    "non_trainable_params": "unique parameter elements without requires_grad",
+    "total_params_by_path": "parameter elements counted at every path, as naive counters do",
+    "buffer_numel": "unique buffer elements",
+    "param_bytes": "bytes of the unique parameters",
+    "buffer_bytes": "bytes of the unique buffers",
+    "num_modules": "distinct module objects, root included",
+}
+TRACE_TOTALS: dict[str, str] = {  # after a traced forward pass (trace, inspect(input=...), %%inspect_model)
+    "flops": "forward FLOPs of the whole model (a multiply-add is 2); None when not counted",
+    "backward_flops": "backward FLOPs (trace(backward=True)); None when not counted",
+    "activation_bytes": "bytes autograd saved for backward, each storage once (MLX: bytes of the arrays calls returned)",
+    "input_bytes": "bytes of the input tensors",
+    "flops_note": "which floating-point ops ran but are not counted",
+    "fake_tensors": "True when the pass ran on fake tensors (meta models): shapes and sizes only",
+    "model_calls": "how many times the watched cell called the model (%%inspect_model)",
+    "measured_active_bytes": "MLX: get_active_memory() growth over the evaluated pass (temporaries included)",
+    "measured_peak_bytes": "MLX: get_peak_memory() over the evaluated pass",
+}
+TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS}
