@@ -323,7 +323,7 @@ STRUCTURE_TOTALS: dict[str, str] = {  # structure.totals: every Inspection has t
 TRACE_TOTALS: dict[str, str] = {  # after a traced forward pass (trace, inspect(input=...), %%inspect_model)
     "flops": "forward FLOPs of the whole model (a multiply-add is 2); None when not counted",
     "backward_flops": "backward FLOPs (trace(backward=True)); None when not counted",
-    "activation_bytes": "bytes autograd saved for backward, each storage once (MLX: bytes of the arrays calls returned)",
+    "activation_bytes": "bytes autograd saved for backward, each storage once (MLX: arrays the calls returned)",
     "input_bytes": "bytes of the input tensors",
     "flops_note": "which floating-point ops ran but are not counted",
     "fake_tensors": "True when the pass ran on fake tensors (meta models): shapes and sizes only",

@@ -7,12 +7,14 @@ project installs it for the tests, so a missing mlx is a broken set-up, not a sk
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 
 import pytest
 
 try:
     import mlx.core as mx
     import mlx.nn as nn
+    from mlx.utils import tree_flatten  # re-exported: test modules import it from here
 except ImportError:
     if os.environ.get("CI") == "true":
         raise
@@ -21,11 +23,13 @@ except ImportError:
 import torch
 import torch.nn.functional as F
 
+__all__ = ["CNN", "MLP", "TinyLM", "TorchCNN", "TorchMLP", "TorchTinyLM", "mx", "nn", "tree_flatten"]
+
 
 class MLP(nn.Module):
     def __init__(self, dims=(8, 32, 16, 4)):
         super().__init__()
-        self.layers = [nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:])]
+        self.layers = [nn.Linear(a, b) for a, b in pairwise(dims)]
         self.drop = nn.Dropout(0.25)
 
     def __call__(self, x):
@@ -107,7 +111,7 @@ class CNN(nn.Module):
 class TorchMLP(torch.nn.Module):
     def __init__(self, dims=(8, 32, 16, 4)):
         super().__init__()
-        self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in pairwise(dims))
 
     def forward(self, x):
         for layer in self.layers[:-1]:

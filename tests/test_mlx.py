@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-
-from tests.mlx_models import CNN, MLP, TinyLM, TorchCNN, TorchMLP, TorchTinyLM, mx, nn  # fails in CI without mlx
-
 import torch
-from mlx.utils import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 
 import nbinspect
 from nbinspect.schema import FLOW, LAYERS, PARAMS, STATS
 from nbinspect.sources.mlx_module import to_torch
+from tests.mlx_models import (  # skips without mlx; fails in CI (CI=true), where the set-up installs it
+    CNN,
+    MLP,
+    TinyLM,
+    TorchCNN,
+    TorchMLP,
+    TorchTinyLM,
+    mx,
+    nn,
+    tree_flatten,
+)
 
 
 @pytest.fixture
@@ -95,7 +100,8 @@ def test_layer_attrs_of_common_mlx_layers():
         nn.GELU(),
         Custom(),
     )
-    attrs = {name: a for name, a in zip(nbinspect.layers(model)["name"], nbinspect.layers(model)["attrs"])}
+    frame = nbinspect.layers(model)
+    attrs = dict(zip(frame["name"], frame["attrs"]))
     assert attrs[""] == {"length": 13}
     assert attrs["layers.0"] == {"input_dims": 4, "output_dims": 6, "bias": False}
     conv = attrs["layers.1"]
@@ -417,3 +423,13 @@ def test_npz_reader_reads_numpy_and_refuses_what_needs_pickle(tmp_path):
     (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match=r"cut\.npz"):
         nbinspect.params(tmp_path / "cut.npz")
+
+
+def test_every_mlx_frame_and_total_is_declared_in_the_schema(lm):
+    from nbinspect import schema
+
+    for insp in (nbinspect.inspect(lm), nbinspect.trace(lm, mx.zeros((1, 5), dtype=mx.int32))):
+        for key, frame in insp.frames.items():
+            schema.FRAME_KEYS[key].validate(frame)
+        assert set(insp.totals) <= set(schema.TOTALS)
+    schema.MEMORY.validate(nbinspect.memory(lm, input=(1, 5), input_dtype="int32"))

@@ -6,11 +6,11 @@ trainable parameter: Adam/AdamW/Adamax two, SGD one, also without momentum, Lion
 AdaDelta two, RMSprop and Adagrad one, Adafactor factored row/column second moments) plus
 the optimizer-wide ``step`` (uint64) and ``learning_rate`` (float32) scalars. Gradients
 and optimizer state are trees shaped like the parameter tree, so a tied array has them at
-each of its paths (parameters themselves count once). MLX has no buffers and no autocast. Activations are the output arrays of every call of a traced
-training-mode forward pass at the planned batch size (see :mod:`.mlx_trace`), and MLX's
-own ``get_active_memory()`` / ``get_peak_memory()`` after that pass are quoted in the note
-as a cross-check (they include the temporaries inside layers that the per-call figure leaves
-out).
+each of its paths (parameters themselves count once). MLX has no buffers and no autocast.
+Activations are the output arrays of every call of a traced training-mode forward pass at
+the planned batch size (see :mod:`.mlx_trace`), and MLX's own ``get_active_memory()`` /
+``get_peak_memory()`` after that pass are quoted in the note as a cross-check (they include
+the temporaries inside layers that the per-call figure leaves out).
 """
 
 from __future__ import annotations

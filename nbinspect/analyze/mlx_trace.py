@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
+from ..errors import TraceError
 from ..sources.mlx_module import flat_arrays, mlx_dtype_name, module_objects
 from .inputs import leaves, map_inputs
 from .mlx_flops import LAYER_FORMULAS, coverage_note, einsum_flops, matmul_flops, sdpa_flops
-from ..errors import TraceError
 from .trace import Call, Recorder, TraceResult, _failure, finish
 
 __all__ = ["run_mlx_trace", "watch_mlx"]

@@ -21,8 +21,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ..errors import CheckpointError
 from ..dtypes import dtype_name
+from ..errors import CheckpointError
 from .tree import StoredTensor
 
 __all__ = ["is_npz", "read_npz"]
