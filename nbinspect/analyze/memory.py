@@ -186,10 +186,9 @@ def memory_plan(
     if source.framework == "mlx":  # mlx.optimizers' state, no autocast: its own tables, the same frame
         from .mlx_memory import mlx_memory_plan
 
-        return mlx_memory_plan(
-            source, input=input, batch_size=batch_size, optimizer=optimizer, precision=precision,
-            grad_checkpointing=grad_checkpointing, master_weights=master_weights, input_dtype=input_dtype,
-        )  # fmt: skip
+        if grad_checkpointing or master_weights:
+            raise ValueError("grad_checkpointing and master_weights are planned for torch models only")
+        return mlx_memory_plan(source, input, batch_size, optimizer, precision, input_dtype)
     _check(optimizer, precision, master_weights)
     model = source.model
     rows = _tensor_rows(source, optimizer, precision, master_weights)

@@ -79,23 +79,13 @@ def _tensor_rows(source: ModelSource, optimizer: str, precision: str) -> list[di
 
 
 def mlx_memory_plan(
-    source: ModelSource,
-    *,
-    input: Any = None,
-    batch_size: int | None = None,
-    optimizer: str = "adam",
-    precision: str = "fp32",
-    grad_checkpointing: bool = False,
-    master_weights: bool = False,
-    input_dtype: Any = None,
+    source: ModelSource, input: Any, batch_size: int | None, optimizer: str, precision: str, input_dtype: Any
 ) -> pd.DataFrame:
     """The memory one MLX training step needs (schema.MEMORY), as ``memory_plan`` for torch."""
     if optimizer not in MLX_OPTIMIZERS:
         raise ValueError(f"unknown MLX optimizer {optimizer!r}; choose one of {sorted(MLX_OPTIMIZERS)}")
     if precision not in MLX_PRECISIONS:
         raise ValueError(f"precision {precision!r} is not one MLX trains in; choose one of {list(MLX_PRECISIONS)}")
-    if grad_checkpointing or master_weights:
-        raise ValueError("grad_checkpointing and master_weights are planned for torch models only")
     rows = _tensor_rows(source, optimizer, precision)
     notes = {
         "parameters": f"unique parameters in {precision}",

@@ -14,20 +14,17 @@ from typing import Any
 
 import pandas as pd
 
-from .format import format_count, format_shape, is_missing
+from .format import format_count, format_shape, is_missing, trainable_status
 
 __all__ = ["summary_table"]
 
 _WIDTHS = (44, 22, 14, 10)
 _MB = 1024 * 1024
+_TRAINABLE = {"trainable": "True", "frozen": "False", "partial": "Partial", "": "--"}  # torchinfo's words
 
 
 def _trainable(trainable: int, frozen: int) -> str:
-    if trainable and frozen:
-        return "Partial"
-    if trainable:
-        return "True"
-    return "False" if frozen else "--"
+    return _TRAINABLE[trainable_status(trainable, frozen)]
 
 
 def _line(cells: list[str]) -> str:
