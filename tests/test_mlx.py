@@ -246,6 +246,15 @@ def test_batchnorm_running_stats_replaced_in_training_mode_are_put_back():
     assert model_state(model) == before
 
 
+def test_dropout_in_training_mode_leaves_the_random_key_as_it_was():
+    model = MLP()  # training mode: Dropout draws from MLX's global key
+    mx.random.seed(7)
+    expected = mx.random.uniform(shape=(4,))
+    mx.random.seed(7)
+    nbinspect.trace(model, (3, 8))
+    assert mx.array_equal(mx.random.uniform(shape=(4,)), expected).item()
+
+
 def test_trace_error_carries_the_partial_inspection(lm):
     lm.norm.weight = mx.zeros((3,))
     with pytest.raises(nbinspect.TraceError) as caught:

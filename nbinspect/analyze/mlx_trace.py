@@ -5,7 +5,8 @@ is switched to a subclass of its own class whose ``__call__`` records the call a
 runs the original (``type(m).__call__`` is what ``m(x)`` runs, so an instance attribute
 would not do); the FLOP functions of :mod:`.mlx_flops` are patched the same way. Both are
 put back in ``finally``: afterwards every module has its own class again, nothing is left
-in its dict, and train/eval flags are as they were, also when the forward raises.
+in its dict, and train/eval flags, parameters and MLX's random key are as they were, also
+when the forward raises.
 
 The calls are the torch trace's :class:`~.trace.Call` records and the result a
 :class:`~.trace.TraceResult`, so the ``flow`` frame and the trace columns of ``layers``
@@ -247,9 +248,14 @@ def _counting(original: Callable, flops_of: Callable[..., int | None], recorder:
 
 @contextlib.contextmanager
 def _preserved(model: Any, modules: list, training: bool | None) -> Iterator[None]:
-    """Train/eval flags and the parameter tree as they were, however the block ends: a
-    forward pass may replace arrays (BatchNorm's running statistics in training mode);
-    MLX arrays are immutable, so putting the same objects back restores the values."""
+    """Train/eval flags, the parameter tree and MLX's global random key as they were,
+    however the block ends: a forward pass may replace arrays (BatchNorm's running
+    statistics in training mode; MLX arrays are immutable, so putting the same objects
+    back restores the values) and draw random numbers (Dropout). ``mx.random.seed(s)``
+    sets the key to ``[s >> 32, s & 0xffffffff]``, so the key read before comes back exactly."""
+    import mlx.core as mx
+
+    hi, lo = (int(v) for v in mx.random.state[0].tolist())
     modes = [(m, m._training) for m in modules]
     arrays = [(m, dict(m.items())) for m in modules]
     try:
@@ -264,6 +270,7 @@ def _preserved(model: Any, modules: list, training: bool | None) -> Iterator[Non
             for key, value in items.items():
                 if m.get(key) is not value:
                     m[key] = value
+        mx.random.seed((hi << 32) | lo)
 
 
 def _parameter_ids(model: Any) -> set[int]:
