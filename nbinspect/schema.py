@@ -23,6 +23,7 @@ __all__ = [
     "FLOW",
     "FRAMES",
     "FRAME_KEYS",
+    "HEALTH",
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
@@ -301,8 +302,36 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
+HEALTH = FrameSchema(
+    "health",
+    (
+        Column("name", "string", "tensor path, or module path for a roll-up row"),
+        Column("module", "string", "module holding the tensor; the module itself for module rows"),
+        Column("kind", "string", "'parameter', 'buffer', or 'module' for a subtree roll-up"),
+        Column("numel", "Int64", "elements (module rows: of the distinct tensors in the subtree)"),
+        Column("nan", "Int64", "NaN elements"),
+        Column("inf", "Int64", "+Inf and -Inf elements"),
+        Column("zeros", "float64", "fraction of the elements that are exactly 0"),
+        Column("all_zero", "boolean", "a weight matrix (2+ dims) that is all zeros: a dead layer"),
+        Column("constant", "boolean", "a weight matrix whose finite elements all have one non-zero value"),
+        Column("exploding", "boolean", "largest |x| above the `exploding` threshold"),
+        Column("vanishing", "boolean", "a weight matrix whose mean |x| is below the `vanishing` threshold"),
+        Column(
+            "problems",
+            "string",
+            "what is wrong, comma-separated ('NaN', 'Inf', 'all zero', 'constant', 'exploding', 'vanishing'); "
+            "'' when healthy. Module rows: the union over the subtree",
+        ),
+        Column("problem_tensors", "Int64", "distinct tensors with a problem (1 or 0 on tensor rows)"),
+    ),
+    "Weight health, one row per tensor path, then one per module path (pre-order) rolling up "
+    "its subtree (shared storage once). Flags for scale and constancy apply to parameters "
+    "with 2+ dims: biases and norm scales start constant by design. NaN/Inf count for every "
+    "tensor. Rows whose values could not be read (meta) have missing counts and no flags.",
+)
+
 FRAMES: dict[str, FrameSchema] = {
-    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)
+    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, HEALTH)
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).
