@@ -255,7 +255,8 @@ def _preserved(model: Any, modules: list, training: bool | None) -> Iterator[Non
     sets the key to ``[s >> 32, s & 0xffffffff]``, so the key read before comes back exactly."""
     import mlx.core as mx
 
-    hi, lo = (int(v) for v in mx.random.state[0].tolist())
+    state: Any = mx.random.state  # the stubs type it as a plain object; it holds the key array
+    hi, lo = (int(v) for v in state[0].tolist())
     modes = [(m, m._training) for m in modules]
     arrays = [(m, dict(m.items())) for m in modules]
     try:
