@@ -179,6 +179,20 @@ def test_flops_equal_torch_flop_counter_on_the_same_model(build, twin, mlx_input
     assert insp.totals["flops"] == torch_flops(twin(), torch_input()) > 0
 
 
+@pytest.mark.parametrize(
+    ("layer", "twin", "shape"),
+    [
+        (lambda: nn.Conv3d(2, 4, 3, stride=2, padding=1), lambda: torch.nn.Conv3d(2, 4, 3, 2, 1), (1, 6, 6, 6, 2)),
+        (lambda: nn.ConvTranspose1d(3, 5, 4, stride=2), lambda: torch.nn.ConvTranspose1d(3, 5, 4, 2), (2, 7, 3)),
+        (lambda: nn.Conv1d(4, 8, 3, groups=2), lambda: torch.nn.Conv1d(4, 8, 3, groups=2), (2, 9, 4)),
+    ],
+    ids=["conv3d", "conv_transpose1d", "grouped_conv1d"],
+)
+def test_conv_flops_equal_torch_channels_last_against_channels_first(layer, twin, shape):
+    channels_first = (shape[0], shape[-1], *shape[1:-1])
+    assert nbinspect.trace(layer(), shape).totals["flops"] == torch_flops(twin(), torch.zeros(channels_first))
+
+
 def test_trace_shapes_calls_flow_and_attention_flops(lm):
     insp = nbinspect.trace(lm, mx.zeros((2, 12), dtype=mx.int32))
     FLOW.validate(insp.flow)
