@@ -50,3 +50,14 @@ def test_a_saved_notebook_keeps_a_readable_view_of_the_widget():
     page = data["text/html"]  # what GitHub and nbviewer show instead
     assert "Parameters" in page and "Layers (" in page and "interactive tree" in page
     assert "<script" not in page
+
+
+def test_the_magic_shows_the_model_then_a_readable_memory_plan():
+    (shown,) = _run("%load_ext nbinspect\n%inspect_model model --input-shape 4,32 --batch-size 8 --optimizer adamw")
+    displays = [o for o in shown if "data" in o]
+    assert len(displays) == 2, [list(o["data"]) for o in displays]
+    assert "application/vnd.jupyter.widget-view+json" in displays[0]["data"]  # the model first
+    plan = displays[1]["data"]["text/html"]
+    assert "Training memory plan" in plan and "<NA>" not in plan
+    first_row = plan.split("<tbody>")[1].split("</tr>")[0]
+    assert ">total<" in first_row and ("KB" in first_row or "KiB" in first_row)  # total first, in units
