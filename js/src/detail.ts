@@ -1,10 +1,14 @@
 // The detail panel of the selected row: a larger histogram (log toggle), the statistics,
 // the layer's attributes and its parameter tensors.
 
+import { h } from "./dom";
 import { formatBytes, formatCount, formatShape, formatStat, trainableStatus } from "./format";
 import { chart } from "./histogram";
+import type { Hist } from "./payload";
 import type { Tree, TreeNode } from "./tree";
-import type { Hist, HistFetcher } from "./types";
+
+/** Fetches a row's full-resolution histogram from the kernel; absent on a static page. */
+export type HistFetcher = (name: string, kind: "tensor" | "module") => Promise<Hist | null>;
 
 export interface DetailOptions {
   log: boolean;
@@ -13,13 +17,6 @@ export interface DetailOptions {
 }
 
 const STAT_LABELS: Record<string, string> = { numel: "elements", abs_mean: "mean |x|", l2: "L2 norm", zeros: "zero fraction", nan: "NaN", inf: "±Inf" };
-
-function h(tag: string, cls: string, text?: string): HTMLElement {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function table(caption: string, rows: [string, string][]): HTMLElement {
   const t = h("table", "nbi-kv");
@@ -88,8 +85,7 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
   if (node.hist) {
     const box = h("div", "nbi-chart-box");
     const toggle = h("label", "nbi-log");
-    const check = document.createElement("input");
-    check.type = "checkbox";
+    const check = h("input", "", undefined, { type: "checkbox" });
     check.checked = opts.log;
     check.addEventListener("change", () => opts.onLog(check.checked));
     toggle.append(check, document.createTextNode(" log scale"));

@@ -1,16 +1,9 @@
 // Histograms as hand-written SVG: a sparkline for table rows, a chart with axes for the
 // detail panel.
 
+import { svg as el } from "./dom";
 import { formatCompact, formatStat } from "./format";
-import type { Hist } from "./types";
-
-const SVG = "http://www.w3.org/2000/svg";
-
-function el<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  return node;
-}
+import type { Hist } from "./payload";
 
 /** All c.length + 1 edges of a histogram (expanding the uniform [lo, hi] form). */
 export function edgesOf(h: Hist): number[] {

@@ -1,7 +1,7 @@
 // The tree model, part 1: nodes built from the payload, and repeated blocks folded.
 // Pure: no DOM. Nodes live in one array; a node's `children` are ids into it.
 
-import type { Hist, Num, Payload, Shape } from "./types";
+import type { Hist, Num, Payload, Shape } from "./payload";
 
 export type Kind = "module" | "tensor" | "group";
 

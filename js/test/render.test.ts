@@ -1,20 +1,20 @@
 // Rendering against a fake anywidget model in jsdom.
 
+import type { AnyModel } from "@anywidget/types";
 import { afterEach, describe, expect, it } from "vitest";
-import widget from "../src/index";
-import type { Payload, WidgetModel } from "../src/types";
+import widget, { type Traits } from "../src/index";
+import type { Payload } from "../src/payload";
 import { payload } from "./fixtures";
 
-class FakeModel implements WidgetModel {
+/** The part of an anywidget model the widget uses; the rest of AnyModel throws if touched. */
+class FakeModel {
   saved = 0;
   handlers = new Map<string, () => void>();
-  constructor(public state: { payload: Payload; selected: string | null }) {}
-  get(key: "payload"): Payload;
-  get(key: "selected"): string | null;
-  get(key: "payload" | "selected"): Payload | string | null {
+  constructor(public state: Traits) {}
+  get<K extends keyof Traits>(key: K): Traits[K] {
     return this.state[key];
   }
-  set(key: "selected", value: string | null) {
+  set<K extends keyof Traits>(key: K, value: Traits[K]) {
     this.state[key] = value;
   }
   save_changes() {
@@ -23,8 +23,8 @@ class FakeModel implements WidgetModel {
   on(event: string, cb: () => void) {
     this.handlers.set(event, cb);
   }
-  off(event: string) {
-    this.handlers.delete(event);
+  off(event?: string | null) {
+    if (event) this.handlers.delete(event);
   }
 }
 
@@ -38,7 +38,7 @@ function mount(p: Payload = payload(), selected: string | null = null) {
   const model = new FakeModel({ payload: p, selected });
   const el = document.createElement("div");
   document.body.append(el);
-  cleanup = widget.render({ model, el });
+  cleanup = widget.render({ model: model as unknown as AnyModel<Traits>, el });
   const grid = el.querySelector<HTMLElement>("[role=treegrid]")!;
   const rows = () => [...el.querySelectorAll<HTMLElement>(".nbi-body [role=row]")];
   const row = (path: string) => rows().find((r) => r.dataset.path === path);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ancestors, comparator, expandedAll, expandedToDepth, flatten, matches, type ViewState } from "../src/flatten";
+import { ancestors, comparator, expandedAll, expandedToDepth, flatten, matches, type RowOptions } from "../src/flatten";
 import { buildTree, foldRepeats, signatures } from "../src/tree";
 import { payload } from "./fixtures";
 
 const tree = () => foldRepeats(buildTree(payload()));
 const byPath = (t: ReturnType<typeof tree>, path: string) => t.nodes.find((n) => n.path === path)!;
-const state = (over: Partial<ViewState> = {}): ViewState => ({ expanded: new Set(), sort: null, query: "", mode: "tree", ...over });
-const paths = (t: ReturnType<typeof tree>, s: ViewState) => flatten(t, s).map((r) => t.nodes[r.id].path);
+const state = (over: Partial<RowOptions> = {}): RowOptions => ({ expanded: new Set(), sort: null, query: "", mode: "tree", ...over });
+const paths = (t: ReturnType<typeof tree>, s: RowOptions) => flatten(t, s).map((r) => t.nodes[r.id].path);
 
 describe("buildTree", () => {
   it("gives modules dotted paths and tensors under their module, tensors first", () => {
