@@ -3,7 +3,15 @@
 
 import { h } from "./dom";
 import type { Mode, Row, Value } from "./flatten";
-import { formatBytes, formatCompact, formatCount, formatPercent, formatShape, formatStat, trainableStatus } from "./format";
+import {
+  formatBytes,
+  formatCompact,
+  formatCount,
+  formatPercent,
+  formatShape,
+  formatStat,
+  trainableStatus,
+} from "./format";
 import { sparkline } from "./histogram";
 import type { Tree, TreeNode } from "./tree";
 
@@ -82,7 +90,10 @@ export const COLUMNS: Column[] = [
       cell.style.paddingLeft = `${(row.level - 1) * 14 + 4}px`;
       cell.title = n.path;
       const caret = row.expandable ? (row.expanded ? "▾" : "▸") : "";
-      cell.append(h("span", "nbi-caret", caret, { "aria-hidden": "true" }), h("span", "nbi-key", mode === "tree" ? n.key : n.path));
+      cell.append(
+        h("span", "nbi-caret", caret, { "aria-hidden": "true" }),
+        h("span", "nbi-key", mode === "tree" ? n.key : n.path),
+      );
       if (n.aliasOf) cell.append(h("span", "nbi-tag", `= ${n.aliasOf}`));
       if (n.tiedTo) cell.append(h("span", "nbi-tag", `→ ${n.tiedTo}`));
     },
@@ -106,7 +117,8 @@ export const COLUMNS: Column[] = [
     render(cell, n, { tree }) {
       cell.textContent = formatCount(n.params);
       cell.title = cell.textContent;
-      if (n.params !== null && n.kind !== "tensor") cell.append(h("span", "nbi-pct", formatPercent(n.params, tree.totalParams)));
+      if (n.params !== null && n.kind !== "tensor")
+        cell.append(h("span", "nbi-pct", formatPercent(n.params, tree.totalParams)));
     },
   }),
   column({

@@ -16,7 +16,14 @@ export interface DetailOptions {
   fetchHist?: HistFetcher;
 }
 
-const STAT_LABELS: Record<string, string> = { numel: "elements", abs_mean: "mean |x|", l2: "L2 norm", zeros: "zero fraction", nan: "NaN", inf: "±Inf" };
+const STAT_LABELS: Record<string, string> = {
+  numel: "elements",
+  abs_mean: "mean |x|",
+  l2: "L2 norm",
+  zeros: "zero fraction",
+  nan: "NaN",
+  inf: "±Inf",
+};
 
 function table(caption: string, rows: [string, string][]): HTMLElement {
   const t = h("table", "nbi-kv");
@@ -40,7 +47,8 @@ function summary(n: TreeNode): [string, string][] {
   const rows: [string, string][] = [["type", n.kind === "group" ? `${n.type} ×${n.count}` : n.type]];
   if (n.params !== null) rows.push(["parameters", formatCount(n.params)]);
   const status = trainableStatus(n.trainable, n.frozen);
-  if (status) rows.push(["trainable", `${status} (${formatCount(n.trainable)} trainable, ${formatCount(n.frozen)} frozen)`]);
+  if (status)
+    rows.push(["trainable", `${status} (${formatCount(n.trainable)} trainable, ${formatCount(n.frozen)} frozen)`]);
   if (n.memory !== null) rows.push(["memory", formatBytes(n.memory)]);
   if (n.shape) rows.push([n.kind === "tensor" ? "shape" : "output shapes", formatShape(n.shape)]);
   if (n.dtype) rows.push(["dtype", n.dtype]);
@@ -50,7 +58,8 @@ function summary(n: TreeNode): [string, string][] {
   if (n.tiedTo) rows.push(["tied to", n.tiedTo]);
   if (n.aliasOf) rows.push(["alias of", n.aliasOf]);
   if (n.status) rows.push(["status", n.status]);
-  if (n.relChange !== null) rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
+  if (n.relChange !== null)
+    rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
   return rows;
 }
 
@@ -66,7 +75,13 @@ function tensorTable(tree: Tree, n: TreeNode): HTMLElement | null {
     const tr = h("tr", "");
     const grad = c.kind === "tensor" && c.type === "parameter" ? (c.requiresGrad ? "yes" : "no") : "";
     const name = c.tiedTo ? `${c.key} → ${c.tiedTo}` : c.key;
-    tr.append(h("td", "", name), h("td", "", c.type), h("td", "", formatShape(c.shape)), h("td", "", c.dtype ?? ""), h("td", "", grad));
+    tr.append(
+      h("td", "", name),
+      h("td", "", c.type),
+      h("td", "", formatShape(c.shape)),
+      h("td", "", c.dtype ?? ""),
+      h("td", "", grad),
+    );
     t.append(tr);
   }
   return t;
@@ -106,7 +121,12 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
     panel.append(table("Statistics", rows));
   }
   if (node.attrs && Object.keys(node.attrs).length) {
-    panel.append(table("Attributes", Object.entries(node.attrs).map(([k, v]): [string, string] => [k, display(v)])));
+    panel.append(
+      table(
+        "Attributes",
+        Object.entries(node.attrs).map(([k, v]): [string, string] => [k, display(v)]),
+      ),
+    );
   }
   const tensors = tensorTable(tree, node);
   if (tensors) panel.append(tensors);

@@ -74,8 +74,12 @@ export function flatten(tree: Tree, state: RowOptions): Row[] {
   const hit = matches(tree, state.query);
   const filtering = state.query.trim() !== "";
   if (state.mode !== "tree") {
-    const picked = tree.nodes.filter((n) =>
-      hit[n.id] === 2 && (state.mode === "tensors" ? n.kind === "tensor" : n.kind === "module" && !n.children.some((c) => tree.nodes[c].kind !== "tensor")),
+    const picked = tree.nodes.filter(
+      (n) =>
+        hit[n.id] === 2 &&
+        (state.mode === "tensors"
+          ? n.kind === "tensor"
+          : n.kind === "module" && !n.children.some((c) => tree.nodes[c].kind !== "tensor")),
     );
     if (state.sort) picked.sort(comparator(state.sort.value, state.sort.descending));
     return picked.map((n) => ({ id: n.id, level: 1, expandable: false, expanded: false }));

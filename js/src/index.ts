@@ -24,7 +24,9 @@ function fetcher(invoke: Experimental["invoke"] | undefined): HistFetcher | unde
     const key = `${kind}:${name}`;
     let hit = cache.get(key);
     if (!hit) {
-      hit = invoke<Hist | null>("_histogram", { name, kind }, { signal: AbortSignal.timeout(15000) }).then(([response]) => response);
+      hit = invoke<Hist | null>("_histogram", { name, kind }, { signal: AbortSignal.timeout(15000) }).then(
+        ([response]) => response,
+      );
       hit.catch(() => cache.delete(key));
       cache.set(key, hit);
     }

@@ -36,13 +36,30 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
     total("params", formatCompact(unique), `${formatCount(unique)} unique parameters (shared storage counted once)`),
   );
   if (byPath !== null && byPath !== unique) {
-    totals.append(total("by path", formatCompact(byPath), `${formatCount(byPath)} counting every path, as naive counters do`));
+    totals.append(
+      total("by path", formatCompact(byPath), `${formatCount(byPath)} counting every path, as naive counters do`),
+    );
   }
   totals.append(
-    total("trainable", formatCompact(t.trainable_params ?? null), `${formatCount(t.trainable_params ?? null)} trainable, ${formatCount(t.non_trainable_params ?? null)} frozen`),
-    total("memory", formatBytes((t.param_bytes ?? 0) + (t.buffer_bytes ?? 0)), `${formatBytes(t.param_bytes ?? null)} parameters + ${formatBytes(t.buffer_bytes ?? null)} buffers`),
+    total(
+      "trainable",
+      formatCompact(t.trainable_params ?? null),
+      `${formatCount(t.trainable_params ?? null)} trainable, ${formatCount(t.non_trainable_params ?? null)} frozen`,
+    ),
+    total(
+      "memory",
+      formatBytes((t.param_bytes ?? 0) + (t.buffer_bytes ?? 0)),
+      `${formatBytes(t.param_bytes ?? null)} parameters + ${formatBytes(t.buffer_bytes ?? null)} buffers`,
+    ),
   );
-  if (rootFlops !== null) totals.append(total("FLOPs", formatCompact(rootFlops), `${formatCount(rootFlops)} floating point operations per traced forward pass`));
+  if (rootFlops !== null)
+    totals.append(
+      total(
+        "FLOPs",
+        formatCompact(rootFlops),
+        `${formatCount(rootFlops)} floating point operations per traced forward pass`,
+      ),
+    );
   totals.append(total("modules", formatCount(t.num_modules ?? null), "distinct module objects, root included"));
   box.append(name, framework, totals);
   return box;
@@ -58,7 +75,11 @@ export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number,
 
   const mode = h("select", "nbi-mode");
   mode.setAttribute("aria-label", "Show the tree, leaf modules or tensors");
-  for (const [value, label] of [["tree", "Tree"], ["leaves", "Leaf modules"], ["tensors", "Tensors"]]) {
+  for (const [value, label] of [
+    ["tree", "Tree"],
+    ["leaves", "Leaf modules"],
+    ["tensors", "Tensors"],
+  ]) {
     const o = h("option", "", label);
     o.value = value;
     mode.append(o);

@@ -97,7 +97,8 @@ export class TreeView {
       scrollPaddingStart: HEADER_HEIGHT,
       scrollToFn: elementScroll,
       observeElementOffset,
-      observeElementRect: (v, cb) => observeElementRect(v, (r) => cb({ width: r.width, height: r.height || VIEW_HEIGHT })),
+      observeElementRect: (v, cb) =>
+        observeElementRect(v, (r) => cb({ width: r.width, height: r.height || VIEW_HEIGHT })),
       onChange: () => this.render(),
     });
     this.unmount = this.virtualizer._didMount();
@@ -231,7 +232,8 @@ export class TreeView {
   private layoutRows(): void {
     const { tree, sort } = this.state;
     const column = sort && COLUMNS.find((c) => c.id === sort.column);
-    const order = column && sort ? { value: (n: TreeNode) => column.value(n, tree), descending: sort.descending } : null;
+    const order =
+      column && sort ? { value: (n: TreeNode) => column.value(n, tree), descending: sort.descending } : null;
     this.rows = flatten(tree, { ...this.state, sort: order });
     this.grid.setAttribute("aria-rowcount", String(this.rows.length + 1));
     this.virtualizer.setOptions({ ...this.virtualizer.options, count: this.rows.length });
@@ -255,7 +257,9 @@ export class TreeView {
     row.style.gridTemplateColumns = this.gridColumns();
     const sort = this.state.sort;
     for (const c of this.columns) {
-      const cell = h("div", `nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, undefined, { role: "columnheader" });
+      const cell = h("div", `nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, undefined, {
+        role: "columnheader",
+      });
       cell.dataset.column = c.id;
       const sortButton = button("nbi-sort", c.label, () => this.sortBy(c.id));
       sortButton.title = `${c.title} (click to sort)`;
@@ -273,7 +277,8 @@ export class TreeView {
   private rowTemplate(): HTMLElement {
     const row = h("div", "nbi-row", undefined, { role: "row" });
     row.style.gridTemplateColumns = this.gridColumns();
-    for (const c of this.columns) row.append(h("div", `nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, undefined, { role: "gridcell" }));
+    for (const c of this.columns)
+      row.append(h("div", `nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, undefined, { role: "gridcell" }));
     return row;
   }
 
@@ -288,7 +293,8 @@ export class TreeView {
     }
     this.body.replaceChildren(...out);
     const { selected } = this.state;
-    if (this.rows.some((r) => r.id === selected)) this.grid.setAttribute("aria-activedescendant", `${this.uid}-r${selected}`);
+    if (this.rows.some((r) => r.id === selected))
+      this.grid.setAttribute("aria-activedescendant", `${this.uid}-r${selected}`);
     else this.grid.removeAttribute("aria-activedescendant");
   }
 
@@ -311,7 +317,7 @@ export class TreeView {
       el.classList.add("nbi-heat");
     }
     const ctx = { tree, row, mode };
-    this.columns.forEach((c, i) => c.render(el.children[i] as HTMLElement, n, ctx));
+    for (let i = 0; i < this.columns.length; i++) this.columns[i].render(el.children[i] as HTMLElement, n, ctx);
     return el;
   }
 
@@ -346,7 +352,10 @@ export class TreeView {
   private onKey(e: KeyboardEvent): void {
     if (!this.rows.length) return;
     const { tree, selected, mode } = this.state;
-    const index = Math.max(0, this.rows.findIndex((r) => r.id === selected));
+    const index = Math.max(
+      0,
+      this.rows.findIndex((r) => r.id === selected),
+    );
     const row = this.rows[index];
     const go = (i: number) => this.select(this.rows[Math.max(0, Math.min(this.rows.length - 1, i))].id);
     const keys: Record<string, () => void> = {
@@ -356,7 +365,8 @@ export class TreeView {
       PageUp: () => go(index - 15),
       Home: () => go(0),
       End: () => go(this.rows.length - 1),
-      ArrowRight: () => (row.expandable && !row.expanded ? this.toggle(row.id) : row.expanded ? go(index + 1) : undefined),
+      ArrowRight: () =>
+        row.expandable && !row.expanded ? this.toggle(row.id) : row.expanded ? go(index + 1) : undefined,
       ArrowLeft: () => {
         if (row.expanded) this.toggle(row.id);
         else if (mode === "tree" && tree.nodes[row.id].parent >= 0) this.select(tree.nodes[row.id].parent);
@@ -366,7 +376,10 @@ export class TreeView {
     const action = keys[e.key];
     if (!action) return;
     e.preventDefault();
-    if (selected < 0 && e.key !== "ArrowDown") return go(0);
+    if (selected < 0 && e.key !== "ArrowDown") {
+      go(0);
+      return;
+    }
     action();
     if (e.key === "ArrowRight" || e.key === "ArrowLeft" || e.key === "Enter") this.scrollToSelected();
   }

@@ -25,7 +25,9 @@ function mount(payload: Payload): HTMLElement {
 
 describe("fixtures from build_payload", () => {
   it("cover every example model, a comparison and a folding model", () => {
-    expect(FIXTURES).toEqual(expect.arrayContaining(["cnn", "mlp", "tiny_lm", "shared", "frozen", "compare_tiny_lm", "folds"]));
+    expect(FIXTURES).toEqual(
+      expect.arrayContaining(["cnn", "mlp", "tiny_lm", "shared", "frozen", "compare_tiny_lm", "folds"]),
+    );
   });
 
   it.each(FIXTURES)("%s: every module and tensor becomes a node, and the widget renders it", (name) => {

@@ -26,6 +26,10 @@ describe("the shared formatting cases", () => {
   });
 
   it("covers every rule in the file", () => {
-    expect(Object.keys(CASES).filter((k) => k !== "about").sort()).toEqual([...Object.keys(RULES), "percent"].sort());
+    expect(
+      Object.keys(CASES)
+        .filter((k) => k !== "about")
+        .sort(),
+    ).toEqual([...Object.keys(RULES), "percent"].sort());
   });
 });

@@ -45,7 +45,8 @@ function mount(p: Payload = payload(), selected: string | null = null) {
   return { model, el, grid, rows, row };
 }
 
-const key = (grid: HTMLElement, k: string) => grid.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+const key = (grid: HTMLElement, k: string) =>
+  grid.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
 
 describe("render", () => {
   it("is an ARIA treegrid with levels, expansion state and column headers", () => {
@@ -56,7 +57,19 @@ describe("render", () => {
     expect(row("blocks")!.getAttribute("aria-level")).toBe("2");
     expect(row("stem.weight")!.hasAttribute("aria-expanded")).toBe(false);
     const headers = [...el.querySelectorAll("[role=columnheader]")].map((h) => h.textContent);
-    expect(headers).toEqual(["Name", "Type", "Params", "Train", "Shape", "Memory", "Histogram", "mean", "std", "Status", "Rel. change"]);
+    expect(headers).toEqual([
+      "Name",
+      "Type",
+      "Params",
+      "Train",
+      "Shape",
+      "Memory",
+      "Histogram",
+      "mean",
+      "std",
+      "Status",
+      "Rel. change",
+    ]);
     expect(el.querySelector(".nbi-header")!.textContent).toContain("Net");
   });
 

@@ -5,7 +5,13 @@ import { payload } from "./fixtures";
 
 const tree = () => foldRepeats(buildTree(payload()));
 const byPath = (t: ReturnType<typeof tree>, path: string) => t.nodes.find((n) => n.path === path)!;
-const state = (over: Partial<RowOptions> = {}): RowOptions => ({ expanded: new Set(), sort: null, query: "", mode: "tree", ...over });
+const state = (over: Partial<RowOptions> = {}): RowOptions => ({
+  expanded: new Set(),
+  sort: null,
+  query: "",
+  mode: "tree",
+  ...over,
+});
 const paths = (t: ReturnType<typeof tree>, s: RowOptions) => flatten(t, s).map((r) => t.nodes[r.id].path);
 
 describe("buildTree", () => {
@@ -58,7 +64,12 @@ describe("flatten", () => {
     const t = tree();
     expect(flatten(t, state())).toEqual([{ id: 0, level: 1, expandable: true, expanded: false }]);
     const rows = flatten(t, state({ expanded: expandedToDepth(t, 1) }));
-    expect(rows.map((r) => [t.nodes[r.id].path, r.level])).toEqual([["", 1], ["stem", 2], ["blocks", 2], ["head", 2]]);
+    expect(rows.map((r) => [t.nodes[r.id].path, r.level])).toEqual([
+      ["", 1],
+      ["stem", 2],
+      ["blocks", 2],
+      ["head", 2],
+    ]);
   });
 
   it("sorts within each parent so the tree stays a tree", () => {
@@ -97,7 +108,14 @@ describe("flatten", () => {
   it("filters by name or type, keeping ancestors open and dropping the rest", () => {
     const t = tree();
     expect(paths(t, state({ query: "head" }))).toEqual(["", "head", "head.weight"]);
-    expect(paths(t, state({ query: "BLOCKS.2.FC" }))).toEqual(["", "blocks", "blocks.0–3", "blocks.2", "blocks.2.fc", "blocks.2.fc.weight"]);
+    expect(paths(t, state({ query: "BLOCKS.2.FC" }))).toEqual([
+      "",
+      "blocks",
+      "blocks.0–3",
+      "blocks.2",
+      "blocks.2.fc",
+      "blocks.2.fc.weight",
+    ]);
     const byType = paths(t, state({ query: "linear", mode: "leaves" }));
     expect(byType).toHaveLength(7);
     expect(paths(t, state({ query: "no such thing" }))).toEqual([]);
