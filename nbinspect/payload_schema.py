@@ -9,7 +9,7 @@ Tables travel as column arrays: entry i of every list of ``modules`` (or ``tenso
 row i. A field with a ``when`` is present only when that data is: ``trace`` after a traced
 forward pass, ``stats`` with weight statistics, ``note`` when a stats row has a note,
 ``compare`` for a comparison. To add a column: one :class:`Field` here (with ``source`` when it
-is a frame column copied as is), run ``make contract``, and read it in the front-end.
+is a frame column copied as is), ``make contract``, and one entry in ``js/src/columns.ts``.
 """
 
 from __future__ import annotations

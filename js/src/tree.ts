@@ -1,7 +1,7 @@
 // The tree model, part 1: nodes built from the payload, and repeated blocks folded.
 // Pure: no DOM. Nodes live in one array; a node's `children` are ids into it.
 
-import type { Hist, Num, Payload, Shape } from "./payload";
+import type { Hist, ModuleColumns, Num, Payload, Shape, TensorColumns } from "./payload";
 
 export type Kind = "module" | "tensor" | "group";
 
@@ -43,6 +43,8 @@ export interface TreeNode {
 }
 
 export interface Tree {
+  /** What the tree was built from: columns may read fields of it (moduleField, tensorField). */
+  payload: Payload;
   nodes: TreeNode[];
   root: number;
   statFields: string[];
@@ -148,6 +150,7 @@ export function buildTree(payload: Payload): Tree {
     for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
   }
   return {
+    payload,
     nodes,
     root: 0,
     statFields: payload.stat_fields,
@@ -158,6 +161,24 @@ export function buildTree(payload: Payload): Tree {
       compare: t.compare !== undefined,
     },
   };
+}
+
+/** A module node's entry of a payload module column; null for other nodes and absent columns. */
+export function moduleField<K extends keyof ModuleColumns>(
+  tree: Tree,
+  n: TreeNode,
+  key: K,
+): NonNullable<ModuleColumns[K]>[number] | null {
+  return n.kind === "module" ? (tree.payload.modules[key]?.[n.source] ?? null) : null;
+}
+
+/** A tensor node's entry of a payload tensor column; null for other nodes and absent columns. */
+export function tensorField<K extends keyof TensorColumns>(
+  tree: Tree,
+  n: TreeNode,
+  key: K,
+): NonNullable<TensorColumns[K]>[number] | null {
+  return n.kind === "tensor" ? (tree.payload.tensors[key]?.[n.source] ?? null) : null;
 }
 
 const isIndex = (key: string) => /^\d+$/.test(key);

@@ -107,13 +107,14 @@ export class TreeView {
     performance.measure("nbinspect:first-render", "nbinspect:render-start");
   }
 
-  /** Show another payload; the view state is reset. */
+  /** Show another payload: expansion, filter, mode and selection start afresh (the toolbar is
+   * rebuilt); shown columns, sort and log scale stay. */
   setPayload(payload: Payload): void {
     const tree = foldRepeats(buildTree(payload));
     this.state = {
       tree,
       expanded: expandedToDepth(tree, 2),
-      sort: null,
+      sort: this.state?.sort ?? null,
       query: "",
       mode: "tree",
       shown: this.state?.shown ?? new Set(COLUMNS.filter((c) => c.initial).map((c) => c.id)),
