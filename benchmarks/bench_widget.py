@@ -53,7 +53,9 @@ async ({ runs, sources }) => {
   const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   const time = async (action) => { const t0 = performance.now(); action(); await frame(); return performance.now() - t0; };
   const results = widgets.map(() => ({ first_render: [], sort: [], expand_all: [], search: [], sort_expanded: [], collapse_all: [] }));
-  for (let i = 0; i < runs; i++) for (const [w, widget] of widgets.entries()) {
+  const order = widgets.map((_, w) => w);
+  for (let i = 0; i < runs; i++) for (const w of i % 2 ? [...order].reverse() : order) {  // who goes first alternates
+    const widget = widgets[w];
     const out = results[w];
     const el = document.createElement("div");
     document.body.append(el);
