@@ -110,6 +110,9 @@ class Inspection(Result):
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
+    def _saved_summary(self) -> str:
+        return self.summary(depth=2)
+
     def __repr__(self) -> str:
         t = self.totals
         return (
