@@ -19,7 +19,7 @@ from .format import format_count, format_shape, is_missing, trainable_status
 __all__ = ["summary_table"]
 
 _WIDTHS = (44, 22, 14, 10)
-_MB = 1024 * 1024
+_MB = 1e6  # torchinfo reports sizes in decimal megabytes
 _TRAINABLE = {"trainable": "True", "frozen": "False", "partial": "Partial", "": "--"}  # torchinfo's words
 
 
