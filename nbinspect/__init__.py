@@ -1,4 +1,4 @@
-"""nbinspect: see inside PyTorch models from a Jupyter notebook.
+"""nbinspect: see inside PyTorch and MLX models from a Jupyter notebook.
 
 Analyzers return pandas DataFrames; everything you look at (text, widget, plots, JSON)
 is rendered from those frames.
@@ -10,12 +10,13 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time they load on first use
-    from . import examples
+    from . import examples, mlx
+    from .analyze.health import HealthThresholds
     from .analyze.stats import stats
     from .analyze.structure import by_type, layers, params, totals
     from .comparison import Comparison, compare
     from .errors import CheckpointError, TraceError, UnsafeCheckpointError
-    from .inspection import Inspection, inspect, memory, plot_distributions, trace
+    from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
     from .model_info import ModelInfo, dump_model_info
     from .render.json_export import json_schema
     from .sources.checkpoint import load_checkpoint
@@ -25,11 +26,13 @@ if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time the
 # anywidget, IPython and matplotlib cost ~0.8 s): each loads when a name from it is first used.
 _LAZY = {
     "examples": ".examples",
+    "mlx": ".mlx",
+    "HealthThresholds": ".analyze.health",
     "stats": ".analyze.stats",
     **dict.fromkeys(("by_type", "layers", "params", "totals"), ".analyze.structure"),
     **dict.fromkeys(("Comparison", "compare"), ".comparison"),
     **dict.fromkeys(("CheckpointError", "TraceError", "UnsafeCheckpointError"), ".errors"),
-    **dict.fromkeys(("Inspection", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
+    **dict.fromkeys(("Inspection", "health", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
     **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
     "json_schema": ".render.json_export",
     "load_checkpoint": ".sources.checkpoint",
@@ -41,7 +44,7 @@ def __getattr__(name: str) -> _typing.Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'nbinspect' has no attribute {name!r}")
     module = _importlib.import_module(_LAZY[name], __name__)
-    value = module if name == "examples" else getattr(module, name)
+    value = module if name in ("examples", "mlx") else getattr(module, name)
     globals()[name] = value
     return value
 
@@ -63,6 +66,7 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "HealthThresholds",
     "InspectWidget",
     "Inspection",
     "ModelInfo",
@@ -72,12 +76,14 @@ __all__ = [
     "compare",
     "dump_model_info",
     "examples",
+    "health",
     "inspect",
     "json_schema",
     "layers",
     "load_checkpoint",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",

@@ -4,6 +4,8 @@ import nbinspect
 
 EXPECTED = {
     "CheckpointError",
+    "HealthThresholds",
+    "health",
     "Comparison",
     "UnsafeCheckpointError",
     "compare",
@@ -19,6 +21,7 @@ EXPECTED = {
     "layers",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",
