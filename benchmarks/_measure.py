@@ -14,6 +14,7 @@ __all__ = ["PRELUDE", "best_of", "gb", "run_isolated", "warm"]
 # Imports first, then the baseline RSS: "peak beyond the interpreter" excludes torch itself.
 PRELUDE = """
 import json, time, torch, nbinspect
+nbinspect.stats, nbinspect.compare, nbinspect.inspect  # load the lazy parts before timing
 def _status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):

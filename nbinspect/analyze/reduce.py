@@ -269,9 +269,10 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     t = t.detach()
     cdt = _compute_dtype(t.dtype)
     stride = _sample_stride(t)
-    flat = _dense_flat(t) if workspace.kernels is not None else None
-    if flat is not None and workspace.kernels is not None:
-        total, picked = _fused_moments(workspace.kernels, flat, cdt, stride, workspace, bins)
+    kernels = workspace.kernels
+    flat = _dense_flat(t) if kernels is not None else None
+    if kernels is not None and flat is not None:  # the fused path: dense tensors (nearly all)
+        total, picked = _fused_moments(kernels, flat, cdt, stride, workspace, bins)
     else:
         sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
         pieces = _pieces(t, CHUNK)
