@@ -195,12 +195,7 @@ def bench_tiny(repeat: int) -> None:
     tensors = [t.values() for t in source.tensors]
 
     def cpu_best(fn) -> float:
-        times = []
-        for _ in range(repeat):
-            start = time.process_time()
-            fn()
-            times.append(time.process_time() - start)
-        return min(times)
+        return best_of(fn, repeat, clock=time.process_time)
 
     def bare_loop():
         for t in tensors:

@@ -73,7 +73,7 @@ def moments_fast(x, signed, unsigned, shift, negative_zero):  # pragma: no cover
                 bs += d
                 bq += d * d
                 ba += abs(x[i])
-        else:
+        else:  # the same body over the last, partial block (a variable trip count would not vectorize above)
             for i in range(start, n):
                 v = signed[i]
                 w = unsigned[i]
