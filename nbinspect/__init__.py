@@ -7,6 +7,7 @@ is rendered from those frames.
 from __future__ import annotations
 
 from . import examples
+from .analyze.distributed import distributed
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
@@ -37,6 +38,7 @@ __all__ = [
     "UnsafeCheckpointError",
     "by_type",
     "compare",
+    "distributed",
     "dump_model_info",
     "examples",
     "inspect",

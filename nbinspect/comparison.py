@@ -13,6 +13,7 @@ import pandas as pd
 
 from .analyze import compare as _compare
 from .analyze import structure
+from .analyze.distributed import on_receiving_rank
 from .render.compare_text import comparison_text
 from .render.json_export import jsonable
 from .sources import ModelSource, as_source, parent_path
@@ -104,6 +105,7 @@ class Comparison:
         return {**data, "text/plain": repr(self)}
 
 
+@on_receiving_rank(0, 1)
 def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRESHOLDS) -> Comparison:
     """Compare two models, state_dicts or checkpoint paths (any mix) tensor by tensor.
 

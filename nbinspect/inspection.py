@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from .analyze import structure
+from .analyze.distributed import on_receiving_rank
 from .analyze.gc_pause import gc_paused
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
@@ -141,6 +142,7 @@ class Inspection:
         return page
 
 
+@on_receiving_rank(0)
 @gc_paused()
 def inspect(
     model: Any,
@@ -177,6 +179,7 @@ def inspect(
     return inspection
 
 
+@on_receiving_rank(0)
 @gc_paused()
 def trace(
     model: Any, *args: Any, backward: bool = False, flops: bool = True, input_dtype: Any = None, **kwargs: Any
@@ -215,6 +218,7 @@ def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **opt
     return with_trace(inspection, result)
 
 
+@on_receiving_rank(0)
 @functools.wraps(memory_plan, assigned=("__doc__",))
 def memory(model: Any, **options: Any) -> pd.DataFrame:
     # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).

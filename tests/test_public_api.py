@@ -7,6 +7,7 @@ EXPECTED = {
     "Comparison",
     "UnsafeCheckpointError",
     "compare",
+    "distributed",
     "load_checkpoint",
     "Inspection",
     "InspectWidget",

@@ -18,6 +18,8 @@ import torch
 
 from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source
+from ..sources.dtensor import DistributedSource
+from .distributed import combine_moments, on_receiving_rank
 from .gc_pause import gc_paused
 from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
@@ -43,6 +45,7 @@ _PLAIN = {
 }
 
 
+@on_receiving_rank(0)
 def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = None) -> pd.DataFrame:
     """Weight statistics of `obj` (schema.STATS): a torch module, a ModelSource, a dict of
     name -> tensor, or one tensor.
@@ -68,6 +71,8 @@ def stats_frames(
         raise ValueError(f"stats(bins={bins!r}): need a positive integer number of bins")
     source = _stats_source(obj)
     results = tensor_stats(source, bins, progress)
+    if isinstance(source, DistributedSource):  # each rank read its shards: combine them
+        results = combine_moments(source, results, bins)
     frames = {}
     if "tensor" in by:
         rows = [(t.name, t.module, t.kind, t.dtype, t.numel, *results[t.storage_key]) for t in source.tensors]

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source, parent_path
+from .distributed import on_receiving_rank
 
 __all__ = ["by_type", "layers", "params", "totals"]
 
@@ -23,6 +24,7 @@ def _first_owner(source: ModelSource) -> dict[Any, TensorEntry]:
     return {t.storage_key: t for t in source.tensors if t.name not in tied}
 
 
+@on_receiving_rank(0)
 def params(model: Any) -> pd.DataFrame:
     """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
     source = as_source(model)
@@ -59,6 +61,7 @@ def _unique_sums(entries: dict[Any, TensorEntry]) -> dict[str, int]:
     return out
 
 
+@on_receiving_rank(0)
 def layers(model: Any) -> pd.DataFrame:
     """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
     source = as_source(model)
@@ -93,6 +96,7 @@ def layers(model: Any) -> pd.DataFrame:
     return LAYERS.build(rows)
 
 
+@on_receiving_rank(0)
 def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
@@ -113,6 +117,7 @@ def by_type(model: Any) -> pd.DataFrame:
     return BY_TYPE.build(rows)
 
 
+@on_receiving_rank(0)
 def totals(model: Any) -> dict[str, int]:
     """Model-wide counts (keys schema.TOTALS_KEYS); shared storage counted once."""
     source = as_source(model)
