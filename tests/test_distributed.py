@@ -77,8 +77,13 @@ def fsdp(m: nn.Module) -> nn.Module:
     return m
 
 
-def on_each_rank(rank: int) -> dict:
+def on_each_rank(rank: int, dcp_folder: str) -> dict:
+    import torch.distributed.checkpoint as dcp
+
     sharded = shard(reference_model())
+    dcp.save(
+        {k: v for k, v in sharded.state_dict().items() if k != "p"}, checkpoint_id=dcp_folder
+    )  # each rank its shards
     fsdp_model = fsdp(reference_model())
     clean_a, clean_b = shard(reference_model(False)), shard(reference_model(False, shift=0.25))
     every = nbinspect.distributed(sharded, rank=None)
@@ -104,8 +109,13 @@ def _frame(comparison):
 
 
 @pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
-    return run_on_ranks(partial(on_each_rank), tmp_path_factory.mktemp("ranks"))
+def dcp_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("dcp")
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory, dcp_folder):
+    return run_on_ranks(partial(on_each_rank, dcp_folder=str(dcp_folder)), tmp_path_factory.mktemp("ranks"))
 
 
 def float64_stats(values: list[torch.Tensor], bins: int = 64) -> dict:
@@ -217,3 +227,15 @@ def test_compare_matches_float64_deltas(ranks, key):
         assert row["max_abs_delta"] == pytest.approx(np.abs(d).max(), rel=1e-7, abs=0)
         assert row["mean_drift"] == pytest.approx(d.mean(), rel=1e-7, abs=1e-15)
     assert frame.loc["b.weight", "frac_above"][0] == pytest.approx(9 / 45)  # one column of 9 rows moved
+
+
+def test_a_dcp_folder_written_by_both_ranks_reads_in_one_process(ranks, dcp_folder):
+    assert sorted(p.name for p in dcp_folder.glob("*.distcp")) == ["__0_0.distcp", "__1_0.distcp"]
+    reference = reference_model()
+    frame = nbinspect.stats(dcp_folder).set_index("name", drop=False)
+    assert set(frame.index) == {n for n, _ in reference.named_parameters() if n != "p"} | {"steps"}
+    for name in frame.index:
+        tensor = reference.get_parameter(name) if name != "steps" else reference.steps
+        ref = float64_stats([tensor])
+        for column in STAT_COLUMNS:
+            assert frame.loc[name, column] == pytest.approx(ref[column], rel=1e-7), (name, column)

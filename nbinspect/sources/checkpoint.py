@@ -16,6 +16,7 @@ from typing import Any
 from torch import nn
 
 from .base import ModelSource
+from .dcp import is_dcp_folder, read_dcp
 from .errors import CheckpointError
 from .model_loader import load_into
 from .pages import drop_tensor_pages
@@ -82,6 +83,8 @@ def _from_index(index: Path, trust: bool, key: str | None) -> tuple[list[StoredT
 
 
 def _from_folder(folder: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
+    if is_dcp_folder(folder):  # torch.distributed.checkpoint: .metadata + *.distcp
+        return (*read_dcp(folder, trust), True)
     indexes = sorted(folder.glob("*.safetensors.index.json")) or sorted(folder.glob("*.index.json"))
     if len(indexes) == 1:
         return _from_index(indexes[0], trust, key)
