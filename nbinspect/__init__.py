@@ -11,6 +11,7 @@ from .analyze.distributed import distributed
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
+from .experts import MixtureOfExperts, expert_changes, moe, split_experts
 from .inspection import Inspection, TraceError, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
@@ -33,6 +34,7 @@ __all__ = [
     "Comparison",
     "InspectWidget",
     "Inspection",
+    "MixtureOfExperts",
     "ModelInfo",
     "TraceError",
     "UnsafeCheckpointError",
@@ -41,14 +43,17 @@ __all__ = [
     "distributed",
     "dump_model_info",
     "examples",
+    "expert_changes",
     "inspect",
     "json_schema",
     "layers",
     "load_checkpoint",
     "load_ipython_extension",
     "memory",
+    "moe",
     "params",
     "plot_distributions",
+    "split_experts",
     "stats",
     "totals",
     "trace",

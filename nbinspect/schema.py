@@ -20,11 +20,13 @@ __all__ = [
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
+    "EXPERT_CHANGES",
     "FLOW",
     "FRAMES",
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
+    "MOE",
     "PARAMETER",
     "PARAMS",
     "STATS",
@@ -298,8 +300,38 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
+MOE = FrameSchema(
+    "moe",
+    (
+        Column("name", "string", "path of the module holding the routed experts"),
+        Column("layout", "string", "'fused' (one tensor per projection, experts along dim 0) or 'modules'"),
+        Column("experts", "Int64", "routed experts in this layer"),
+        Column("top_k", "Int64", "experts each token is routed to; missing when unknown"),
+        Column("expert_params", "Int64", "parameters of one routed expert"),
+        Column("routed_params", "Int64", "parameters of all routed experts of this layer"),
+        Column("activated_params", "Int64", "routed parameters one token uses: top_k x expert_params"),
+        Column("shared_params", "Int64", "parameters of the layer's shared experts (every token uses them)"),
+    ),
+    "One row per mixture-of-experts layer: how many parameters it holds and how many a token uses.",
+)
+
+EXPERT_CHANGES = FrameSchema(
+    "expert_changes",
+    (
+        Column("group", "string", "path of the module holding the routed experts"),
+        Column("expert", "Int64", "expert index"),
+        Column("numel", "Int64", "parameters of the expert"),
+        Column("l2_a", "float64", "norm of the expert's weights in a"),
+        Column("l2_delta", "float64", "norm of b - a over the expert's weights"),
+        Column("rel_change", "float64", "l2_delta / l2_a"),
+        Column("vs_median", "float64", "rel_change over the median rel_change of its layer's experts"),
+        Column("dead", "boolean", "did not move: rel_change is 0 or below `dead_below` x the layer's median"),
+    ),
+    "One row per routed expert of two sources: how far each expert moved from a to b.",
+)
+
 FRAMES: dict[str, FrameSchema] = {
-    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)
+    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, MOE, EXPERT_CHANGES)
 }
 
 TOTALS_KEYS = (
