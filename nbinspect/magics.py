@@ -102,6 +102,8 @@ class InspectMagics(Magics):
         dtype = _dtype(args.dtype)
         other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
         result, extras = _run(model, model_input, dtype, args, other)
+        if result is None:  # a sharded model, on a rank that does not receive the frames
+            return None
         self._keep(result, args)
         shown_by_ipython = self._displayhook_will_show()
         from IPython.display import display
@@ -145,7 +147,10 @@ class InspectMagics(Magics):
         if not recorded.calls:
             raise _fail(f"the cell never called {args.expr}, so there was nothing to trace")
         try:
-            result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
+            inspected = inspect(model, stats=not args.no_stats, bins=args.bins)
+            if inspected is None:  # a sharded model, on a rank that does not receive the frames
+                return None
+            result = with_trace(inspected, recorded)
         except Exception as exc:
             raise _fail(first_line(exc)) from None
         self._keep(result, args)
