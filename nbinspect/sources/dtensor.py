@@ -128,7 +128,7 @@ def from_sharded_module(
         raise ValueError("a sharded model needs torch.distributed initialised (init_process_group) on every rank")
     if rank is not None and not 0 <= rank < dist.get_world_size(group):
         raise ValueError(f"rank={rank}: the group has ranks 0..{dist.get_world_size(group) - 1}")
-    plain = from_module(model, name)
+    plain = from_module(model, name or _module_type(model))
     me = dist.get_rank(group)
     by_path = {p: t for m_path, m in model.named_modules(remove_duplicate=False) for p, t in _own_tensors(m_path, m)}
     tensors, parts = [], {}
