@@ -149,7 +149,11 @@ def _row(name: str, a: TensorEntry | None, b: TensorEntry | None) -> dict[str, A
 
 
 def _across_ranks(
-    a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers: _Buffers, sides: tuple[ModelSource, ...]
+    a: TensorEntry,
+    b: TensorEntry,
+    thresholds: tuple[float, ...],
+    buffers: _Buffers,
+    sides: tuple[ModelSource, ModelSource, DistributedSource],
 ) -> _Sums:
     """The delta sums of a sharded pair: this rank's share of the elements, added over the ranks."""
     src_a, src_b, group = sides
@@ -165,7 +169,7 @@ def _pair(
     b: TensorEntry,
     thresholds: tuple[float, ...],
     buffers: _Buffers,
-    sides: tuple[ModelSource, ...] | None = None,
+    sides: tuple[ModelSource, ModelSource, DistributedSource] | None = None,
 ) -> dict[str, Any]:
     if a.shape != b.shape:
         return {"status": "reshaped"}

@@ -150,7 +150,7 @@ def aligned_values(
     if part_a is None:
         vb, va = aligned_values(b, part_b, a, part_a)
         return va, vb
-    whole_b = b.values() if part_b is None else part_b.full()
+    whole_b = b.values() if part_b is None or part_b.full is None else part_b.full()
     piece = whole_b[_block(part_a)] if part_a.owner else whole_b.reshape(-1)[:0]
     return a.values(), piece
 

@@ -61,9 +61,10 @@ def _says_experts(m: ModuleEntry) -> bool:
 def _fused_size(m: ModuleEntry, own: list[TensorEntry]) -> int | None:
     """E when `m` holds fused experts (every own parameter [E, ...], one of them 3-D)."""
     shapes = [t.shape for t in own if t.kind == PARAMETER]
-    if not shapes or any(s is None or len(s) < 2 for s in shapes) or not any(len(s) >= 3 for s in shapes):
+    full = [s for s in shapes if s is not None and len(s) >= 2]
+    if not shapes or len(full) < len(shapes) or not any(len(s) >= 3 for s in full):
         return None
-    sizes = {s[0] for s in shapes}  # type: ignore[index]  # None excluded above
+    sizes = {s[0] for s in full}
     if len(sizes) != 1:
         return None
     size = sizes.pop()

@@ -17,7 +17,7 @@ _SIGNATURE_COLUMNS = ("type", "own_params", "trainable_params", "param_bytes", "
 
 class Fold(NamedTuple):
     label: str  # "0–11 ×12"
-    count: int
+    members: int
 
 
 def _children(layers: pd.DataFrame) -> list[list[int]]:

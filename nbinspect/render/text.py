@@ -58,7 +58,7 @@ def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None
             continue
         fold = folds.get(position)
         folded = folded or fold is not None
-        count = fold.count if fold else 1
+        count = fold.members if fold else 1
         key = fold.label if fold else row.name.rsplit(".", 1)[-1]
         label = prefix + (key if row.name else title or row.type)
         kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"

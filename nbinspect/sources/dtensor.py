@@ -130,21 +130,24 @@ def from_sharded_module(
         raise ValueError(f"rank={rank}: the group has ranks 0..{dist.get_world_size(group) - 1}")
     plain = from_module(model, name or _module_type(model))
     me = dist.get_rank(group)
-    by_path = {p: t for m_path, m in model.named_modules(remove_duplicate=False) for p, t in _own_tensors(m_path, m)}
+    by_path: dict[str, Any] = {
+        p: t for m_path, m in model.named_modules(remove_duplicate=False) for p, t in _own_tensors(m_path, m)
+    }
     tensors, parts = [], {}
     for entry in plain.tensors:
-        t = by_path[entry.name]
-        if isinstance(t, dtensor):
+        t: Any = by_path[entry.name]
+        sharded = isinstance(t, dtensor)
+        if sharded:
             part = _dtensor_part(t)
             local = t.to_local()
             key: Any = ("dtensor", id(t))
             device = str(local.device)
         else:
             shape = tuple(t.shape)
-            part = LocalPart((0,) * len(shape), shape, me == 0, "plain", lambda t=t: t.detach())
+            part = LocalPart((0,) * len(shape), shape, me == 0, "plain", t.detach)
             key, device = entry.storage_key, entry.device
         parts[entry.name] = part
-        loader = _contribution(t, part.owner, isinstance(t, dtensor))
+        loader = _contribution(t, part.owner, sharded)
         tensors.append(dataclasses.replace(entry, tensor=loader, storage_key=key, device=device))
     modules = tuple(
         dataclasses.replace(m, type=_module_type(module))
