@@ -154,9 +154,9 @@ def from_sharded_module(
         for m, (_, module) in zip(plain.modules, model.named_modules(remove_duplicate=False))
     )
     world = dist.get_world_size(group)
-    sharded = sum(1 for p in parts.values() if p.placements != "plain")
+    n_sharded = sum(1 for p in parts.values() if p.placements != "plain")
     metadata = {
-        "distributed": f"{world} ranks (this is rank {me}); {sharded} of {len(parts)} tensors are DTensors",
+        "distributed": f"{world} ranks (this is rank {me}); {n_sharded} of {len(parts)} tensors are DTensors",
         "placements": ", ".join(sorted({p.placements for p in parts.values()})),
     }
     return DistributedSource(
