@@ -16,6 +16,7 @@ from .analyze.distributed import on_receiving_rank
 from .analyze.gc_pause import gc_paused
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
+from .analyze.moe import expert_groups, moe_totals
 from .analyze.stats import stats_frames
 from .analyze.trace import TraceError, TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
@@ -170,7 +171,12 @@ def inspect(
     if stats:
         by = stats_frames(source, bins)
         frames.update(stats=by["tensor"], stats_by_module=by["module"])
-    inspection = Inspection(source.name, source.framework, frames, structure.totals(source), metadata=source.metadata)
+    totals = structure.totals(source)
+    groups = expert_groups(source)
+    if groups:  # a mixture of experts: what one token uses, beside the total
+        moe = moe_totals(totals["total_params"], groups)
+        totals.update(activated_params=moe["activated_params"], routed_params=moe["routed_params"])
+    inspection = Inspection(source.name, source.framework, frames, totals, metadata=source.metadata)
     if input is not None:
         args, kwargs = split_input(input)
         inspection = _traced(

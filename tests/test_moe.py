@@ -37,6 +37,11 @@ def test_deepseek_v3_config_total_and_activated_parameters():
     text = str(report)
     assert "model.layers.3–60.mlp.experts ×58" in text
     assert "37,552,282,624 (5.6%)" in text
+    insp = nbinspect.inspect(model, stats=False)  # the summary says it beside the total too
+    assert insp.totals["activated_params"] == expected
+    assert "activated per token   37,552,282,624  5.6%" in str(insp)
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(insp.to_dict(), nbinspect.json_schema())
 
 
 @pytest.mark.parametrize(

@@ -83,6 +83,10 @@ def _summary_block(totals: Mapping[str, int]) -> str:
         ("  trainable", format_count(totals["trainable_params"]), ""),
         ("  non-trainable", format_count(totals["non_trainable_params"]), ""),
     ]
+    activated = totals.get("activated_params")
+    if activated is not None:
+        share = f"{100 * activated / unique:.1f}% of them: top-k routed experts and all the rest" if unique else ""
+        lines.insert(1, ("  activated per token", format_count(activated), share))
     if by_path != unique:
         lines.append(("  counted by path", format_count(by_path), "shared tensors counted at every path"))
     lines += [
