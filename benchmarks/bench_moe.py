@@ -28,7 +28,7 @@ sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
 from bench_widget import CHROMIUM, FLAGS, payload_bytes, wide_tree  # noqa: E402  (needs the sys.path line above)
 
 import nbinspect  # noqa: E402  (imported after the path setup, like the helpers)
-from tests.moe_models import LinearExpertsLM, hf_moe  # noqa: E402  (needs the sys.path line above)
+from tests.moe_models import LLAMA_70B, LinearExpertsLM, hf_moe  # noqa: E402  (needs the sys.path line above)
 
 RENDER = """
 async ({ runs }) => {
@@ -85,15 +85,7 @@ def configs() -> None:
             f"per-expert tree ({len(split.layers):,} modules) {per_expert:.2f}, "
             f"memory plan {plan:.2f}, with activations of [1, 128] {traced_plan:.2f}"
         )
-    llama = hf_moe(
-        transformers.LlamaConfig,
-        hidden_size=8192,
-        intermediate_size=28672,
-        num_hidden_layers=80,
-        num_attention_heads=64,
-        num_key_value_heads=8,
-        vocab_size=128256,
-    )
+    llama = hf_moe(transformers.LlamaConfig, **LLAMA_70B)
     traced, seconds = timed(lambda: nbinspect.trace(llama, (1, 128), input_dtype=torch.long))
     print(
         f"  Llama-70B shape     {traced.totals['total_params'] / 1e9:.1f} B params: traced [1, 128] on meta in "

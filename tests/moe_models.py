@@ -56,6 +56,16 @@ class LinearExpertsLM(nn.Module):
         return self.head(x)
 
 
+LLAMA_70B = {  # Llama-2/3-70B shapes (transformers' LlamaConfig keywords)
+    "hidden_size": 8192,
+    "intermediate_size": 28672,
+    "num_hidden_layers": 80,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+}
+
+
 def hf_moe(config_class: type, dtype: torch.dtype = torch.float32, device: str = "meta", **overrides) -> nn.Module:
     """A transformers causal LM from `config_class` defaults (plus overrides), built on `device`."""
     from transformers import AutoModelForCausalLM

@@ -9,7 +9,7 @@ import torch
 
 import nbinspect
 
-from .moe_models import LinearExpertsLM, hf_moe
+from .moe_models import LLAMA_70B, LinearExpertsLM, hf_moe
 
 transformers = pytest.importorskip("transformers")
 
@@ -174,15 +174,7 @@ def test_deepseek_v3_memory_plan_and_trace_on_meta():
 
 
 def test_llama_70b_config_traces_on_meta():
-    model = hf_moe(
-        transformers.LlamaConfig,
-        hidden_size=8192,
-        intermediate_size=28672,
-        num_hidden_layers=80,
-        num_attention_heads=64,
-        num_key_value_heads=8,
-        vocab_size=128256,
-    )
+    model = hf_moe(transformers.LlamaConfig, **LLAMA_70B)
     traced = nbinspect.trace(model, (1, 128), input_dtype=torch.long)
     assert traced.totals["total_params"] == 70_553_706_496
     layers = traced.layers.set_index("name")
