@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from . import examples
 from .analyze.distributed import distributed
+from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
+from .errors import CheckpointError, TraceError, UnsafeCheckpointError
 from .experts import MixtureOfExperts, expert_changes, moe, split_experts
-from .inspection import Inspection, TraceError, inspect, memory, plot_distributions, trace
+from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
 from .sources.checkpoint import load_checkpoint
-from .sources.errors import CheckpointError, UnsafeCheckpointError
 from .widget import InspectWidget
 
 __version__ = "0.1.0"
@@ -32,6 +33,7 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "HealthThresholds",
     "InspectWidget",
     "Inspection",
     "MixtureOfExperts",
@@ -44,6 +46,7 @@ __all__ = [
     "dump_model_info",
     "examples",
     "expert_changes",
+    "health",
     "inspect",
     "json_schema",
     "layers",

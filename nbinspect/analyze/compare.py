@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..errors import first_line
 from ..schema import COMPARE, COMPARE_GROUPS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source
 from ..sources.dtensor import DistributedSource
-from ..sources.errors import first_line
 from ..sources.tree import module_paths
 from .components import component, layer_index
 from .distributed import aligned_values, all_reduce_sums, pair_reducer
@@ -136,6 +136,7 @@ def _delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...],
 
 def _row(name: str, a: TensorEntry | None, b: TensorEntry | None) -> dict[str, Any]:
     either = a or b
+    assert either is not None, name
     return {
         "name": name,
         "module": either.module,
@@ -175,7 +176,8 @@ def _pair(
         return {"status": "reshaped"}
     if "meta" in (a.device, b.device):
         raise ValueError(
-            f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: it has no values"
+            f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: "
+            "it has no values"
         )
     try:
         if sides is None:
@@ -227,7 +229,7 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
     return frame
 
 
-def _groups(frame: pd.DataFrame, keys: list[tuple[str, Any]]) -> pd.DataFrame:
+def _groups(frame: pd.DataFrame, keys: list[list[tuple[str, Any]]]) -> pd.DataFrame:
     """Roll rows up into groups; `keys[i]` lists the (group, layer) pairs row i belongs to."""
     k = len(frame.attrs.get("thresholds", DEFAULT_THRESHOLDS))
     sums: dict[tuple[str, Any], _Sums] = {}
@@ -266,11 +268,14 @@ def by_module(frame: pd.DataFrame) -> pd.DataFrame:
 
 def by_component(frame: pd.DataFrame, per_layer: bool = False) -> pd.DataFrame:
     """Rolled up per component (attn.q, mlp.up, norm, ...), or per (layer, component)."""
-    keys = [[(c, l if per_layer and not pd.isna(l) else None)] for c, l in zip(frame["component"], frame["layer"])]
+    keys = [
+        [(c, layer if per_layer and not pd.isna(layer) else None)]
+        for c, layer in zip(frame["component"], frame["layer"])
+    ]
     return _groups(frame, keys)
 
 
 def by_layer(frame: pd.DataFrame) -> pd.DataFrame:
     """Rolled up per layer index; tensors outside numbered layers form the group ''."""
-    keys = [[("" if pd.isna(l) else str(l), None if pd.isna(l) else int(l))] for l in frame["layer"]]
+    keys = [[("" if pd.isna(n) else str(n), None if pd.isna(n) else int(n))] for n in frame["layer"]]
     return _groups(frame, keys)

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from .errors import CheckpointError, UnsafeCheckpointError, first_line
+from ..errors import CheckpointError, UnsafeCheckpointError, first_line
 from .torch_module import dtype_name
 from .tree import StoredTensor
 
