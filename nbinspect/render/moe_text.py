@@ -65,11 +65,13 @@ def moe_text(name: str, totals: Mapping[str, Any], frame: pd.DataFrame) -> str:
     total, activated = totals["total_params"], totals["activated_params"]
     ks = "/".join(map(str, totals["top_k"])) or "?"
     experts = "/".join(map(str, totals["experts_per_layer"]))
-    how = (
-        f"top-{ks} of {experts} routed experts in each of {totals['moe_layers']} MoE layers, plus all other parameters"
-        if activated is not None
-        else "unknown: the router's top-k was not found; pass top_k="
-    )
+    if not totals["moe_layers"]:
+        how = "no routed experts found: every parameter is used"
+    elif activated is None:
+        how = "unknown: the router's top-k was not found; pass top_k="
+    else:
+        layers = totals["moe_layers"]
+        how = f"top-{ks} of {experts} routed experts in each of {layers} MoE layers, plus all other parameters"
     lines = [
         ("Parameters", format_count(total), ""),
         ("Activated per token", format_count(activated) + _share(activated, total), how),
