@@ -239,3 +239,8 @@ def test_a_dcp_folder_written_by_both_ranks_reads_in_one_process(ranks, dcp_fold
         ref = float64_stats([tensor])
         for column in STAT_COLUMNS:
             assert frame.loc[name, column] == pytest.approx(ref[column], rel=1e-7), (name, column)
+
+
+def test_without_a_process_group_distributed_says_what_is_missing():
+    with pytest.raises(ValueError, match=r"needs torch\.distributed initialised \(init_process_group\) on every rank"):
+        nbinspect.distributed(nn.Linear(2, 2))
