@@ -89,7 +89,9 @@ def measure(folder: str, workers: int | None, threads: int | None) -> None:
 
 def run(folder: Path, workers: int | None, threads: int | None = None) -> dict:
     command = [sys.executable, __file__, "--measure", str(folder)]
-    command += ([] if workers is None else ["--workers", str(workers)]) + ([] if threads is None else ["--threads", str(threads)])
+    command += ([] if workers is None else ["--workers", str(workers)]) + (
+        [] if threads is None else ["--threads", str(threads)]
+    )
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -113,8 +115,8 @@ def main() -> None:
                 while f.read(64 * 2**20):
                     pass
         print(f"synthetic checkpoint: {size / 1e9:.2f} GB of bf16 in {shards} shards ({folder})")
-        print("(2-core machine shared with other jobs: wall-clock figures vary between runs; torch's 2 OpenMP
- threads stall when other jobs hold the cores, so one process is also run with 1 thread)")
+        print("(2-core machine shared with other jobs: wall-clock figures vary between runs; torch's 2 OpenMP")
+        print(" threads stall when other jobs hold the cores, so one process is also run with 1 thread)")
         single = run(folder, None)
         one_thread = run(folder, None, threads=1)
         parallel = run(folder, args.workers)
