@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from .format import format_count, is_missing
+from .format import format_count, format_percent, is_missing
 from .text import table
 
 __all__ = ["moe_text"]
@@ -56,7 +56,8 @@ def _runs(frame: pd.DataFrame) -> list[tuple[str, pd.Series, int]]:
 
 
 def _share(part: Any, whole: Any) -> str:
-    return f" ({100 * part / whole:.1f}%)" if whole and not is_missing(part) else ""
+    share = format_percent(part, whole)
+    return f" ({share})" if share else ""
 
 
 def moe_text(name: str, totals: Mapping[str, Any], frame: pd.DataFrame) -> str:

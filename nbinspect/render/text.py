@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..sources.tree import UNKNOWN_TYPE
 from .fold import fold_repeats
-from .format import format_bytes, format_count, format_shape, is_missing, trainable_status
+from .format import format_bytes, format_count, format_percent, format_shape, is_missing, trainable_status
 
 __all__ = ["health_block", "layer_tree", "summary", "table"]
 
@@ -63,7 +63,7 @@ def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None
         label = prefix + (key if row.name else title or row.type)
         kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"
         params = row.params * count
-        share = f"{100 * params / total_params:.1f}%" if total_params and params else ""
+        share = format_percent(params, total_params)
         cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
         cells += [format_count(params), share, trainable_status(row.trainable_params, row.frozen_params)]
         rows.append(cells)
@@ -85,7 +85,7 @@ def _summary_block(totals: Mapping[str, int]) -> str:
     ]
     activated = totals.get("activated_params")
     if activated is not None:
-        share = f"{100 * activated / unique:.1f}% of them: top-k routed experts and all the rest" if unique else ""
+        share = f"{format_percent(activated, unique)} of them: top-k routed experts and all the rest" if unique else ""
         lines.insert(1, ("  activated per token", format_count(activated), share))
     if by_path != unique:
         lines.append(("  counted by path", format_count(by_path), "shared tensors counted at every path"))
@@ -98,7 +98,13 @@ def _summary_block(totals: Mapping[str, int]) -> str:
 
 def _by_type_block(by_type: pd.DataFrame) -> str:
     rows = [
-        [r.type, format_count(r.modules), format_count(r.params), f"{r.share:.1f}%", format_bytes(r.param_bytes)]
+        [
+            r.type,
+            format_count(r.modules),
+            format_count(r.params),
+            format_percent(r.share, 100),
+            format_bytes(r.param_bytes),
+        ]
         for r in by_type.itertuples(index=False)
     ]
     return table(
