@@ -22,6 +22,7 @@ from .render import json_export, text
 from .render.checkpoint_text import metadata_text
 from .render.flow import TextFrame, flow_text, memory_text
 from .render.html import standalone_html
+from .render.model_info_json import model_info_dict
 from .render.payload import build_payload
 from .render.plots import distribution_figure
 from .sources import as_source
@@ -113,6 +114,16 @@ class Inspection:
         document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
             Path(path).write_text(document + "\n", encoding="utf-8")
+        return document
+
+    def to_model_info(self, path: str | Path | None = None) -> dict:
+        """The ``model_info.json`` document other tools read (layout in
+        ``render/model_info_json.py``); also written to `path` as JSON when given."""
+        document = model_info_dict(
+            self.name, self.framework, self.totals, self.layers, self.params, self.io, self.frames.get("components")
+        )
+        if path is not None:
+            Path(path).write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return document
 
     def widget(self) -> InspectWidget:

@@ -20,6 +20,8 @@ __all__ = [
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
+    "ENGINE_COMPONENTS",
+    "ENGINE_TOTALS",
     "FLOW",
     "FRAMES",
     "LAYERS",
@@ -298,8 +300,19 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
+ENGINE_COMPONENTS = FrameSchema(
+    "engine_components",
+    (
+        Column("component", "string", "role in the engine: tokenizer, engine core, executor, worker, model runner, model"),
+        Column("type", "string", "class name of the object in that role"),
+        Column("process", "string", "'in process', or where it runs (the engine core's process, a worker)"),
+        Column("detail", "string", "what it holds: vocabulary size, worker count, device, ...; missing if nothing"),
+    ),
+    "What a vLLM engine is made of, from the user's LLM object down to the served torch model.",
+)
+
 FRAMES: dict[str, FrameSchema] = {
-    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)
+    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, ENGINE_COMPONENTS)
 }
 
 TOTALS_KEYS = (
@@ -312,3 +325,22 @@ TOTALS_KEYS = (
     "buffer_bytes",
     "num_modules",  # distinct module objects, root included
 )
+
+ENGINE_TOTALS = (
+    "vllm_version",
+    "model_path",  # what LLM(model=...) was given: a folder or a hub name
+    "architecture",  # e.g. LlamaForCausalLM
+    "dtype",  # the served weights' dtype, e.g. float32
+    "quantization",  # None when the weights are not quantized
+    "max_model_len",  # tokens
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "kv_cache_block_size",  # tokens per KV-cache block
+    "kv_cache_blocks",
+    "kv_cache_bytes",  # bytes reserved for the KV cache on one worker
+    "gpu_memory_utilization",  # on CPU: the share of RAM reserved for the KV cache
+    "tokenizer",  # class name
+    "vocab_size",  # tokens the tokenizer knows
+    "multiprocessing",  # True when the engine core runs in another process
+)
+"""Engine facts a vLLM inspection adds to ``totals`` (missing ones are None)."""
