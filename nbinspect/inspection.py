@@ -20,12 +20,14 @@ from .analyze.trace import TraceError, TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
+from .render.engine_text import engine_label, engine_text
 from .render.flow import TextFrame, flow_text, memory_text
 from .render.html import standalone_html
 from .render.model_info_json import model_info_dict
 from .render.payload import build_payload
 from .render.plots import distribution_figure
 from .sources import as_source
+from .sources.vllm_engine import engine_report, is_vllm_engine
 from .widget import InspectWidget, bundle_source
 
 __all__ = ["Inspection", "TraceError", "inspect", "memory", "plot_distributions", "trace"]
@@ -93,6 +95,8 @@ class Inspection:
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth)
+        if self.framework == "vllm":
+            summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
     def __str__(self) -> str:
@@ -128,7 +132,11 @@ class Inspection:
 
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
-        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework)
+        return InspectWidget(self.frames, self.totals, name=self.name, framework=self._framework_label())
+
+    def _framework_label(self) -> str:
+        """What the widget shows beside the name: the framework, or a vLLM engine's header."""
+        return engine_label(self.totals) if self.framework == "vllm" else self.framework
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -145,7 +153,7 @@ class Inspection:
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
-        payload = build_payload(self.name, self.framework, self.totals, self.frames)
+        payload = build_payload(self.name, self._framework_label(), self.totals, self.frames)
         page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
@@ -163,13 +171,22 @@ def inspect(
     input_dtype: Any = None,
     stats: bool = True,
     bins: int = 64,
+    sample_input: str | None = None,
 ) -> Inspection:
-    """Inspect `model` (a torch.nn.Module) without changing it.
+    """Inspect `model` (a torch.nn.Module, or a ``vllm.LLM`` engine) without changing it.
 
     With `input` (a tensor, a shape tuple, a tuple/list of positional arguments or a dict of
     keyword arguments) one forward pass is traced as by :func:`trace`. `stats` adds the
     weight statistics (``stats`` and ``stats_by_module`` frames, `bins` histogram bins);
-    ``stats=False`` skips reading the weights."""
+    ``stats=False`` skips reading the weights. For a vLLM engine the served model is read
+    (see ``sources/vllm_engine.py``); `sample_input` (a prompt) adds one greedy generation."""
+    if is_vllm_engine(model):
+        if input is not None:
+            raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
+        r = engine_report(model, stats=stats, bins=bins, sample_input=sample_input)
+        return Inspection(name or r.name, "vllm", r.frames, r.totals, r.io)
+    if sample_input is not None:
+        raise TypeError("sample_input= is a prompt for a vLLM engine; a torch model takes input=")
     source = as_source(model, name)
     frames = {
         "params": structure.params(source),
