@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .inspection import inspect
-from .render.json_export import tensors_by_module
 from .render.format import format_bytes, format_count, format_shape, is_missing, trainable_status
+from .render.json_export import tensors_by_module
 from .render.plots import distribution_figure
 
 __all__ = ["ModelInfo", "dump_model_info"]

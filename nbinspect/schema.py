@@ -303,7 +303,9 @@ STATS = FrameSchema(
 ENGINE_COMPONENTS = FrameSchema(
     "engine_components",
     (
-        Column("component", "string", "role in the engine: tokenizer, engine core, executor, worker, model runner, model"),
+        Column(
+            "component", "string", "role in the engine: tokenizer, engine core, executor, worker, model runner, model"
+        ),
         Column("type", "string", "class name of the object in that role"),
         Column("process", "string", "'in process', or where it runs (the engine core's process, a worker)"),
         Column("detail", "string", "what it holds: vocabulary size, worker count, device, ...; missing if nothing"),

@@ -152,7 +152,12 @@ def _generate(llm: Any, prompt: str, max_tokens: int) -> dict[str, Any]:
 
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     (result,) = llm.generate([prompt], params, use_tqdm=False)
-    sampling = {"temperature": params.temperature, "max_tokens": params.max_tokens, "top_p": params.top_p, "n": params.n}
+    sampling = {
+        "temperature": params.temperature,
+        "max_tokens": params.max_tokens,
+        "top_p": params.top_p,
+        "n": params.n,
+    }
     outputs = [
         {"path": f"output.{i}", "type": "str", "value": o.text, "num_tokens": len(o.token_ids), "token_ids": list(o.token_ids), "finish_reason": o.finish_reason}
         for i, o in enumerate(result.outputs)
@@ -168,7 +173,15 @@ def _sum_ranks(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Rank 0's totals with the element and byte counts summed over tensor-parallel ranks.
     Replicated tensors (norms) are counted on every rank, as each rank holds them."""
     totals = dict(reports[0]["totals"])
-    for key in ("total_params", "trainable_params", "non_trainable_params", "total_params_by_path", "buffer_numel", "param_bytes", "buffer_bytes"):
+    for key in (
+        "total_params",
+        "trainable_params",
+        "non_trainable_params",
+        "total_params_by_path",
+        "buffer_numel",
+        "param_bytes",
+        "buffer_bytes",
+    ):
         totals[key] = sum(r["totals"][key] for r in reports)
     totals["kv_cache_bytes_all_ranks"] = sum(r["kv_cache_bytes"] for r in reports)
     return totals  # fmt: skip
@@ -211,7 +224,13 @@ def engine_report(
     )
     totals = {**(_sum_ranks(reports) if len(reports) > 1 else first["totals"]), **facts}
     frames = dict(first["frames"])
-    frames["components"] = _guard("could not list the engine's components", lambda: _components(llm, first, facts, len(reports)))
-    io = _guard("the sample generation failed", lambda: _generate(llm, sample_input, max_tokens)) if sample_input is not None else {}
+    frames["components"] = _guard(
+        "could not list the engine's components", lambda: _components(llm, first, facts, len(reports))
+    )
+    io = (
+        _guard("the sample generation failed", lambda: _generate(llm, sample_input, max_tokens))
+        if sample_input is not None
+        else {}
+    )
     name = os.path.basename(folder.rstrip("/")) or folder
     return EngineReport(name, frames, totals, io)  # fmt: skip

@@ -24,7 +24,6 @@ from tests.vllm.tiny_llama import (  # noqa: E402
     INTERMEDIATE,
     KV_CACHE_BYTES,
     KV_HEADS,
-    LAYERS,
     VOCAB,
     engine_kwargs,
     kv_block_bytes,
@@ -136,7 +135,7 @@ def test_text_and_widget_show_the_engine_header(insp):
     assert text.startswith(f"{insp.name}: vLLM engine\n")
     assert f"KV cache          {insp.totals['kv_cache_blocks']:,} blocks" in text
     assert "Sample prompt     'the cat sat on' (4 tokens)" in text
-    assert f"workers             CPUWorker          in process  1 (tensor parallel 1" in text
+    assert "workers             CPUWorker          in process  1 (tensor parallel 1" in text
     label = insp.widget().payload["model"]["framework"]
     assert label.startswith("vLLM ") and "LlamaForCausalLM · float32 · KV cache" in label and "TP 1 · PP 1" in label
     assert insp.to_dict()["model"]["framework"] == "vllm"

@@ -4,7 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-WORDS = "the a cat dog sat ran on under mat rug and then slept ate fish bird big small red blue".split()
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "ran",
+    "on",
+    "under",
+    "mat",
+    "rug",
+    "and",
+    "then",
+    "slept",
+    "ate",
+    "fish",
+    "bird",
+    "big",
+    "small",
+    "red",
+    "blue",
+]
 SPECIAL = ["<unk>", "<s>", "</s>"]
 VOCAB = 64  # the tokenizer knows every id the model can generate
 HIDDEN, HEADS, KV_HEADS, LAYERS, INTERMEDIATE = 128, 2, 1, 2, 256  # head_dim 64: the CPU kernel rejects 16
