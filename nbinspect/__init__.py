@@ -10,11 +10,11 @@ from . import examples
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
-from .inspection import Inspection, TraceError, inspect, memory, plot_distributions, trace
+from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
+from .inspection import Inspection, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
 from .sources.checkpoint import load_checkpoint
-from .sources.errors import CheckpointError, UnsafeCheckpointError
 from .widget import InspectWidget
 
 __version__ = "0.1.0"
@@ -29,6 +29,7 @@ def load_ipython_extension(ipython) -> None:
 
 __all__ = [
     "CheckpointError",
+    "EngineError",
     "Comparison",
     "InspectWidget",
     "Inspection",

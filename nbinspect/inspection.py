@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -16,24 +15,23 @@ from .analyze.gc_pause import gc_paused
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
 from .analyze.stats import stats_frames
-from .analyze.trace import TraceError, TraceResult, run_trace
+from .analyze.trace import TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
+from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
 from .render.engine_text import engine_label, engine_text
 from .render.flow import TextFrame, flow_text, memory_text
-from .render.html import standalone_html
 from .render.model_info_json import model_info_dict
-from .render.payload import build_payload
 from .render.plots import distribution_figure
+from .result import Result
 from .sources import as_source
 from .sources.vllm_engine import engine_report, is_vllm_engine
-from .widget import InspectWidget, bundle_source
 
-__all__ = ["Inspection", "TraceError", "inspect", "memory", "plot_distributions", "trace"]
+__all__ = ["Inspection", "inspect", "memory", "plot_distributions", "trace"]
 
 
-class Inspection:
+class Inspection(Result):
     """What nbinspect found in one model: DataFrames (``params``, ``layers``, ``by_type``, ...)
     and ``totals``. ``print()`` it for a text summary; export it with :meth:`to_json`."""
 
@@ -99,9 +97,6 @@ class Inspection:
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
-    def __str__(self) -> str:
-        return self.summary()
-
     def __repr__(self) -> str:
         t = self.totals
         return (
@@ -113,13 +108,6 @@ class Inspection:
         """The export document as plain Python (see :func:`nbinspect.json_schema`)."""
         return json_export.inspection_dict(self.name, self.framework, self.totals, self.layers, self.params, self.io)
 
-    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        """The export document as JSON text; also written to `path` when given."""
-        document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-        if path is not None:
-            Path(path).write_text(document + "\n", encoding="utf-8")
-        return document
-
     def to_model_info(self, path: str | Path | None = None) -> dict:
         """The ``model_info.json`` document other tools read (layout in
         ``render/model_info_json.py``); also written to `path` as JSON when given."""
@@ -130,34 +118,9 @@ class Inspection:
             Path(path).write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return document
 
-    def widget(self) -> InspectWidget:
-        """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
-        return InspectWidget(self.frames, self.totals, name=self.name, framework=self._framework_label())
-
-    def _framework_label(self) -> str:
-        """What the widget shows beside the name: the framework, or a vLLM engine's header."""
+    def framework_label(self) -> str:
+        """The framework, or for a vLLM engine its one-line header (shown beside the name)."""
         return engine_label(self.totals) if self.framework == "vllm" else self.framework
-
-    def show(self) -> InspectWidget:
-        """Display the widget in the notebook and return it."""
-        from IPython.display import display
-
-        w = self.widget()
-        display(w)
-        return w
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        data, _ = self.widget()._repr_mimebundle_()
-        return {**data, "text/plain": repr(self)}
-
-    def to_html(self, path: str | Path | None = None) -> str:
-        """A standalone HTML page of the widget (bundle and data inlined, works offline);
-        also written to `path` when given."""
-        payload = build_payload(self.name, self._framework_label(), self.totals, self.frames)
-        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
 
 
 @gc_paused()

@@ -24,14 +24,17 @@ __all__ = [
     "ENGINE_TOTALS",
     "FLOW",
     "FRAMES",
+    "FRAME_KEYS",
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
     "PARAMETER",
     "PARAMS",
     "STATS",
-    "TOTALS_KEYS",
+    "STRUCTURE_TOTALS",
+    "TOTALS",
     "TRACE_COLUMNS",
+    "TRACE_TOTALS",
     "Column",
     "FrameSchema",
 ]
@@ -316,33 +319,46 @@ ENGINE_COMPONENTS = FrameSchema(
 FRAMES: dict[str, FrameSchema] = {
     f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, ENGINE_COMPONENTS)
 }
+# The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
+# checks every frame any analysis returns against it).
+FRAME_KEYS: dict[str, FrameSchema] = {**FRAMES, "stats_by_module": STATS, "components": ENGINE_COMPONENTS}
 
-TOTALS_KEYS = (
-    "total_params",  # unique parameter elements (shared storage once)
-    "trainable_params",
-    "non_trainable_params",
-    "total_params_by_path",  # every path counted, as naive counters do
-    "buffer_numel",
-    "param_bytes",
-    "buffer_bytes",
-    "num_modules",  # distinct module objects, root included
-)
-
-ENGINE_TOTALS = (
-    "vllm_version",
-    "model_path",  # what LLM(model=...) was given: a folder or a hub name
-    "architecture",  # e.g. LlamaForCausalLM
-    "dtype",  # the served weights' dtype, e.g. float32
-    "quantization",  # None when the weights are not quantized
-    "max_model_len",  # tokens
-    "tensor_parallel_size",
-    "pipeline_parallel_size",
-    "kv_cache_block_size",  # tokens per KV-cache block
-    "kv_cache_blocks",
-    "kv_cache_bytes",  # bytes reserved for the KV cache on one worker
-    "gpu_memory_utilization",  # on CPU: the share of RAM reserved for the KV cache
-    "tokenizer",  # class name
-    "vocab_size",  # tokens the tokenizer knows
-    "multiprocessing",  # True when the engine core runs in another process
-)
-"""Engine facts a vLLM inspection adds to ``totals`` (missing ones are None)."""
+# Every key an Inspection's ``totals`` may hold, with its meaning: the one place they are
+# written (a test checks that every key any analysis produces is listed here).
+STRUCTURE_TOTALS: dict[str, str] = {  # structure.totals: every Inspection has these
+    "total_params": "unique parameter elements (shared storage counted once)",
+    "trainable_params": "unique parameter elements with requires_grad",
+    "non_trainable_params": "unique parameter elements without requires_grad",
+    "total_params_by_path": "parameter elements counted at every path, as naive counters do",
+    "buffer_numel": "unique buffer elements",
+    "param_bytes": "bytes of the unique parameters",
+    "buffer_bytes": "bytes of the unique buffers",
+    "num_modules": "distinct module objects, root included",
+}
+TRACE_TOTALS: dict[str, str] = {  # after a traced forward pass (trace, inspect(input=...), %%inspect_model)
+    "flops": "forward FLOPs of the whole model (a multiply-add is 2); None when not counted",
+    "backward_flops": "backward FLOPs (trace(backward=True)); None when not counted",
+    "activation_bytes": "bytes autograd saved for backward, each storage once",
+    "input_bytes": "bytes of the input tensors",
+    "flops_note": "which floating-point ops ran but are not counted",
+    "fake_tensors": "True when the pass ran on fake tensors (meta models): shapes and sizes only",
+    "model_calls": "how many times the watched cell called the model (%%inspect_model)",
+}
+ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the engine does not say
+    "vllm_version": "version of the vllm package",
+    "model_path": "what LLM(model=...) was given: a folder or a hub name",
+    "architecture": "the served model class, e.g. LlamaForCausalLM",
+    "dtype": "the served weights' dtype, e.g. float32",
+    "quantization": "the quantization method; None when the weights are not quantized",
+    "max_model_len": "longest sequence the engine accepts, in tokens",
+    "tensor_parallel_size": "tensor-parallel ranks (the counts above are summed over them)",
+    "pipeline_parallel_size": "pipeline-parallel stages",
+    "kv_cache_block_size": "tokens per KV-cache block",
+    "kv_cache_blocks": "KV-cache blocks the engine allocated",
+    "kv_cache_bytes": "bytes of the KV-cache tensors on the first worker",
+    "gpu_memory_utilization": "the memory-utilisation setting (on CPU: the share of RAM for the KV cache)",
+    "tokenizer": "tokenizer class",
+    "vocab_size": "tokens the tokenizer knows",
+    "multiprocessing": "True when the engine core runs in another process",
+}
+TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS, **ENGINE_TOTALS}

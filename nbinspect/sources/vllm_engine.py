@@ -18,20 +18,16 @@ from typing import Any
 import pandas as pd
 
 from ..schema import ENGINE_COMPONENTS, ENGINE_TOTALS
-from .errors import first_line
+from ..errors import EngineError, first_line
 from .vllm_worker import InspectWorkerExtension, worker_report
 
-__all__ = ["EngineError", "EngineReport", "engine_report", "is_vllm_engine"]
+__all__ = ["EngineReport", "engine_report", "is_vllm_engine"]
 
 _EXTENSION = f"{InspectWorkerExtension.__module__}.{InspectWorkerExtension.__qualname__}"
 _REACH = (
     "create the LLM with VLLM_ENABLE_V1_MULTIPROCESSING=0 (engine in this process), "
     f"or worker_extension_cls={_EXTENSION!r}, or set VLLM_ALLOW_INSECURE_SERIALIZATION=1 before creating it"
 )
-
-
-class EngineError(RuntimeError):
-    """nbinspect could not read a vLLM engine: one line saying what it found and what is missing."""
 
 
 def is_vllm_engine(obj: Any) -> bool:
@@ -183,7 +179,6 @@ def _sum_ranks(reports: list[dict[str, Any]]) -> dict[str, Any]:
         "buffer_bytes",
     ):
         totals[key] = sum(r["totals"][key] for r in reports)
-    totals["kv_cache_bytes_all_ranks"] = sum(r["kv_cache_bytes"] for r in reports)
     return totals  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from tests.vllm.require import require_vllm
 require_vllm()
 
 import nbinspect  # noqa: E402  (after the vLLM check: the module is skipped without it)
-from nbinspect.sources.vllm_engine import EngineError  # noqa: E402
+from nbinspect import EngineError  # noqa: E402
 from tests.vllm.tiny_llama import engine_kwargs, save_tiny_llama  # noqa: E402
 
 
