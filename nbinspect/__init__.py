@@ -29,8 +29,8 @@ def load_ipython_extension(ipython) -> None:
 
 __all__ = [
     "CheckpointError",
-    "EngineError",
     "Comparison",
+    "EngineError",
     "InspectWidget",
     "Inspection",
     "ModelInfo",

@@ -196,9 +196,9 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[An
     from .inspection import inspect, memory
 
     try:
-        options = {"sample_input": _unquoted(args.sample_input)} if args.sample_input is not None else {}
+        prompt = None if args.sample_input is None else _unquoted(args.sample_input)
         result = inspect(
-            model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins, **options
+            model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins, sample_input=prompt
         )
         extras: list = []
         if args.batch_size is not None:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..schema import ENGINE_COMPONENTS, ENGINE_TOTALS
 from ..errors import EngineError, first_line
+from ..schema import ENGINE_COMPONENTS, ENGINE_TOTALS
 from .vllm_worker import InspectWorkerExtension, worker_report
 
 __all__ = ["EngineReport", "engine_report", "is_vllm_engine"]
@@ -116,9 +116,19 @@ def _components(llm: Any, report: dict[str, Any], facts: dict[str, Any], workers
             "process": here,
             "detail": f"{facts['vocab_size']:,} tokens",
         },
-        {"component": "engine", "type": type(engine).__name__, "process": here, "detail": f"vLLM {facts['vllm_version']}"},
+        {
+            "component": "engine",
+            "type": type(engine).__name__,
+            "process": here,
+            "detail": f"vLLM {facts['vllm_version']}",
+        },
         {"component": "engine core client", "type": type(client).__name__, "process": here, "detail": None},
-        {"component": "engine core", "type": type(core).__name__ if core else "EngineCore", "process": here if in_process else there, "detail": None},
+        {
+            "component": "engine core",
+            "type": type(core).__name__ if core else "EngineCore",
+            "process": here if in_process else there,
+            "detail": None,
+        },
         {
             "component": "executor",
             "type": type(executor).__name__ if executor else str(backend),
@@ -129,16 +139,22 @@ def _components(llm: Any, report: dict[str, Any], facts: dict[str, Any], workers
             "component": "workers",
             "type": report["worker"],
             "process": here if in_process else "worker processes",
-            "detail": f"{workers} (tensor parallel {facts['tensor_parallel_size']} × pipeline parallel {facts['pipeline_parallel_size']}) on {report['device']}",
+            "detail": f"{workers} (tensor parallel {facts['tensor_parallel_size']} × "
+            f"pipeline parallel {facts['pipeline_parallel_size']}) on {report['device']}",
         },
-        {"component": "model runner", "type": report["model_runner"], "process": here if in_process else "workers", "detail": None},
+        {
+            "component": "model runner",
+            "type": report["model_runner"],
+            "process": here if in_process else "workers",
+            "detail": None,
+        },
         {
             "component": "model",
             "type": report["model"],
             "process": here if in_process else "workers",
             "detail": f"{report['totals']['total_params']:,} parameters, {facts['dtype']}",
         },
-    ]  # fmt: skip
+    ]
     return ENGINE_COMPONENTS.build(rows)
 
 
@@ -155,14 +171,23 @@ def _generate(llm: Any, prompt: str, max_tokens: int) -> dict[str, Any]:
         "n": params.n,
     }
     outputs = [
-        {"path": f"output.{i}", "type": "str", "value": o.text, "num_tokens": len(o.token_ids), "token_ids": list(o.token_ids), "finish_reason": o.finish_reason}
+        {
+            "path": f"output.{i}",
+            "type": "str",
+            "value": o.text,
+            "num_tokens": len(o.token_ids),
+            "token_ids": list(o.token_ids),
+            "finish_reason": o.finish_reason,
+        }
         for i, o in enumerate(result.outputs)
-    ]  # fmt: skip
+    ]
     prompt_tokens = len(result.prompt_token_ids or [])
     return {
-        "input": [{"path": "prompt", "type": "str", "value": prompt, "num_tokens": prompt_tokens, "sampling_params": sampling}],
+        "input": [
+            {"path": "prompt", "type": "str", "value": prompt, "num_tokens": prompt_tokens, "sampling_params": sampling}
+        ],
         "output": outputs,
-    }  # fmt: skip
+    }
 
 
 def _sum_ranks(reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -179,7 +204,7 @@ def _sum_ranks(reports: list[dict[str, Any]]) -> dict[str, Any]:
         "buffer_bytes",
     ):
         totals[key] = sum(r["totals"][key] for r in reports)
-    return totals  # fmt: skip
+    return totals
 
 
 def _guard(what: str, step: Callable[[], Any]) -> Any:
@@ -228,4 +253,4 @@ def engine_report(
         else {}
     )
     name = os.path.basename(folder.rstrip("/")) or folder
-    return EngineReport(name, frames, totals, io)  # fmt: skip
+    return EngineReport(name, frames, totals, io)

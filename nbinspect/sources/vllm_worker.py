@@ -12,8 +12,9 @@ the folder the engine loaded before comparing, so they match the served names.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -39,7 +40,9 @@ def _packed_shape(module: nn.Module, weight: torch.Tensor) -> tuple[int, int] | 
     return (n, k) if isinstance(n, int) and isinstance(k, int) else None
 
 
-def _read_packed(module: nn.Module, n: int, k: int, dtype: torch.dtype) -> Any:
+def _read_packed(module: nn.Module, n: int, k: int, dtype: torch.dtype) -> Callable[[], torch.Tensor]:
+    kernel = cast(Callable[..., torch.Tensor], module.cpu_linear)
+
     def load() -> torch.Tensor:
         out = torch.empty(n, k, dtype=dtype)
         with torch.inference_mode():
@@ -47,7 +50,7 @@ def _read_packed(module: nn.Module, n: int, k: int, dtype: torch.dtype) -> Any:
                 rows = min(_PROBE_COLUMNS, k - start)
                 probe = torch.zeros(rows, k, dtype=dtype)
                 probe[:, start : start + rows].fill_diagonal_(1)
-                out[:, start : start + rows] = module.cpu_linear(probe, module.weight, None).t()
+                out[:, start : start + rows] = kernel(probe, module.weight, None).t()
         return out
 
     return load
@@ -94,10 +97,22 @@ def fused_checkpoint(folder: str, served: ModelSource, mapping: dict[str, list[s
         if t.name in by_name or not names or not all(n in by_name for n in names):
             continue
         parts = [by_name[n] for n in names]
-        shape = (sum(p.shape[0] for p in parts), *parts[0].shape[1:]) if all(p.shape for p in parts) else None
+        shapes = [p.shape for p in parts if p.shape]
+        shape = (sum(s[0] for s in shapes), *shapes[0][1:]) if len(shapes) == len(parts) else None
         numel, nbytes = sum(p.numel for p in parts), sum(p.nbytes for p in parts)
-        fused.append(replace(parts[0], name=t.name, module=t.module, shape=shape, numel=numel, nbytes=nbytes,
-                             storage_key=("fused", t.name), tensor=_concat(parts), release_hook=None))  # fmt: skip
+        fused.append(
+            replace(
+                parts[0],
+                name=t.name,
+                module=t.module,
+                shape=shape,
+                numel=numel,
+                nbytes=nbytes,
+                storage_key=("fused", t.name),
+                tensor=_concat(parts),
+                release_hook=None,
+            )
+        )
         used.update(names)
     kept = tuple(t for t in ckpt.tensors if t.name not in used)
     return replace(ckpt, tensors=kept + tuple(fused))
@@ -115,7 +130,8 @@ def _kv_cache_bytes(runner: Any) -> int:
 
 def _runner_model(worker: Any) -> nn.Module:
     runner = getattr(worker, "model_runner", None)
-    model = runner.get_model() if hasattr(runner, "get_model") else getattr(runner, "model", None)
+    get_model = getattr(runner, "get_model", None)
+    model = get_model() if callable(get_model) else getattr(runner, "model", None)
     if not isinstance(model, nn.Module):
         raise TypeError(
             f"the vLLM worker {type(worker).__name__} holds no torch model at model_runner.get_model() "
