@@ -41,7 +41,10 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def llm(folder):
+    import vllm.envs
     from vllm import LLM
+
+    vllm.envs.disable_envs_cache()  # an engine made earlier in this process froze the settings
 
     with pytest.MonkeyPatch.context() as env:
         env.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")

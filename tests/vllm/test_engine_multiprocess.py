@@ -17,7 +17,10 @@ from tests.vllm.tiny_llama import engine_kwargs, save_tiny_llama  # noqa: E402
 
 @pytest.fixture(scope="module")
 def llm(tmp_path_factory):
+    import vllm.envs
     from vllm import LLM
+
+    vllm.envs.disable_envs_cache()  # an engine made earlier in this process froze the settings
 
     folder = save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
     with pytest.MonkeyPatch.context() as env:
