@@ -112,9 +112,7 @@ class Inspection(Result):
     def to_model_info(self, path: str | Path | None = None) -> dict:
         """The ``model_info.json`` document other tools read (layout in
         ``render/model_info_json.py``); also written to `path` as JSON when given."""
-        document = model_info_dict(
-            self.name, self.framework, self.totals, self.layers, self.params, self.io, self.frames.get("components")
-        )
+        document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io)
         if path is not None:
             Path(path).write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return document

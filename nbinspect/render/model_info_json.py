@@ -85,19 +85,14 @@ def _text_info(records: Any, kind: str) -> dict[str, Any]:
 
 
 def model_info_dict(
-    name: str,
-    framework: str,
-    totals: Mapping[str, Any],
-    layers: pd.DataFrame,
-    params: pd.DataFrame,
-    io: Mapping[str, Any] | None = None,
-    components: pd.DataFrame | None = None,
+    name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame], io: Mapping[str, Any]
 ) -> dict:
-    """The ``model_info.json`` document of one inspection."""
-    io = io or {}
+    """The ``model_info.json`` document of one inspection, from its ``layers`` and ``params``
+    frames (and a vLLM engine's ``components``)."""
+    layers, components = frames["layers"], frames.get("components")
     engine = framework == "vllm"
     root_type = layers["type"].iloc[0] if len(layers) else None
-    tensors = tensors_by_module(params)
+    tensors = tensors_by_module(frames["params"])
     rows = [row for row in layers.to_dict("records") if row["name"] and is_missing(row["alias_of"])]
     document: dict[str, Any] = {
         "model_name": name,
