@@ -191,19 +191,17 @@ def _generate(llm: Any, prompt: str, max_tokens: int) -> dict[str, Any]:
 
 
 def _sum_ranks(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rank 0's totals with the element and byte counts summed over tensor-parallel ranks.
-    Replicated tensors (norms) are counted on every rank, as each rank holds them."""
+    """Global counts from tensor-parallel ranks: rank 0's totals plus the split parameters
+    of every other rank (replicated ones, such as norms, are counted once)."""
     totals = dict(reports[0]["totals"])
-    for key in (
-        "total_params",
-        "trainable_params",
-        "non_trainable_params",
-        "total_params_by_path",
-        "buffer_numel",
-        "param_bytes",
-        "buffer_bytes",
+    for key, shard in (
+        ("total_params", "params"),
+        ("trainable_params", "trainable_params"),
+        ("param_bytes", "param_bytes"),
     ):
-        totals[key] = sum(r["totals"][key] for r in reports)
+        totals[key] += sum(r["shard"][shard] for r in reports[1:])
+    totals["total_params_by_path"] += sum(r["shard"]["params"] for r in reports[1:])
+    totals["non_trainable_params"] = totals["total_params"] - totals["trainable_params"]
     return totals
 
 

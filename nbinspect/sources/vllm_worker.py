@@ -140,6 +140,18 @@ def _runner_model(worker: Any) -> nn.Module:
     return model
 
 
+def _shard_sums(model: nn.Module, source: ModelSource) -> dict[str, int]:
+    """Elements and bytes of the parameters tensor parallelism splits across ranks (vLLM
+    marks them with the dimension it splits: ``output_dim`` or ``input_dim``)."""
+    split = {n for n, p in model.named_parameters() if hasattr(p, "output_dim") or hasattr(p, "input_dim")}
+    entries = [t for t in source.unique_tensors(PARAMETER).values() if t.name in split]
+    return {
+        "params": sum(t.numel for t in entries),
+        "trainable_params": sum(t.numel for t in entries if t.requires_grad),
+        "param_bytes": sum(t.nbytes for t in entries),
+    }
+
+
 def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
     """The frames of the model this worker serves, pickled (frames only, never weights).
 
@@ -164,6 +176,7 @@ def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
     report = {
         "frames": frames,
         "totals": structure.totals(source),
+        "shard": _shard_sums(model, source),
         "rank": getattr(worker, "rank", 0),
         "worker": type(worker).__name__,
         "model_runner": type(runner).__name__,
