@@ -357,6 +357,7 @@ ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the
     "kv_cache_blocks": "KV-cache blocks the engine allocated",
     "kv_cache_bytes": "bytes of the KV-cache tensors on the first worker",
     "gpu_memory_utilization": "the memory-utilisation setting (on CPU: the share of RAM for the KV cache)",
+    "kv_cache_memory_bytes": "the KV-cache size the LLM was given, which overrides gpu_memory_utilization; or None",
     "tokenizer": "tokenizer class",
     "vocab_size": "tokens the tokenizer knows",
     "multiprocessing": "True when the engine core runs in another process",

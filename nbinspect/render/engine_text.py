@@ -21,6 +21,12 @@ def _kv_cache(t: Mapping[str, Any]) -> str:
     return f"{format_count(blocks)} blocks × {format_count(size)} tokens, {format_bytes(t.get('kv_cache_bytes'))}"
 
 
+def _memory_setting(t: Mapping[str, Any]) -> str:
+    if not is_missing(t.get("kv_cache_memory_bytes")):
+        return f"kv_cache_memory_bytes {format_bytes(t['kv_cache_memory_bytes'])} (overrides gpu_memory_utilization)"
+    return f"gpu_memory_utilization {t.get('gpu_memory_utilization')} (on CPU: share of RAM for the KV cache)"
+
+
 def engine_label(t: Mapping[str, Any]) -> str:
     """'vLLM 0.32.0 · LlamaForCausalLM · float32 · KV cache 256 blocks × 128 tokens, 32.0 MB · TP 1 · PP 1'."""
     return " · ".join(
@@ -69,7 +75,7 @@ def engine_text(name: str, t: Mapping[str, Any], io: Mapping[str, Any], frames: 
         ["Max model length", f"{format_count(t.get('max_model_len'))} tokens"],
         ["Parallel", f"tensor {t.get('tensor_parallel_size')} × pipeline {t.get('pipeline_parallel_size')}"],
         ["KV cache", _kv_cache(t)],
-        ["Memory setting", f"gpu_memory_utilization {t.get('gpu_memory_utilization')} (on CPU: share of RAM)"],
+        ["Memory setting", _memory_setting(t)],
         ["Tokenizer", f"{t.get('tokenizer')}, {format_count(t.get('vocab_size'))} tokens"],
         *_sample(io),
         *_checkpoint(frames.get("compare")),

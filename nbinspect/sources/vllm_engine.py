@@ -92,6 +92,7 @@ def _engine_facts(llm: Any, report: dict[str, Any], workers: int, in_process: bo
         "kv_cache_blocks": report["kv_cache_blocks"] or cache.num_gpu_blocks,
         "kv_cache_bytes": report["kv_cache_bytes"],
         "gpu_memory_utilization": cache.gpu_memory_utilization,
+        "kv_cache_memory_bytes": getattr(cache, "kv_cache_memory_bytes", None),
         "tokenizer": _class_name(tokenizer),
         "vocab_size": len(tokenizer),
         "multiprocessing": not in_process,

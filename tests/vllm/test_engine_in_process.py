@@ -104,6 +104,7 @@ def test_engine_facts(insp, llm):
     assert (t["tensor_parallel_size"], t["pipeline_parallel_size"]) == (1, 1)
     assert (t["dtype"], t["quantization"], t["max_model_len"]) == ("float32", None, 128)
     assert t["vocab_size"] == VOCAB and t["multiprocessing"] is False
+    assert t["kv_cache_memory_bytes"] == KV_CACHE_BYTES
     components = insp.frames["components"].set_index("component")
     assert components.loc["engine core", "type"] == "EngineCore"
     assert components.loc["executor", "type"] == "UniProcExecutor"
@@ -138,6 +139,7 @@ def test_text_and_widget_show_the_engine_header(insp):
     assert text.startswith(f"{insp.name}: vLLM engine\n")
     assert f"KV cache          {insp.totals['kv_cache_blocks']:,} blocks" in text
     assert "Sample prompt     'the cat sat on' (4 tokens)" in text
+    assert "Memory setting    kv_cache_memory_bytes 32.0 MB (overrides gpu_memory_utilization)" in text
     assert "workers             CPUWorker          in process  1 (tensor parallel 1" in text
     label = insp.widget().payload["model"]["framework"]
     assert label.startswith("vLLM ") and "LlamaForCausalLM · float32 · KV cache" in label and "TP 1 · PP 1" in label
