@@ -351,7 +351,7 @@ ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the
     "dtype": "the served weights' dtype, e.g. float32",
     "quantization": "the quantization method; None when the weights are not quantized",
     "max_model_len": "longest sequence the engine accepts, in tokens",
-    "tensor_parallel_size": "tensor-parallel ranks (the counts above are summed over them)",
+    "tensor_parallel_size": "tensor-parallel ranks (parameter counts are the whole model's, frames rank 0's shard)",
     "pipeline_parallel_size": "pipeline-parallel stages",
     "kv_cache_block_size": "tokens per KV-cache block",
     "kv_cache_blocks": "KV-cache blocks the engine allocated",

@@ -68,7 +68,7 @@ def _remote_reports(llm: Any, options: dict[str, Any]) -> list[bytes]:
 
 class EngineReport:
     """What :func:`engine_report` read: the served model's frames and totals (rank 0's;
-    with tensor parallelism the counts are summed over ranks), the engine's facts, its
+    with tensor parallelism the parameter counts are the whole model's), the engine's facts, its
     components and the sample generation."""
 
     def __init__(self, name: str, frames: dict[str, pd.DataFrame], totals: dict[str, Any], io: dict[str, Any]):
@@ -191,18 +191,15 @@ def _generate(llm: Any, prompt: str, max_tokens: int) -> dict[str, Any]:
     }
 
 
-def _sum_ranks(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Global counts from tensor-parallel ranks: rank 0's totals plus the split parameters
-    of every other rank (replicated ones, such as norms, are counted once)."""
-    totals = dict(reports[0]["totals"])
-    for key, shard in (
-        ("total_params", "params"),
-        ("trainable_params", "trainable_params"),
-        ("param_bytes", "param_bytes"),
-    ):
-        totals[key] += sum(r["shard"][shard] for r in reports[1:])
-    totals["total_params_by_path"] += sum(r["shard"]["params"] for r in reports[1:])
-    totals["non_trainable_params"] = totals["total_params"] - totals["trainable_params"]
+def _global_totals(report: dict[str, Any]) -> dict[str, Any]:
+    """A tensor-parallel rank's totals with the parameter counts of the whole model (from the
+    layers' unsplit sizes); buffers and modules are per rank."""
+    totals, whole = dict(report["totals"]), report["global"]
+    totals.update(
+        total_params=whole["params"], trainable_params=whole["trainable_params"], param_bytes=whole["param_bytes"]
+    )
+    totals["non_trainable_params"] = whole["params"] - whole["trainable_params"]
+    totals["total_params_by_path"] = whole["params"]
     return totals
 
 
@@ -241,7 +238,7 @@ def engine_report(
         "could not read the vLLM engine's configuration",
         lambda: _engine_facts(llm, first, len(reports), worker is not None),
     )
-    totals = {**(_sum_ranks(reports) if len(reports) > 1 else first["totals"]), **facts}
+    totals = {**(_global_totals(first) if len(reports) > 1 else first["totals"]), **facts}
     frames = dict(first["frames"])
     frames["components"] = _guard(
         "could not list the engine's components", lambda: _components(llm, first, facts, len(reports))

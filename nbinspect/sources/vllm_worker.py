@@ -140,16 +140,26 @@ def _runner_model(worker: Any) -> nn.Module:
     return model
 
 
-def _shard_sums(model: nn.Module, source: ModelSource) -> dict[str, int]:
-    """Elements and bytes of the parameters tensor parallelism splits across ranks (vLLM
-    marks them with the dimension it splits: ``output_dim`` or ``input_dim``)."""
-    split = {n for n, p in model.named_parameters() if hasattr(p, "output_dim") or hasattr(p, "input_dim")}
-    entries = [t for t in source.unique_tensors(PARAMETER).values() if t.name in split]
-    return {
-        "params": sum(t.numel for t in entries),
-        "trainable_params": sum(t.numel for t in entries if t.requires_grad),
-        "param_bytes": sum(t.nbytes for t in entries),
-    }
+def _global_numel(module: nn.Module, local: str, entry: TensorEntry) -> int:
+    """Elements of a parameter across all tensor-parallel ranks: vLLM's parallel layers keep
+    their unsplit ``output_size``/``input_size`` (heads replicated over ranks included once)."""
+    out, inp = getattr(module, "output_size", None), getattr(module, "input_size", None)
+    if not (isinstance(out, int) and isinstance(inp, int)) or entry.shape is None:
+        return entry.numel
+    if local == "weight" and len(entry.shape) == 2:
+        return out * inp
+    return out if local == "bias" and len(entry.shape) == 1 else entry.numel
+
+
+def _global_sums(model: nn.Module, source: ModelSource) -> dict[str, int]:
+    """Parameter elements and bytes of the whole model, read on one rank."""
+    sums = {"params": 0, "trainable_params": 0, "param_bytes": 0}
+    for t in source.unique_tensors(PARAMETER).values():
+        numel = _global_numel(model.get_submodule(t.module), t.name.rpartition(".")[2], t)
+        sums["params"] += numel
+        sums["trainable_params"] += numel if t.requires_grad else 0
+        sums["param_bytes"] += numel * t.nbytes // t.numel if t.numel else 0
+    return sums
 
 
 def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
@@ -176,7 +186,7 @@ def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
     report = {
         "frames": frames,
         "totals": structure.totals(source),
-        "shard": _shard_sums(model, source),
+        "global": _global_sums(model, source),
         "rank": getattr(worker, "rank", 0),
         "worker": type(worker).__name__,
         "model_runner": type(runner).__name__,
