@@ -7,11 +7,12 @@ is rendered from those frames.
 from __future__ import annotations
 
 from . import examples
+from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
 from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
-from .inspection import Inspection, inspect, memory, plot_distributions, trace
+from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
 from .sources.checkpoint import load_checkpoint
@@ -31,6 +32,7 @@ __all__ = [
     "CheckpointError",
     "Comparison",
     "EngineError",
+    "HealthThresholds",
     "InspectWidget",
     "Inspection",
     "ModelInfo",
@@ -40,6 +42,7 @@ __all__ = [
     "compare",
     "dump_model_info",
     "examples",
+    "health",
     "inspect",
     "json_schema",
     "layers",

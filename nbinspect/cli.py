@@ -13,7 +13,7 @@ from typing import Any
 from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
 from .comparison import compare
-from .errors import first_line
+from .errors import DTYPE_HINT, first_line
 from .inspection import inspect, memory
 from .render.checkpoint_text import tensor_listing
 from .render.compare_text import groups_table
@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         print("nbinspect: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the command's contract: one line, exit code 1
-        print(f"nbinspect: error: {first_line(exc)}", file=sys.stderr)
+        message = first_line(exc).replace(DTYPE_HINT, "add --input-dtype int64")
+        print(f"nbinspect: error: {message}", file=sys.stderr)
         return 1
     return 0
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from .analyze import structure
 from .analyze.gc_pause import gc_paused
+from .analyze.health import HealthThresholds, health_frame, problem_counts
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
 from .analyze.stats import stats_frames
@@ -21,15 +22,16 @@ from .analyze.trace_frames import flow, layers_with_trace
 from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
+from .render.display import DisplayFrame
 from .render.engine_text import engine_label, engine_text
-from .render.flow import TextFrame, flow_text, memory_text
+from .render.flow import TextFrame, flow_text, memory_html, memory_text
 from .render.model_info_json import model_info_dict
 from .render.plots import distribution_figure
 from .result import Result
 from .sources import as_source
 from .sources.vllm_engine import engine_report, is_vllm_engine
 
-__all__ = ["Inspection", "inspect", "memory", "plot_distributions", "trace"]
+__all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace"]
 
 
 class Inspection(Result):
@@ -55,15 +57,15 @@ class Inspection(Result):
 
     @property
     def params(self) -> pd.DataFrame:
-        return self.frames["params"]
+        return DisplayFrame(self.frames["params"])
 
     @property
     def layers(self) -> pd.DataFrame:
-        return self.frames["layers"]
+        return DisplayFrame(self.frames["layers"])
 
     @property
     def by_type(self) -> pd.DataFrame:
-        return self.frames["by_type"]
+        return DisplayFrame(self.frames["by_type"])
 
     @property
     def stats(self) -> pd.DataFrame:
@@ -76,10 +78,25 @@ class Inspection(Result):
         """Weight statistics rolled up per module subtree (schema.STATS, kind 'module')."""
         return self._stats_frame("stats_by_module")
 
+    @functools.cached_property
+    def health(self) -> pd.DataFrame:
+        """Weight health (schema.HEALTH): NaN/Inf counts, dead or constant weight matrices,
+        exploding or vanishing scale, per tensor and rolled up per module, with the default
+        :class:`~nbinspect.HealthThresholds` (``nbinspect.health(insp, exploding=...)`` for
+        others). Needs the weight statistics."""
+        return DisplayFrame(health_frame(self.stats, self.params, list(self.layers["name"])))
+
+    def problems(self) -> dict[str, int]:
+        """Distinct tensors with each problem, e.g. ``{"NaN": 2}``; {} when healthy or when
+        the statistics were not computed."""
+        if "stats" not in self.frames:
+            return {}
+        return problem_counts(self.health, self.params["name"][self.params["tied_to"].notna()])
+
     def _stats_frame(self, key: str) -> pd.DataFrame:
         if key not in self.frames:
             raise ValueError(f"{self.name} was inspected without weight statistics: use inspect(model, stats=True)")
-        return self.frames[key]
+        return DisplayFrame(self.frames[key])
 
     @property
     def flow(self) -> pd.DataFrame:
@@ -93,7 +110,8 @@ class Inspection(Result):
 
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
-        summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth)
+        problems = text.health_block(self.health, self.problems()) if self.problems() else None
+        summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
         if self.framework == "vllm":
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
@@ -205,10 +223,24 @@ def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **opt
     return with_trace(inspection, result)
 
 
+def health(obj: Any, *, exploding: float | None = None, vanishing: float | None = None) -> pd.DataFrame:
+    """Weight health (schema.HEALTH) of an Inspection or of anything :func:`inspect` takes:
+    per tensor and per module, NaN/Inf counts, zero fraction, and flags for dead (all-zero)
+    and constant weight matrices and for exploding (largest |x| > `exploding`, default 1e3)
+    or vanishing (mean |x| of a weight matrix < `vanishing`, default 1e-6) scale."""
+    insp = obj if isinstance(obj, Inspection) else inspect(obj)
+    defaults = HealthThresholds()
+    limits = HealthThresholds(
+        exploding=defaults.exploding if exploding is None else exploding,
+        vanishing=defaults.vanishing if vanishing is None else vanishing,
+    )
+    return health_frame(insp.stats, insp.params, list(insp.layers["name"]), limits)
+
+
 @functools.wraps(memory_plan, assigned=("__doc__",))
 def memory(model: Any, **options: Any) -> pd.DataFrame:
     # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).
-    return TextFrame.wrap(memory_plan(model, **options), memory_text)
+    return TextFrame.wrap(memory_plan(model, **options), memory_text, memory_html)
 
 
 def plot_distributions(model_or_stats: Any, path: str | Path | None = None, *, bins: int = 64, **options: Any) -> Any:

@@ -20,7 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .errors import first_line
+from .errors import DTYPE_HINT, first_line
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
@@ -155,7 +155,7 @@ class InspectMagics(Magics):
         try:
             result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
         except Exception as exc:
-            raise _fail(first_line(exc)) from None
+            raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
         self._keep(result, args)
         if args.text:
             print(result.summary(depth=args.depth))
@@ -210,7 +210,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[An
         if other is not None:
             extras.append(compare(model, other))
     except Exception as exc:  # the user's model or input: say what failed, in one line
-        raise _fail(first_line(exc)) from None
+        raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
     return result, extras
 
 

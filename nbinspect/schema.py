@@ -25,6 +25,7 @@ __all__ = [
     "FLOW",
     "FRAMES",
     "FRAME_KEYS",
+    "HEALTH",
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
@@ -37,6 +38,7 @@ __all__ = [
     "TRACE_TOTALS",
     "Column",
     "FrameSchema",
+    "unit_of",
 ]
 
 PARAMETER = "parameter"
@@ -48,6 +50,17 @@ class Column:
     name: str
     dtype: str  # a pandas dtype name: "string", "Int64", "boolean", "float64", "object"
     doc: str
+
+
+def unit_of(column: str) -> str:
+    """The unit a column's numbers are in, read from its name (the naming rule every frame
+    keeps): 'bytes' for bytes and *_bytes, 'flops' for flops and *_flops, 'percent' for
+    share, '' otherwise. Displays format by it (KiB/MiB, G/T FLOPs, %)."""
+    if column == "bytes" or column.endswith("_bytes"):
+        return "bytes"
+    if column == "flops" or column.endswith("_flops"):
+        return "flops"
+    return "percent" if column == "share" else ""
 
 
 @dataclass(frozen=True)
@@ -316,8 +329,37 @@ ENGINE_COMPONENTS = FrameSchema(
     "What a vLLM engine is made of, from the user's LLM object down to the served torch model.",
 )
 
+HEALTH = FrameSchema(
+    "health",
+    (
+        Column("name", "string", "tensor path, or module path for a roll-up row"),
+        Column("module", "string", "module holding the tensor; the module itself for module rows"),
+        Column("kind", "string", "'parameter', 'buffer', or 'module' for a subtree roll-up"),
+        Column("numel", "Int64", "elements (module rows: of the distinct tensors in the subtree)"),
+        Column("nan", "Int64", "NaN elements"),
+        Column("inf", "Int64", "+Inf and -Inf elements"),
+        Column("zeros", "float64", "fraction of the elements that are exactly 0"),
+        Column("all_zero", "boolean", "a weight matrix (2+ dims) that is all zeros: a dead layer"),
+        Column("constant", "boolean", "a weight matrix whose finite elements all have one non-zero value"),
+        Column("exploding", "boolean", "largest |x| above the `exploding` threshold"),
+        Column("vanishing", "boolean", "a weight matrix whose mean |x| is below the `vanishing` threshold"),
+        Column(
+            "problems",
+            "string",
+            "what is wrong, comma-separated ('NaN', 'Inf', 'all zero', 'constant', 'exploding', 'vanishing'); "
+            "'' when healthy. Module rows: the union over the subtree",
+        ),
+        Column("problem_tensors", "Int64", "distinct tensors with a problem (1 or 0 on tensor rows)"),
+    ),
+    "Weight health, one row per tensor path, then one per module path (pre-order) rolling up "
+    "its subtree (shared storage once). Flags for scale and constancy apply to parameters "
+    "with 2+ dims: biases and norm scales start constant by design. NaN/Inf count for every "
+    "tensor. Rows whose values could not be read (meta) have missing counts and no flags.",
+)
+
 FRAMES: dict[str, FrameSchema] = {
-    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, ENGINE_COMPONENTS)
+    f.name: f
+    for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, HEALTH, ENGINE_COMPONENTS)
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).

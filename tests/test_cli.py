@@ -153,3 +153,12 @@ def test_usage_errors_exit_2(args):
 def test_demo_still_works():
     r = run("demo", "--model", "mlp", "--depth", "1")
     assert r.returncode == 0 and r.stdout.startswith("MLP (torch)")
+
+
+def test_a_dtype_hint_names_the_commands_own_option(files):
+    r = run(
+        "inspect", files / "train.pt", "--model", "mymodels:build", "--config", files / "cfg.yaml",
+        "--input-shape", "2,16", cwd=files,
+    )  # fmt: skip
+    assert r.returncode == 1
+    assert "add --input-dtype int64 for token ids" in r.stderr and "input_dtype=" not in r.stderr

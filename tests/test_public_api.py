@@ -5,6 +5,8 @@ import nbinspect
 EXPECTED = {
     "CheckpointError",
     "EngineError",
+    "HealthThresholds",
+    "health",
     "Comparison",
     "UnsafeCheckpointError",
     "compare",
