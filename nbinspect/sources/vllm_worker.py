@@ -144,6 +144,10 @@ def _global_numel(module: nn.Module, local: str, entry: TensorEntry) -> int:
     """Elements of a parameter across all tensor-parallel ranks: vLLM's parallel layers keep
     their unsplit ``output_size``/``input_size`` (heads replicated over ranks included once)."""
     out, inp = getattr(module, "output_size", None), getattr(module, "input_size", None)
+    heads, kv_heads = getattr(module, "total_num_heads", None), getattr(module, "total_num_kv_heads", None)
+    if isinstance(heads, int) and isinstance(kv_heads, int):  # QKV: output_size counts kv heads per rank
+        head = int(getattr(module, "head_size", 0))
+        out = (heads + kv_heads) * head + kv_heads * getattr(module, "v_head_size", head)
     if not (isinstance(out, int) and isinstance(inp, int)) or entry.shape is None:
         return entry.numel
     if local == "weight" and len(entry.shape) == 2:
