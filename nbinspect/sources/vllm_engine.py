@@ -49,6 +49,11 @@ def _class_name(obj: Any) -> str:
     return next((c.__name__ for c in type(obj).__mro__ if "<locals>" not in c.__qualname__), type(obj).__name__)
 
 
+def _runs_here(llm: Any) -> bool:
+    """Whether the engine core runs in this process (vLLM's in-process client)."""
+    return type(getattr(llm.llm_engine, "engine_core", None)).__name__ == "InprocClient"
+
+
 def _in_process_worker(llm: Any) -> Any | None:
     """The driver worker when the engine core runs in this process, else None."""
     core = getattr(getattr(llm.llm_engine, "engine_core", None), "engine_core", None)
@@ -58,10 +63,13 @@ def _in_process_worker(llm: Any) -> Any | None:
 
 
 def _remote_reports(llm: Any, options: dict[str, Any]) -> list[bytes]:
+    """Each worker's report through collective_rpc: by method name when the nbinspect
+    extension is mixed into the workers, else as a function (which crosses a process
+    boundary only with insecure serialization; in process it always works)."""
     config = llm.llm_engine.vllm_config
     if getattr(config.parallel_config, "worker_extension_cls", "") == _EXTENSION:
         return llm.collective_rpc("nbinspect_report", args=(options,))
-    if os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION") != "1":
+    if not _runs_here(llm) and os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION") != "1":
         raise EngineError(f"the vLLM engine runs in another process and its workers cannot be reached: {_REACH}")
     return llm.collective_rpc(worker_report, args=(options,))
 
@@ -75,7 +83,7 @@ class EngineReport:
         self.name, self.frames, self.totals, self.io = name, frames, totals, io
 
 
-def _engine_facts(llm: Any, report: dict[str, Any], workers: int, in_process: bool) -> dict[str, Any]:
+def _engine_facts(llm: Any, report: dict[str, Any], in_process: bool) -> dict[str, Any]:
     config = llm.llm_engine.vllm_config
     model, parallel, cache = config.model_config, config.parallel_config, config.cache_config
     tokenizer = llm.get_tokenizer()
@@ -236,7 +244,7 @@ def engine_report(
     first = reports[0]
     facts = _guard(
         "could not read the vLLM engine's configuration",
-        lambda: _engine_facts(llm, first, len(reports), worker is not None),
+        lambda: _engine_facts(llm, first, _runs_here(llm)),
     )
     totals = {**(_global_totals(first) if len(reports) > 1 else first["totals"]), **facts}
     frames = dict(first["frames"])
