@@ -63,6 +63,9 @@ class Comparison(Result):
         overall = self.by_module().head(1)
         return comparison_text(self.name, self.frame, overall, self.by_component(), self.thresholds, top)
 
+    def _saved_summary(self) -> str:
+        return self.summary(top=5)
+
     def __repr__(self) -> str:
         counts = self.frame["status"].value_counts()
         return (

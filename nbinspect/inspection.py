@@ -116,6 +116,9 @@ class Inspection(Result):
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
+    def _saved_summary(self) -> str:
+        return self.summary(depth=2)
+
     def __repr__(self) -> str:
         t = self.totals
         return (

@@ -116,12 +116,12 @@ class InspectMagics(Magics):
 
         if args.text:
             print(result.summary(depth=args.depth))
-        elif not shown_by_ipython:
-            display(result)
+        elif not shown_by_ipython or extras:
+            display(result)  # the model first, then what was asked about it
         for extra in extras:  # memory plan, comparison: after the model itself
             print(extra) if args.text else display(extra)
-        if args.text and shown_by_ipython:
-            return None  # the text was the display; the widget must not follow it
+        if shown_by_ipython and (args.text or extras):
+            return None  # shown already: IPython must not show it again below the extras
         return result
 
     def _keep(self, result: Any, args) -> None:

@@ -15,7 +15,7 @@ import pandas as pd
 from ..schema import unit_of
 from .format import format_bytes, format_count, format_flops, format_shape, is_missing
 
-__all__ = ["DisplayFrame", "html_table", "readable", "sparkline"]
+__all__ = ["DisplayFrame", "html_table", "readable", "saved_view", "sparkline"]
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -97,3 +97,13 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequ
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
     caption = f"<caption style='text-align:left;font-weight:bold'>{html.escape(title)}</caption>" if title else ""
     return f"<table>{caption}<thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def saved_view(summary: str) -> str:
+    """What a saved notebook shows where the widget was: the text summary, preformatted, and
+    a line saying the interactive view needs a running kernel."""
+    return (
+        '<div class="nbinspect-saved"><pre style="font-size:12px;line-height:1.3">'
+        + html.escape(summary)
+        + "</pre><p><small>nbinspect: run the cell in Jupyter for the interactive tree.</small></p></div>"
+    )
