@@ -139,7 +139,7 @@ def test_text_and_widget_show_the_engine_header(insp):
     assert text.startswith(f"{insp.name}: vLLM engine\n")
     assert f"KV cache          {insp.totals['kv_cache_blocks']:,} blocks" in text
     assert "Sample prompt     'the cat sat on' (4 tokens)" in text
-    assert "Memory setting    kv_cache_memory_bytes 32.0 MB (overrides gpu_memory_utilization)" in text
+    assert "Memory setting    kv_cache_memory_bytes 32.0 MiB (overrides gpu_memory_utilization)" in text
     assert "workers             CPUWorker          in process  1 (tensor parallel 1" in text
     label = insp.widget().payload["model"]["framework"]
     assert label.startswith("vLLM ") and "LlamaForCausalLM · float32 · KV cache" in label and "TP 1 · PP 1" in label
