@@ -28,7 +28,7 @@ def _memory_setting(t: Mapping[str, Any]) -> str:
 
 
 def engine_label(t: Mapping[str, Any]) -> str:
-    """'vLLM 0.32.0 · LlamaForCausalLM · float32 · KV cache 256 blocks × 128 tokens, 32.0 MB · TP 1 · PP 1'."""
+    """'vLLM 0.32.0 · LlamaForCausalLM · float32 · KV cache 256 blocks × 128 tokens, 32.0 MiB · TP 1 · PP 1'."""
     return " · ".join(
         [
             f"vLLM {t.get('vllm_version')}",
