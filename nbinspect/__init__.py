@@ -11,7 +11,7 @@ from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
-from .errors import CheckpointError, TraceError, UnsafeCheckpointError
+from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
 from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
@@ -31,6 +31,7 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "EngineError",
     "HealthThresholds",
     "InspectWidget",
     "Inspection",

@@ -4,6 +4,7 @@ import nbinspect
 
 EXPECTED = {
     "CheckpointError",
+    "EngineError",
     "HealthThresholds",
     "health",
     "Comparison",
