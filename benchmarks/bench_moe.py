@@ -130,7 +130,7 @@ def widget(runs: int) -> None:
         base = base or r
         print(
             f"  {label:30s} {len(insp.layers):6,} modules {len(insp.params):6,} tensors  payload {raw / 2**20:5.1f} MB "
-            f"({packed / 2**20:4.1f} MB gz, built {build * 1000:4.0f} ms)  page load {r['load']:5.0f}  "
+            f"({packed / 2**10:5.0f} KB gz, built {build * 1000:4.0f} ms)  page load {r['load']:5.0f}  "
             f"first render {r['first_render']:5.0f} ({r['first_render'] / base['first_render']:.2f}x)  "
             f"expand all {r['expand_all']:5.0f}"
         )
