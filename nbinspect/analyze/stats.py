@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from ..schema import PARAMETER, STATS
-from ..sources import ModelSource, TensorEntry, ancestors, as_source
+from ..sources import ModelSource, TensorEntry, as_source
 from .gc_pause import gc_paused
 from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
@@ -276,7 +276,7 @@ def _module_rows(source: ModelSource, results: Mapping) -> Iterable[_Row]:
     subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
     for t in source.tensors:
         if t.kind == PARAMETER:
-            for path in ancestors(t.module):
+            for path in source.ancestors(t.module):
                 subtree.setdefault(path, {}).setdefault(t.storage_key, t)
     for module in source.modules:
         entries = subtree[module.name]

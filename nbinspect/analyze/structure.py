@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
-from ..sources import ModelSource, TensorEntry, ancestors, as_source, parent_path
+from ..sources import ModelSource, TensorEntry, as_source
 
 __all__ = ["by_type", "layers", "params", "totals"]
 
@@ -66,7 +66,7 @@ def layers(model: Any) -> pd.DataFrame:
     own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
     for t in source.tensors:
         own[t.module].setdefault(t.storage_key, t)
-        for path in ancestors(t.module):
+        for path in source.ancestors(t.module):
             subtree[path].setdefault(t.storage_key, t)
     rows = []
     for index, m in enumerate(source.modules):
@@ -75,8 +75,8 @@ def layers(model: Any) -> pd.DataFrame:
             {
                 "index": index,
                 "name": m.name,
-                "parent": parent_path(m.name),
-                "depth": 0 if m.name == "" else m.name.count(".") + 1,
+                "parent": source.parent(m.name),
+                "depth": len(source.ancestors(m.name)) - 1,
                 "type": m.type,
                 "is_leaf": m.is_leaf,
                 "alias_of": m.alias_of,

@@ -6,6 +6,7 @@ A live torch module, a state_dict, a checkpoint file or an MLX model all become 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ class ModuleEntry:
     training: bool | None
     attrs: dict[str, Any]
     alias_of: str | None = None  # first path of the same module object
+    parent: str | None = None  # the parent's path, where the dotted name does not say it (a child named "a.b")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,25 @@ class ModelSource:
     model: Any = field(default=None, repr=False, compare=False)  # live model, if there is one
     # What a file held besides the weights (epoch, optimizer summary, load report, ...).
     metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @functools.cached_property
+    def _parents(self) -> dict[str, str]:
+        return {m.name: m.parent for m in self.modules if m.parent is not None}
+
+    def parent(self, path: str) -> str | None:
+        """The parent module's path ('' for a child of the root, None for the root)."""
+        found = self._parents.get(path)
+        return found if found is not None else parent_path(path)
+
+    def ancestors(self, path: str) -> list[str]:
+        """Module paths from the root down to `path` itself, following the real parents
+        (a module named with a dot is one step, not two)."""
+        if not self._parents:
+            return ancestors(path)
+        chain = [path]
+        while (up := self.parent(chain[-1])) is not None:
+            chain.append(up)
+        return chain[::-1]
 
     def tied(self) -> dict[str, str]:
         """Each path whose storage an earlier path already holds (a tied weight) -> that
