@@ -59,7 +59,7 @@ def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTen
                 f"{where}: entry {meta.get('weights_key')!r} holds a {type(weights).__name__}, not a state_dict"
             )
         release = drop_tensor_pages if mapped else None
-        return stored_tensors(weights, meta, where, release), {"format": "torch", **meta}, False
+        return stored_tensors(weights, meta, where, release, stored=True), {"format": "torch", **meta}, False
     raise CheckpointError(
         f"{where}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, "
         "*.index.json of shards, or a folder of these)"
@@ -76,7 +76,7 @@ def _weight_map(index: Path) -> tuple[dict[str, str], dict[str, Any]]:
         raise CheckpointError(f"{where}: not a shard index ({type(exc).__name__}: {first_line(exc)})") from None
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(weight_map, dict):
-        raise CheckpointError(f"{where}: not a shard index: 'weight_map' must map tensor names to shard files")
+        raise CheckpointError(f"{where}: not a shard index with a 'weight_map' of tensor names to shard files")
     bad = next((k for k, v in weight_map.items() if not isinstance(v, str)), None)
     if bad is not None:
         raise CheckpointError(f"{where}: tensor {bad!r} is mapped to {weight_map[bad]!r}, not a shard file name")

@@ -118,7 +118,9 @@ def _entry(path: Path, name: str, info: Any, data_len: int) -> tuple[torch.dtype
     if begin % dtype.itemsize:
         raise CheckpointError(f"{where}: data offset {begin} is not aligned to its {dtype.itemsize}-byte elements")
     if end > data_len:
-        raise CheckpointError(f"{where}: truncated: ends at byte {end:,} of the data, file holds {data_len:,}")
+        raise CheckpointError(
+            f"{shown(path)}: truncated: tensor {name!r} ends at byte {end:,} of the data, file holds {data_len:,}"
+        )
     return dtype, shape, begin, end
 
 

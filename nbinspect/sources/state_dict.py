@@ -134,20 +134,21 @@ def _flatten(weights: Mapping, origin: str, meta: dict[str, Any]) -> dict[str, t
     return out
 
 
-def _stored(name: str, t: torch.Tensor, release: Callable[[torch.Tensor], None] | None) -> StoredTensor:
-    """A state_dict tensor as stored: a broadcast view counts (and is read as) its stored
-    elements only, so ``zeros(1).expand(10**10)`` is 4 bytes, not 40 GB."""
-    values = compact(t.detach())
-    strided = t.layout == torch.strided
+def _stored(name: str, t: torch.Tensor, release: Callable[[torch.Tensor], None] | None, stored: bool) -> StoredTensor:
+    """One state_dict tensor. With `stored` (a file's tensor) a broadcast view counts, and
+    is read as, the elements the file holds: ``zeros(1).expand(10**10)`` in a 1.6 KB file is
+    4 bytes, not 40 GB, and its statistics read one element, not ten billion."""
+    values = compact(t.detach()) if stored else t.detach()
+    numel = values.numel()
     return StoredTensor(
         name=name,
         shape=tuple(t.shape),
         dtype=dtype_name(t.dtype),
-        nbytes=stored_numel(t) * t.element_size(),
+        nbytes=numel * t.element_size(),
         storage_key=storage_key(t),
         tensor=values,
-        release_hook=None if release is None or not strided else functools.partial(release, values),
-        numel=stored_numel(t),
+        release_hook=None if release is None or t.layout != torch.strided else functools.partial(release, values),
+        numel=numel,
     )
 
 
@@ -156,13 +157,16 @@ def stored_tensors(
     meta: dict[str, Any],
     origin: str,
     release: Callable[[torch.Tensor], None] | None = None,
+    *,
+    stored: bool = False,
 ) -> list[StoredTensor]:
     """The tensors of a (possibly nested) state_dict; non-tensor entries go to `meta`.
-    `release(tensor)`, if given, drops a memory-mapped tensor's pages after use."""
+    `release(tensor)`, if given, drops a memory-mapped tensor's pages after use; `stored`
+    counts a file's broadcast views by the elements the file holds."""
     tensors = _flatten(weights, origin, meta)
     if not tensors:
         raise CheckpointError(f"{origin}: no tensors found; top-level keys: {sorted(map(str, weights))[:20]}")
-    return [_stored(n, t, release) for n, t in tensors.items()]
+    return [_stored(n, t, release, stored) for n, t in tensors.items()]
 
 
 def from_mapping(

@@ -63,7 +63,9 @@ def load_torch_file(path: Path, *, trust: bool = False) -> tuple[Any, bool]:
         # operand"): that is damage, not a request for code.
         if not trust and "Weights only load failed" in str(exc) and "Unsupported operand" not in str(exc):
             found = re.search(r"GLOBAL (\S+)", str(exc))
-            raise _refusal(path, f"needs {found.group(1)}" if found else "needs objects outside torch's safe list")
+            raise _refusal(
+                path, f"needs {found.group(1)}" if found else "needs objects outside torch's safe list"
+            ) from None
         wanted = None if mapped or trust else _imports(path)  # a plain pickle the weights-only reader cannot parse
         if wanted is not None and not wanted.startswith(("torch.", "collections.OrderedDict")):
             raise _refusal(path, f"is a plain pickle that imports {wanted}") from None
