@@ -23,10 +23,10 @@ import contextlib
 import logging
 import sys
 import threading
-from threading import get_ident
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from threading import get_ident
 from typing import Any
 
 import torch
@@ -37,10 +37,10 @@ from torch.nn.modules.module import (
     register_module_forward_pre_hook,
 )
 
+from ..sources.errors import first_line
 from .activations import SavedTensorMeter, storage_key
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
-from ..sources.errors import first_line
 from .inputs import dtype_name, io_records, map_inputs, tensors_in
 
 __all__ = ["Call", "Recorder", "TraceError", "TraceResult", "finish", "run_trace"]

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 MAX_HEADER_BYTES = 100 * 2**20  # a safetensors JSON header (the safetensors library's own limit)
-MAX_TENSORS = 1_000_000  # tensors in one source (DeepSeek-V3's checkpoint holds ~92,000)
+MAX_TENSORS = 250_000  # tensors in one source (DeepSeek-V3's checkpoint holds ~92,000; ~4 KB of memory each)
 MAX_MODULE_PATHS = 1_000_000  # module paths of a live model (a module shared at n places shows n times)
 MAX_DEPTH = 64  # nesting of containers holding weights or metadata
 MAX_METADATA_ITEMS = 100_000  # container items walked to describe one metadata entry

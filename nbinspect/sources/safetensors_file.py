@@ -100,7 +100,9 @@ def _dims(shape: Any) -> tuple[int, ...]:
 
 
 def _entry(path: Path, name: str, info: Any, data_len: int) -> tuple[torch.dtype, tuple[int, ...], int, int]:
-    where = f"{shown(path)}: tensor {name!r}"
+    def bad(what: str) -> CheckpointError:  # built only on failure: a header may list a million entries
+        return CheckpointError(f"{shown(path)}: tensor {name!r}: {what}")
+
     try:
         if not isinstance(info, dict):
             raise ValueError("not a JSON object")
@@ -111,12 +113,11 @@ def _entry(path: Path, name: str, info: Any, data_len: int) -> tuple[torch.dtype
             raise ValueError(f"data_offsets {offsets!r} are not two integers")
         begin, end = offsets
     except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"{where}: bad header entry ({first_line(exc)})") from None
-    expected = math.prod(shape) * dtype.itemsize
-    if end - begin != expected or begin < 0:
-        raise CheckpointError(f"{where}: byte range {begin}..{end} does not hold {list(shape)} {info['dtype']}")
+        raise bad(f"bad header entry ({type(exc).__name__}: {first_line(exc)})") from None
+    if end - begin != math.prod(shape) * dtype.itemsize or begin < 0:
+        raise bad(f"byte range {begin}..{end} does not hold {list(shape)} {info['dtype']}")
     if begin % dtype.itemsize:
-        raise CheckpointError(f"{where}: data offset {begin} is not aligned to its {dtype.itemsize}-byte elements")
+        raise bad(f"data offset {begin} is not aligned to its {dtype.itemsize}-byte elements")
     if end > data_len:
         raise CheckpointError(
             f"{shown(path)}: truncated: tensor {name!r} ends at byte {end:,} of the data, file holds {data_len:,}"

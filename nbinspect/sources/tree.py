@@ -24,7 +24,7 @@ _BUFFER_NAMES = frozenset({"running_mean", "running_var", "num_batches_tracked"}
 _FLOATING = ("float", "bfloat", "complex")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredTensor:
     """One tensor as a file or a state_dict holds it."""
 
