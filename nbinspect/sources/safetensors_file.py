@@ -87,8 +87,9 @@ def _header(path: Path) -> tuple[dict[str, Any], int, int]:
         raise CheckpointError(f"{where}: corrupt safetensors header (JSON nested too deeply)") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{where}: corrupt safetensors header (not a JSON object)")
-    if len(header) > MAX_TENSORS + 1:
-        raise CheckpointError(f"{where}: header lists {len(header):,} tensors, over the limit of {MAX_TENSORS:,}")
+    count = len(header) - ("__metadata__" in header)
+    if count > MAX_TENSORS:
+        raise CheckpointError(f"{where}: header lists {count:,} tensors, over the limit of {MAX_TENSORS:,}")
     return header, 8 + length, size - 8 - length
 
 
