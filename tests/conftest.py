@@ -46,7 +46,9 @@ def model_state(model: torch.nn.Module) -> dict:
         "devices": [str(t.device) for t in model.state_dict().values()],
         "hooks": [(len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()],
         # plain tensor attributes (what legacy prune/weight_norm/spectral_norm hooks recompute): same objects
-        "attrs": [(i, k, id(v)) for i, m in enumerate(model.modules()) for k, v in vars(m).items() if torch.is_tensor(v)],
+        "attrs": [
+            (i, k, id(v)) for i, m in enumerate(model.modules()) for k, v in vars(m).items() if torch.is_tensor(v)
+        ],
         "rng": torch.get_rng_state(),
     }
 

@@ -51,7 +51,9 @@ def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None
     for prefix, row in zip(prefixes, layers.itertuples(index=False)):
         if depth is not None and row.depth > depth:
             continue
-        label = prefix + (row.name.rsplit(".", 1)[-1] if row.name else title or row.type)
+        # the name below its parent, as registered: a child named "a.b" shows as "a.b"
+        local = row.name[len(row.parent) + 1 :] if not is_missing(row.parent) and row.parent else row.name
+        label = prefix + (local or title or row.type)
         kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"
         share = f"{100 * row.params / total_params:.1f}%" if total_params and row.params else ""
         cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
