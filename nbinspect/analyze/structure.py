@@ -64,8 +64,10 @@ def layers(model: Any) -> pd.DataFrame:
     source = as_source(model)
     subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
     own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    tied = source.tied()
     for t in source.tensors:
-        own[t.module].setdefault(t.storage_key, t)
+        if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
+            own[t.module].setdefault(t.storage_key, t)
         for path in source.ancestors(t.module):
             subtree[path].setdefault(t.storage_key, t)
     rows = []
