@@ -15,6 +15,7 @@ from typing import Any
 
 from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
+from .analyze.memory import OPTIMIZERS
 from .comparison import compare
 from .inspection import inspect, memory
 from .render.checkpoint_text import tensor_listing
@@ -99,7 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument(
         "--batch-size", type=_count(1), help="batch size for the memory plan (activations scale from the input shape)"
     )
-    ins.add_argument("--optimizer", default="adam", help="optimizer for the memory plan (default adam)")
+    ins.add_argument(
+        "--optimizer", default="adam", choices=sorted(OPTIMIZERS), help="optimizer for the memory plan (default adam)"
+    )
     ins.add_argument("--depth", type=_count(0), default=3, help="layer tree depth (default 3)")
     ins.add_argument(
         "--verbose", action="store_true", help="all tree levels and every tensor's name, shape, dtype and size"

@@ -121,7 +121,7 @@ def _from_folder(folder: Path, trust: bool, key: str | None) -> tuple[list[Store
         )
     stored, meta = [], {"format": f"folder ({len(files)} files)"}
     for path in files:
-        stored += _read_file(path, trust, key)[0]
+        stored += _read_file(inside(folder, path.name, shown(folder)), trust, key)[0]
     return stored, meta, True
 
 

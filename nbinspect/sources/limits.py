@@ -60,12 +60,12 @@ def regular_file(path: Path) -> None:
 
 
 def inside(folder: Path, name: object, what: str) -> Path:
-    """``folder / name`` for a file name read from a file, refused unless it is a string
-    naming a path inside `folder` (no absolute paths, no ``..`` leaving it, no symlink out)."""
+    """``folder / name`` for a file name read from an index or a folder listing, refused
+    unless it is a string naming a path inside `folder` (no absolute path, no ``..``
+    leaving it, no symlink out). `what` (already shown) names the index or folder."""
     if not isinstance(name, str) or not name:
-        raise CheckpointError(f"{shown(what)}: shard name {name!r} is not a file name")
+        raise CheckpointError(f"{what}: shard name {name!r} is not a file name")
     path = folder / name
-    root = folder.resolve()
-    if Path(name).is_absolute() or not path.resolve().is_relative_to(root):
-        raise CheckpointError(f"{shown(what)}: shard {name!r} lies outside the index's folder; refused")
+    if Path(name).is_absolute() or not path.resolve().is_relative_to(folder.resolve()):
+        raise CheckpointError(f"{what}: {shown(name)!r} lies outside the folder {shown(folder)}; refused")
     return path
