@@ -17,11 +17,11 @@ from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
 from .analyze.memory import OPTIMIZERS
 from .comparison import compare
+from .errors import first_line
 from .inspection import inspect, memory
 from .render.checkpoint_text import tensor_listing
 from .render.compare_text import groups_table
 from .sources.checkpoint import load_checkpoint
-from .sources.errors import first_line
 from .sources.limits import shown
 from .sources.skeleton import skeleton
 
@@ -63,12 +63,12 @@ def _count(least: int) -> Callable[[str], int]:
 
 
 def _dtype(text: str) -> Any:
-    import torch
+    from .dtypes import parse_dtype
 
-    dtype = getattr(torch, text.removeprefix("torch."), None)
-    if not isinstance(dtype, torch.dtype):
-        raise argparse.ArgumentTypeError(f"not a torch dtype: {text!r}")
-    return dtype
+    try:
+        return parse_dtype(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
@@ -77,7 +77,8 @@ def _source_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--key",
-        help="entry of a training checkpoint holding the weights (default: model_state_dict, state_dict, model, ema, module)",
+        help="entry of a training checkpoint holding the weights "
+        "(default: model_state_dict, state_dict, model, ema, module)",
     )
 
 

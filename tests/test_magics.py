@@ -49,7 +49,8 @@ def test_json_option_writes_the_export(ip, tmp_path):
 
 def test_local_scope_inside_a_function(ip):
     ip.run_cell(
-        "def f():\n    local_model = examples.build('shared')\n    found = %inspect_model local_model --text\n    return found\n"
+        "def f():\n    local_model = examples.build('shared')\n"
+        "    found = %inspect_model local_model --text\n    return found\n"
     )
     result = ip.run_cell("r = f()")
     assert result.success, result.error_in_exec

@@ -37,13 +37,14 @@ from torch.nn.modules.module import (
     register_module_forward_pre_hook,
 )
 
-from ..sources.errors import first_line
-from .activations import SavedTensorMeter, storage_key
+from ..dtypes import dtype_name
+from ..errors import TraceError, first_line
+from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
-from .inputs import dtype_name, io_records, map_inputs, tensors_in
+from .inputs import io_records, map_inputs, tensors_in
 
-__all__ = ["Call", "Recorder", "TraceError", "TraceResult", "finish", "run_trace"]
+__all__ = ["Call", "Recorder", "TraceResult", "finish", "run_trace"]
 
 # Traces swap parameters for fakes, change train flags and restore buffers on modules that
 # other threads may trace too: one at a time (re-entrant, a model may trace inside forward).
@@ -102,16 +103,6 @@ class TraceResult:
     backward: bool  # backward FLOPs were counted
     fake: bool  # ran on fake tensors: shapes and sizes only, nothing allocated
     totals: dict = field(default_factory=dict)
-
-
-class TraceError(RuntimeError):
-    """The traced forward pass raised. ``result`` holds the calls recorded up to the failure;
-    :func:`nbinspect.trace` adds ``partial``, the partial Inspection."""
-
-    def __init__(self, message: str, result: TraceResult):
-        super().__init__(message)
-        self.result = result
-        self.partial: Any = None
 
 
 class Recorder:
@@ -327,10 +318,11 @@ def _faked(
     dicts, once per module object: ``torch.func.functional_call`` leaves fakes behind on a
     module registered at two paths."""
     memo: dict[int, torch.Tensor] = {}
-    swapped = []
+    swapped: list[tuple[dict[str, Any], str, Any]] = []
     try:
         for m in modules:
-            for table in (m._parameters, m._buffers):
+            tables: tuple[dict[str, Any], ...] = (m._parameters, m._buffers)
+            for table in tables:
                 for name, t in table.items():
                     if t is None:
                         continue
@@ -466,7 +458,7 @@ def run_trace(
             args, kwargs = map_inputs((args, kwargs), own_tensor, zeros)
             params = model_tensors
         inputs = tensors_in((args, kwargs))
-        exclude = {storage_key(t) for t in (*params, *inputs)}
+        exclude = {storage_id(t) for t in (*params, *inputs)}
         counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
         meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -17,7 +17,7 @@ class TextFrame(pd.DataFrame):
     """A DataFrame that ``print()`` shows as nbinspect's text view; everything else (notebook
     display, ``to_string``, slicing, which returns a plain DataFrame) is pandas as usual."""
 
-    _metadata = ["_render"]
+    _metadata: ClassVar[list[str]] = ["_render"]
 
     @property
     def _constructor(self):

@@ -16,8 +16,8 @@ from typing import Any
 
 from torch import nn
 
+from ..errors import CheckpointError, first_line
 from .base import ModelSource
-from .errors import CheckpointError, first_line
 from .limits import MAX_TENSORS, inside, regular_file, shown
 from .model_loader import load_into
 from .pages import drop_tensor_pages

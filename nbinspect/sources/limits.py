@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import CheckpointError
+from ..errors import CheckpointError
 
 __all__ = [
     "MAX_DEPTH",

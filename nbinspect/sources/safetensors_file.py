@@ -8,20 +8,20 @@ Values are zero-copy views of a private mmap, created when asked for, and
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import mmap
 import struct
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .errors import CheckpointError, first_line
+from ..dtypes import dtype_name
+from ..errors import CheckpointError, first_line
 from .limits import MAX_HEADER_BYTES, MAX_TENSORS, shown
 from .pages import page_span
-from .torch_module import dtype_name
 from .tree import StoredTensor
 
 __all__ = ["DTYPES", "read_safetensors"]
@@ -169,8 +169,8 @@ def read_safetensors(path: Path) -> tuple[list[StoredTensor], dict[str, Any]]:
                 dtype=dtype_name(dtype),
                 nbytes=end - begin,
                 storage_key=("file", file_key, begin) if end > begin else ("file", file_key, name),
-                tensor=functools.partial(mapped.tensor, begin, shape, dtype),
-                release_hook=functools.partial(mapped.release, begin, end),
+                tensor=partial(mapped.tensor, begin, shape, dtype),
+                release_hook=partial(mapped.release, begin, end),
             )
         )
     _check_no_overlap(path, ranges)

@@ -8,17 +8,18 @@ weights become the tensors; everything else is summarised in ``ModelSource.metad
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
+from ..errors import CheckpointError
 from .base import ModelSource
-from .errors import CheckpointError
 from .limits import MAX_DEPTH, MAX_METADATA_ITEMS, MAX_TENSORS
-from .torch_module import compact, dtype_name, from_module, storage_key, stored_numel
+from .torch_module import compact, from_module, storage_key, stored_numel
 from .tree import StoredTensor, build_source
 
 __all__ = ["WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]
@@ -93,7 +94,7 @@ def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_
     if key is not None:
         if key not in obj:
             raise CheckpointError(f"{origin}: no entry {key!r}; top-level keys: {sorted(map(str, obj))}")
-        chosen = key
+        chosen: str | None = key
     else:
         chosen = next((k for k in WEIGHT_KEYS if k in obj and _is_weights(obj[k])), None)
     if chosen is not None:
@@ -147,7 +148,7 @@ def _stored(name: str, t: torch.Tensor, release: Callable[[torch.Tensor], None] 
         nbytes=numel * t.element_size(),
         storage_key=storage_key(t),
         tensor=values,
-        release_hook=None if release is None or t.layout != torch.strided else functools.partial(release, values),
+        release_hook=None if release is None or t.layout != torch.strided else partial(release, values),
         numel=numel,
     )
 

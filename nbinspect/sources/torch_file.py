@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .errors import CheckpointError, UnsafeCheckpointError, first_line
+from ..errors import CheckpointError, UnsafeCheckpointError, first_line
 from .limits import shown
 
 __all__ = ["ZIP_MAGIC", "load_torch_file"]

@@ -9,20 +9,13 @@ from collections.abc import Hashable, Iterator
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
 from ..schema import BUFFER, PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry
 from .limits import MAX_MODULE_PATHS
 from .torch_attrs import layer_attrs
 
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
-    return name
 
 
 def _device_name(device: torch.device) -> str:
@@ -89,7 +82,8 @@ def compact(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
-    if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # lazy: no shape yet
+    key: Hashable
+    if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # type: ignore[attr-defined]  # not in the stubs  # lazy: no shape yet
         shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
     else:
         shape, numel = tuple(tensor.shape), tensor.numel()
@@ -140,7 +134,7 @@ def _packed(module: nn.Module, prefix: str, path: str) -> list[TensorEntry]:
     if not isinstance(module.__dict__.get("_packed_params"), torch.ScriptObject):
         return []
     try:
-        weight, bias = module._weight_bias()
+        weight, bias = module._weight_bias()  # type: ignore[operator]  # a method of torch.ao's packed modules
     except Exception:  # an unknown packing: nothing we can read
         return []
     out = []
@@ -160,7 +154,7 @@ def quantization(module: nn.Module) -> str | None:
     if not isinstance(module.__dict__.get("_packed_params"), torch.ScriptObject):
         return None
     try:
-        weight = module._weight_bias()[0]
+        weight = module._weight_bias()[0]  # type: ignore[operator]  # a method of torch.ao's packed modules
         return f"{dtype_name(weight.dtype)} {str(weight.qscheme()).removeprefix('torch.')} (packed)"
     except Exception:
         return "packed (unreadable)"

@@ -1,8 +1,11 @@
-"""Errors a source raises for a bad checkpoint: one line naming the file (and tensor)."""
+"""nbinspect's errors, in one place: each is one line that names what was wrong and where
+(the file and tensor of a bad checkpoint, the module of a failing forward pass)."""
 
 from __future__ import annotations
 
-__all__ = ["CheckpointError", "UnsafeCheckpointError", "first_line"]
+from typing import Any
+
+__all__ = ["CheckpointError", "TraceError", "UnsafeCheckpointError", "first_line"]
 
 
 class CheckpointError(ValueError):
@@ -20,3 +23,13 @@ def first_line(exc: BaseException) -> str:
 class UnsafeCheckpointError(CheckpointError):
     """A pickle that would run code outside torch's safe list to load. Nothing from it has
     run; pass ``trust=True`` (``--trust`` on the command line) if you trust the file."""
+
+
+class TraceError(RuntimeError):
+    """The traced forward pass raised. ``result`` holds the calls recorded up to the failure
+    (a ``TraceResult``); :func:`nbinspect.trace` adds ``partial``, the partial Inspection."""
+
+    def __init__(self, message: str, result: Any):
+        super().__init__(message)
+        self.result = result
+        self.partial: Any = None
