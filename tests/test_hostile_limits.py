@@ -25,6 +25,21 @@ def _safetensors(path, header: dict | bytes, data: bytes = b"") -> None:
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
 
 
+def _refused(call: str, path, timeout: float = 60) -> tuple[str, float]:
+    """(the CheckpointError's message, peak resident MB) of ``nbinspect.<call>(path)`` in a subprocess."""
+    out, peak = isolated(
+        f"""
+        import nbinspect
+        try:
+            nbinspect.{call}({str(path)!r})
+        except nbinspect.CheckpointError as exc:
+            print(exc)
+        """,
+        timeout=timeout,
+    )
+    return out.strip(), peak
+
+
 def test_shared_list_dag_metadata_is_described_within_a_budget(tmp_path):
     a: list = []
     for _ in range(60):  # a = [a, a] sixty times: 2**60 paths through 60 lists
@@ -127,17 +142,8 @@ def test_many_tensor_header_is_refused_past_the_limit_in_bounded_memory(tmp_path
     path = tmp_path / "many.safetensors"
     entries = ",".join(f'"t{i}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}' for i in range(n))
     _safetensors(path, ("{" + entries + "}").encode())
-    out, peak = isolated(
-        f"""
-        import nbinspect
-        try:
-            nbinspect.inspect({str(path)!r})
-        except nbinspect.CheckpointError as exc:
-            print(exc)
-        """,
-        timeout=300,
-    )
-    assert out.strip() == f"{path}: header lists {n:,} tensors, over the limit of {MAX_TENSORS:,}"
+    out, peak = _refused("inspect", path, timeout=300)
+    assert out == f"{path}: header lists {n:,} tensors, over the limit of {MAX_TENSORS:,}"
     assert peak < baseline_mb() + 600  # the parsed header, nothing per tensor (was 2.7 GB at 300,000)
 
 
@@ -188,33 +194,14 @@ def test_non_regular_files_are_refused(tmp_path, kind):
         expected = "is a socket, not a checkpoint file"
     else:
         path, expected = "/dev/zero", "is a device, not a checkpoint file"
-    out, _ = isolated(
-        f"""
-        import nbinspect
-        try:
-            nbinspect.load_checkpoint({str(path)!r})
-        except nbinspect.CheckpointError as exc:
-            print(exc)
-        """,
-        timeout=60,
-    )
-    assert out.strip() == f"{path}: {expected}"
+    assert _refused("load_checkpoint", path)[0] == f"{path}: {expected}"
 
 
 def test_fifo_in_a_folder_and_as_a_shard_is_refused(tmp_path):
     os.mkfifo(tmp_path / "a.safetensors")
     (tmp_path / "m.index.json").write_text(json.dumps({"weight_map": {"w": "a.safetensors"}}))
     for target in (tmp_path, tmp_path / "m.index.json"):
-        out, _ = isolated(
-            f"""
-            import nbinspect
-            try:
-                nbinspect.load_checkpoint({str(target)!r})
-            except nbinspect.CheckpointError as exc:
-                print(exc)
-            """,
-            timeout=60,
-        )
+        out = _refused("load_checkpoint", target)[0]
         assert "a.safetensors: is a FIFO (named pipe), not a checkpoint file" in out
 
 
