@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import sys
 import threading
 from collections import Counter
@@ -238,8 +239,9 @@ def _preserved(
     stats, num_batches_tracked) and the RNG state, however the block ends."""
     modes = [(m, m.training) for m in modules]
     # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
-    # spectral_norm set `module.weight`): put back, or a fake or a graph-holding tensor stays.
-    attrs = [(m, {k: v for k, v in vars(m).items() if isinstance(v, torch.Tensor)}) for m in modules]
+    # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
+    # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
+    attrs = [(m, vars(m).copy()) for m in modules]
     buffers = []
     if real:
         for m in modules:
@@ -267,10 +269,13 @@ def _preserved(
                         b.copy_(copy)
 
 
-def _restore_attrs(now: dict[str, Any], saved: dict[str, torch.Tensor]) -> None:
-    """Put a module's plain tensor attributes back as they were: the same objects, and none added."""
+def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
+    """Put a module's plain tensor attributes back as they were (`saved` is a copy of its
+    __dict__): the same objects, and none added."""
+    if len(now) == len(saved) and all(map(operator.is_, now.values(), saved.values())):
+        return  # nothing was replaced, added or removed (values replaced in place keep their order)
     for k, v in saved.items():
-        if now.get(k) is not v:
+        if isinstance(v, torch.Tensor) and now.get(k) is not v:
             now[k] = v
     for k in [k for k, v in now.items() if isinstance(v, torch.Tensor) and k not in saved]:
         del now[k]
