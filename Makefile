@@ -13,7 +13,7 @@ TORCH := torch==2.13.0
 JS_BUNDLE := nbinspect/static/widget.js
 JS_DEPS := js/node_modules/.package-lock.json
 
-.PHONY: demo test lint fix venv js notebooks clean
+.PHONY: demo test lint fix venv js js-lint js-fix contract notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,9 +66,24 @@ fix: $(VENV)/.installed-test
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint $(VENV)/.installed-test $(JS_BUNDLE)
+test: lint js-lint $(VENV)/.installed-test $(JS_BUNDLE)
 	cd js && npm test
 	$(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
+
+# The front-end's lint and format check (biome, pinned in js/package.json) and type check;
+# `make fix` rewrites the formatting.
+js-lint: $(JS_DEPS)
+	cd js && npm run lint
+
+js-fix: $(JS_DEPS)
+	cd js && npm run fix
+
+fix: js-fix
+
+# Regenerate what the front-end takes from Python (js/src/payload.ts, js/test/fixtures/) after
+# changing nbinspect/payload_schema.py or what build_payload sends; a test fails while stale.
+contract: $(VENV)/.installed
+	$(BIN)/python tests/generate_contract.py
 
 # Re-run the tutorials in place after changing them (outputs are committed, widget state not).
 notebooks: $(VENV)/.installed-test $(JS_BUNDLE)

@@ -17,7 +17,7 @@ from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
 from .analyze.memory import OPTIMIZERS
 from .comparison import compare
-from .errors import first_line
+from .errors import DTYPE_HINT, first_line
 from .inspection import inspect, memory
 from .render.checkpoint_text import tensor_listing
 from .render.compare_text import groups_table
@@ -196,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         print("nbinspect: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the command's contract: one line, exit code 1
-        print(f"nbinspect: error: {shown(first_line(exc))}", file=sys.stderr)
+        message = first_line(exc).replace(DTYPE_HINT, "add --input-dtype int64")
+        print(f"nbinspect: error: {shown(message)}", file=sys.stderr)
         return 1
     return 0
 

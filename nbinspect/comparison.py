@@ -12,6 +12,7 @@ import pandas as pd
 from .analyze import compare as _compare
 from .analyze import structure
 from .render.compare_text import comparison_text
+from .render.display import DisplayFrame
 from .render.json_export import jsonable
 from .result import Result
 from .sources import ModelSource, as_source, preorder
@@ -42,25 +43,28 @@ class Comparison(Result):
     @property
     def frame(self) -> pd.DataFrame:
         """One row per tensor (schema.COMPARE)."""
-        return self.frames["compare"]
+        return DisplayFrame(self.frames["compare"])
 
     def by_module(self) -> pd.DataFrame:
         """Rolled up per module path, root ('') first (schema.COMPARE_GROUPS)."""
-        return _compare.by_module(self.frame)
+        return DisplayFrame(_compare.by_module(self.frame))
 
     def by_component(self, per_layer: bool = False) -> pd.DataFrame:
         """Rolled up per component (attn.q/k/v/o, mlp.gate/up/down, embedding, norm, ...),
         or per (layer, component) with ``per_layer=True``."""
-        return _compare.by_component(self.frame, per_layer)
+        return DisplayFrame(_compare.by_component(self.frame, per_layer))
 
     def by_layer(self) -> pd.DataFrame:
         """Rolled up per layer index read from the names."""
-        return _compare.by_layer(self.frame)
+        return DisplayFrame(_compare.by_layer(self.frame))
 
     def summary(self, top: int = 10) -> str:
         """Text: status counts, overall and per-component change, the `top` most changed."""
         overall = self.by_module().head(1)
         return comparison_text(self.name, self.frame, overall, self.by_component(), self.thresholds, top)
+
+    def _saved_summary(self) -> str:
+        return self.summary(top=5)
 
     def __repr__(self) -> str:
         counts = self.frame["status"].value_counts()

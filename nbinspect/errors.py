@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CheckpointError", "TraceError", "UnsafeCheckpointError", "first_line"]
+__all__ = ["DTYPE_HINT", "CheckpointError", "TraceError", "UnsafeCheckpointError", "first_line"]
+
+# How a trace error tells a Python caller to build token ids from a shape; the magic and the
+# command line put their own option in its place.
+DTYPE_HINT = "pass input_dtype=torch.long"
 
 
 class CheckpointError(ValueError):

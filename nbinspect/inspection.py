@@ -21,7 +21,8 @@ from .analyze.trace_frames import flow, layers_with_trace
 from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
-from .render.flow import TextFrame, flow_text, memory_text
+from .render.display import DisplayFrame
+from .render.flow import TextFrame, flow_text, memory_html, memory_text
 from .render.plots import distribution_figure
 from .result import Result
 from .sources import as_source
@@ -52,15 +53,15 @@ class Inspection(Result):
 
     @property
     def params(self) -> pd.DataFrame:
-        return self.frames["params"]
+        return DisplayFrame(self.frames["params"])
 
     @property
     def layers(self) -> pd.DataFrame:
-        return self.frames["layers"]
+        return DisplayFrame(self.frames["layers"])
 
     @property
     def by_type(self) -> pd.DataFrame:
-        return self.frames["by_type"]
+        return DisplayFrame(self.frames["by_type"])
 
     @property
     def stats(self) -> pd.DataFrame:
@@ -79,7 +80,7 @@ class Inspection(Result):
         exploding or vanishing scale, per tensor and rolled up per module, with the default
         :class:`~nbinspect.HealthThresholds` (``nbinspect.health(insp, exploding=...)`` for
         others). Needs the weight statistics."""
-        return health_frame(self.stats, self.params, list(self.layers["name"]))
+        return DisplayFrame(health_frame(self.stats, self.params, list(self.layers["name"])))
 
     def problems(self) -> dict[str, int]:
         """Distinct tensors with each problem, e.g. ``{"NaN": 2}``; {} when healthy or when
@@ -91,7 +92,7 @@ class Inspection(Result):
     def _stats_frame(self, key: str) -> pd.DataFrame:
         if key not in self.frames:
             raise ValueError(f"{self.name} was inspected without weight statistics: use inspect(model, stats=True)")
-        return self.frames[key]
+        return DisplayFrame(self.frames[key])
 
     @property
     def flow(self) -> pd.DataFrame:
@@ -108,6 +109,9 @@ class Inspection(Result):
         problems = text.health_block(self.health, self.problems()) if self.problems() else None
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
+
+    def _saved_summary(self) -> str:
+        return self.summary(depth=2)
 
     def __repr__(self) -> str:
         t = self.totals
@@ -212,7 +216,7 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
 @functools.wraps(memory_plan, assigned=("__doc__",))
 def memory(model: Any, **options: Any) -> pd.DataFrame:
     # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).
-    return TextFrame.wrap(memory_plan(model, **options), memory_text)
+    return TextFrame.wrap(memory_plan(model, **options), memory_text, memory_html)
 
 
 def plot_distributions(model_or_stats: Any, path: str | Path | None = None, *, bins: int = 64, **options: Any) -> Any:

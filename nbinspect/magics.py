@@ -20,7 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .errors import first_line
+from .errors import DTYPE_HINT, first_line
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
@@ -119,12 +119,12 @@ class InspectMagics(Magics):
 
         if args.text:
             print(result.summary(depth=args.depth))
-        elif not shown_by_ipython:
-            display(result)
+        elif not shown_by_ipython or extras:
+            display(result)  # the model first, then what was asked about it
         for extra in extras:  # memory plan, comparison: after the model itself
             print(extra) if args.text else display(extra)
-        if args.text and shown_by_ipython:
-            return None  # the text was the display; the widget must not follow it
+        if shown_by_ipython and (args.text or extras):
+            return None  # shown already: IPython must not show it again below the extras
         return result
 
     def _keep(self, result: Any, args) -> None:
@@ -160,7 +160,7 @@ class InspectMagics(Magics):
         try:
             result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
         except Exception as exc:
-            raise _fail(first_line(exc)) from None
+            raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
         self._keep(result, args)
         if args.text:
             print(result.summary(depth=args.depth))
@@ -207,7 +207,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[An
         if other is not None:
             extras.append(compare(model, other))
     except Exception as exc:  # the user's model or input: say what failed, in one line
-        raise _fail(first_line(exc)) from None
+        raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
     return result, extras
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from .render.display import saved_view
 from .render.html import standalone_html
 from .render.payload import build_payload
 from .widget import InspectWidget, bundle_source
@@ -56,8 +57,14 @@ class Result:
         return w
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        """The widget, plus a static HTML view of the text summary that a saved notebook keeps
+        for readers without a kernel (GitHub, nbviewer); widget-aware front-ends show the widget."""
         data, _ = self.widget()._repr_mimebundle_()  # type: ignore[misc]  # ipywidgets returns (data, metadata)
-        return {**data, "text/plain": repr(self)}
+        return {**data, "text/plain": repr(self), "text/html": saved_view(self._saved_summary())}
+
+    def _saved_summary(self) -> str:
+        """The text a saved notebook shows in place of the widget."""
+        return self.summary()
 
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);

@@ -36,6 +36,7 @@ __all__ = [
     "TRACE_TOTALS",
     "Column",
     "FrameSchema",
+    "unit_of",
 ]
 
 PARAMETER = "parameter"
@@ -47,6 +48,17 @@ class Column:
     name: str
     dtype: str  # a pandas dtype name: "string", "Int64", "boolean", "float64", "object"
     doc: str
+
+
+def unit_of(column: str) -> str:
+    """The unit a column's numbers are in, read from its name (the naming rule every frame
+    keeps): 'bytes' for bytes and *_bytes, 'flops' for flops and *_flops, 'percent' for
+    share, '' otherwise. Displays format by it (KiB/MiB, G/T FLOPs, %)."""
+    if column == "bytes" or column.endswith("_bytes"):
+        return "bytes"
+    if column == "flops" or column.endswith("_flops"):
+        return "flops"
+    return "percent" if column == "share" else ""
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def test_inspect_checkpoint(files):
     assert "Parameters         118,528" in out  # tied embedding/head counted once
     assert "├─ blocks   unknown   99,968" in out
     assert "epoch                 4" in out and "optimizer state: 1 param group(s)" in out
-    assert "Training memory plan" in out and "optimizer_state  926.1 KB" in out
+    assert "Training memory plan" in out and "optimizer_state  926.1 KiB" in out
     assert r.stderr == ""
 
 
@@ -76,7 +76,7 @@ def test_inspect_verbose_lists_every_tensor(files):
     r = run("inspect", files / "other.safetensors", "--verbose")
     assert r.returncode == 0, r.stderr
     assert "Tensors (28)" in r.stdout
-    assert re.search(r"\ntok_emb\.weight +\[256, 64\] +float32 +16,384 +64\.0 KB\n", r.stdout)
+    assert re.search(r"\ntok_emb\.weight +\[256, 64\] +float32 +16,384 +64\.0 KiB\n", r.stdout)
     assert "Layers (all levels)" in r.stdout
 
 
@@ -153,3 +153,12 @@ def test_usage_errors_exit_2(args):
 def test_demo_still_works():
     r = run("demo", "--model", "mlp", "--depth", "1")
     assert r.returncode == 0 and r.stdout.startswith("MLP (torch)")
+
+
+def test_a_dtype_hint_names_the_commands_own_option(files):
+    r = run(
+        "inspect", files / "train.pt", "--model", "mymodels:build", "--config", files / "cfg.yaml",
+        "--input-shape", "2,16", cwd=files,
+    )  # fmt: skip
+    assert r.returncode == 1
+    assert "add --input-dtype int64 for token ids" in r.stderr and "input_dtype=" not in r.stderr

@@ -39,7 +39,7 @@ from torch.nn.modules.module import (
 )
 
 from ..dtypes import dtype_name
-from ..errors import TraceError, first_line
+from ..errors import DTYPE_HINT, TraceError, first_line
 from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
@@ -501,4 +501,4 @@ def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:
     text = str(exc)
     if not dtype.is_floating_point or ("Long" not in text and "indices" not in text):
         return ""
-    return f" (inputs built from shapes are {dtype_name(dtype)}; pass input_dtype=torch.long for token ids)"
+    return f" (inputs built from shapes are {dtype_name(dtype)}; {DTYPE_HINT} for token ids)"
