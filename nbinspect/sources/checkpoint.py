@@ -20,6 +20,7 @@ from ..errors import CheckpointError, first_line
 from .base import ModelSource
 from .limits import MAX_TENSORS, inside, regular_file, shown
 from .model_loader import load_into
+from .npz_file import is_npz, read_npz
 from .pages import drop_tensor_pages
 from .safetensors_file import read_safetensors
 from .state_dict import describe, from_mapping, split_checkpoint, stored_tensors
@@ -43,6 +44,9 @@ def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTen
     if head[8:9] == b"{":  # safetensors: 8-byte header length, then JSON (checked first: a length can start with 0x80)
         stored, meta = read_safetensors(path)
         return stored, {"format": "safetensors", **meta}, True
+    if head.startswith(ZIP_MAGIC) and is_npz(path):  # numpy.savez / mlx.core.savez: a zip of .npy arrays
+        stored, meta = read_npz(path)
+        return stored, {"format": "npz", **meta}, True
     if head.startswith((ZIP_MAGIC, _PICKLE_MAGIC)):
         if path.suffix == ".safetensors":  # torch.load would hand the file to the safetensors library by its name
             raise CheckpointError(f"{where}: named .safetensors but holds a torch.save pickle; rename it to .pt")
@@ -61,7 +65,7 @@ def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTen
         release = drop_tensor_pages if mapped else None
         return stored_tensors(weights, meta, where, release, stored=True), {"format": "torch", **meta}, False
     raise CheckpointError(
-        f"{where}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, "
+        f"{where}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, npz, "
         "*.index.json of shards, or a folder of these)"
     )
 
