@@ -93,11 +93,9 @@ def test_file_names_that_are_not_utf8(tmp_path):
     bad.write_bytes(b"nope")
     r = run("inspect", bad)
     assert r.returncode == 1
-    assert (
-        r.stderr.decode()
-        == f"nbinspect: error: {tmp_path}/bad\\xfe.pt: not a checkpoint format nbinspect reads "
-        + ("(torch.save zip or pickle, safetensors, *.index.json of shards, or a folder of these)\n")
-    )
+    lines = r.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"nbinspect: error: {tmp_path}/bad\\xfe.pt: not a checkpoint format nbinspect reads")
 
 
 @pytest.fixture(scope="module")
