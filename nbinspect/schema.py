@@ -164,7 +164,9 @@ LAYERS = FrameSchema(
         Column("is_leaf", "boolean", "has no child modules"),
         Column("alias_of", "string", "first path of the same module object if registered twice"),
         Column("params", "Int64", "parameters in the subtree, shared storage counted once"),
-        Column("own_params", "Int64", "parameters registered directly on this module"),
+        Column(
+            "own_params", "Int64", "parameters first registered on this module (shared ones count at their first path)"
+        ),
         Column("trainable_params", "Int64", "subtree parameters with requires_grad"),
         Column("frozen_params", "Int64", "subtree parameters without requires_grad"),
         Column("param_bytes", "Int64", "bytes of subtree parameters, shared storage once"),
