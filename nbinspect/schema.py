@@ -30,6 +30,7 @@ __all__ = [
     "STATS",
     "TOTALS_KEYS",
     "TRACE_COLUMNS",
+    "TRACK_HISTORY",
     "Column",
     "FrameSchema",
 ]
@@ -296,6 +297,18 @@ STATS = FrameSchema(
     ),
     "Weight statistics, one row per tensor path or per module subtree. Rows without values "
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
+)
+
+TRACK_HISTORY = FrameSchema(
+    "track_history",
+    (
+        Column("step", "Int64", "optimizer step of the measurement"),
+        Column("since_step", "Int64", "step of the snapshot the change is measured from"),
+        Column("analysis_seconds", "float64", "wall time the measurement took (all metrics)"),
+    ),
+    "Training dynamics (nbinspect.track): one row per measurement. These columns come first, then one float64 "
+    "column per metric key (e.g. 'param_change/norm_l2', 'sparse/kl_at_1e-06'), in the order first reported; "
+    "missing where a metric did not report at that step.",
 )
 
 FRAMES: dict[str, FrameSchema] = {

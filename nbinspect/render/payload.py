@@ -20,7 +20,7 @@ import pandas as pd
 from .format import is_missing
 from .json_export import jsonable
 
-__all__ = ["INLINE_BINS", "PAYLOAD_VERSION", "STAT_FIELDS", "build_payload", "histogram"]
+__all__ = ["INLINE_BINS", "PAYLOAD_VERSION", "STAT_FIELDS", "build_payload", "histogram", "timeline"]
 
 PAYLOAD_VERSION = 1
 STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", "nan", "inf")
@@ -115,10 +115,17 @@ def _compare_rows(frame: pd.DataFrame | None, names: list[str]) -> list | None:
     return out
 
 
-def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame]) -> dict:
+def build_payload(
+    name: str,
+    framework: str,
+    totals: Mapping[str, Any],
+    frames: Mapping[str, pd.DataFrame],
+    timeline: Mapping[str, Any] | None = None,
+) -> dict:
     """The widget payload of one inspection. `frames` needs ``layers`` and ``params``; the
     ``stats``, module stats and ``compare`` frames and the layers' trace columns are used
-    when present and left out of the payload when absent."""
+    when present and left out of the payload when absent. `timeline` (metrics over training
+    steps, see :func:`timeline`) is added when given."""
     layers, params = frames["layers"], frames["params"]
     module_names = layers["name"].tolist()
     index = {n: i for i, n in enumerate(module_names)}
@@ -160,7 +167,7 @@ def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: 
     if compare is not None:
         tensors["compare"] = compare
 
-    return {
+    payload = {
         "version": PAYLOAD_VERSION,
         "model": {"name": name, "framework": framework},
         "totals": jsonable(dict(totals)),
@@ -168,6 +175,17 @@ def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: 
         "modules": modules,
         "tensors": tensors,
     }
+    if timeline is not None:
+        payload["timeline"] = dict(timeline)
+    return payload
+
+
+def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
+    """Metrics over training steps for the widget's small plots: ``steps`` and one
+    ``{"key", "values"}`` series per key (missing values as null)."""
+    steps = [int(s) for s in history["step"]] if len(history) else []
+    series = [{"key": k, "values": [_round(jsonable(v)) for v in history[k].tolist()]} for k in keys if k in history]
+    return {"title": title, "steps": steps, "series": series}
 
 
 def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor") -> dict | None:

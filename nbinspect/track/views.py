@@ -1,0 +1,128 @@
+"""What a person looks at: the history as a matplotlib figure, and the live widget.
+
+The live widget is the inspection widget itself (:class:`~nbinspect.widget.InspectWidget`)
+fed with the last interval's change as its ``compare`` frame, so the module tree is
+coloured by how much each part moved, plus a ``timeline`` of the chosen metrics over steps
+drawn as small plots above the tree. The manager refreshes it after every measurement,
+so it moves while the training loop runs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from torch import nn
+
+from ..analyze.structure import layers, params, totals
+from ..render.payload import build_payload, timeline
+from ..render.plots import _figure_class
+from ..schema import TRACK_HISTORY
+from ..widget import InspectWidget
+
+if TYPE_CHECKING:
+    from .manager import ModelAnalysisManager
+
+__all__ = ["TrackWidget", "default_keys", "plot_history", "select_keys"]
+
+_PREFERRED = ("param_change/norm_l2", "param_change/relative_change", "param_change/changed_ratio_at_1e-06",
+              "gradient/norm", "sparse/kl_at_1e-06", "sparse/kl_at_1e-06_random")  # fmt: skip
+
+
+def default_keys(keys: Sequence[str], most: int = 6) -> list[str]:
+    """The model-wide metrics worth a first look: the preferred ones present, then other
+    keys without a per-module or per-layer part."""
+    chosen = [k for k in _PREFERRED if k in keys]
+    chosen += [k for k in keys if k.count("/") == 1 and k not in chosen]
+    return chosen[:most]
+
+
+def select_keys(keys: Sequence[str], metrics: Sequence[str] | str | None) -> list[str]:
+    """Keys matching `metrics` (exact keys or glob patterns such as ``"sparse/kl_*"``), in
+    the order asked; None picks :func:`default_keys`."""
+    if metrics is None:
+        return default_keys(keys)
+    patterns = [metrics] if isinstance(metrics, str) else list(metrics)
+    out: list[str] = []
+    for pattern in patterns:
+        found = [k for k in keys if fnmatch.fnmatchcase(k, pattern)]
+        if not found:
+            raise ValueError(
+                f"no metric matches {pattern!r}; measured: {', '.join(keys[:12])}{' …' if len(keys) > 12 else ''}"
+            )
+        out += [k for k in found if k not in out]
+    return out
+
+
+def plot_history(
+    history: pd.DataFrame, metrics: Sequence[str] | str | None = None, *, cols: int = 3, logy: bool | None = None
+) -> Any:
+    """A matplotlib Figure: one small panel per metric over steps. `logy` (default: for
+    norms, ratios and KL that stay positive) draws a log scale."""
+    Figure = _figure_class()
+    keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
+    if history.empty:
+        raise ValueError("nothing to plot yet: no measurement has been made (see AnalysisConfig.interval)")
+    chosen = select_keys(keys, metrics)
+    ncols = min(cols, len(chosen))
+    nrows = math.ceil(len(chosen) / ncols)
+    fig = Figure(figsize=(3.4 * ncols, 2.4 * nrows + 0.3), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    steps = history["step"].to_numpy(dtype=float)
+    for ax, key in zip(axes, chosen):
+        values = history[key].to_numpy(dtype=float)
+        ax.plot(steps, values, marker="." if len(values) < 40 else None, linewidth=1.2)
+        positive = bool((values[~pd.isna(values)] > 0).all()) and bool((~pd.isna(values)).any())
+        if logy if logy is not None else positive and any(w in key for w in ("norm", "ratio", "kl", "relative")):
+            ax.set_yscale("log")
+        ax.set_title(key, fontsize=8)
+        ax.set_xlabel("step", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in axes[len(chosen) :]:
+        ax.set_visible(False)
+    fig.suptitle("Training dynamics", fontsize=10)
+    return fig
+
+
+class TrackWidget(InspectWidget):
+    """The inspection widget of the tracked model, coloured by the last interval's change
+    (the Rel. change column: ‖Δ‖/‖W‖ per tensor, modules show the largest below) with
+    small plots of the chosen metrics over steps. Refreshed by the manager after every
+    measurement."""
+
+    def __init__(self, manager: ModelAnalysisManager, model: nn.Module, metrics: Sequence[str] | str | None = None):
+        self._manager = manager
+        self._metrics = metrics
+        self._name = type(model).__name__
+        self._structure = {"layers": layers(model), "params": params(model)}
+        self._totals = totals(model)
+        frames, timeline = self._state()
+        super().__init__(frames, self._totals, name=self._name)
+        self.payload = {**self.payload, "timeline": timeline}
+
+    def _state(self) -> tuple[dict[str, pd.DataFrame], dict]:
+        frames = dict(self._structure)
+        change = self._manager.last_change
+        if change is not None:
+            frames["compare"] = change
+        history = self._manager.history
+        keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
+        try:
+            chosen = select_keys(keys, self._metrics) if keys else []
+        except ValueError:  # asked-for metrics not measured yet
+            chosen = [
+                k for k in ([self._metrics] if isinstance(self._metrics, str) else self._metrics or []) if k in keys
+            ]
+        last = self._manager._rows[-1] if self._manager._rows else None
+        title = f"steps {last['since_step']}→{last['step']}" if last else "waiting for the first measurement"
+        return frames, timeline(history, chosen, title)
+
+    def refresh(self) -> None:
+        """Show the manager's latest measurement."""
+        frames, line = self._state()
+        self._frames = frames
+        self.payload = build_payload(self._name, "torch", self._totals, frames, timeline=line)
