@@ -37,7 +37,8 @@ def _bounds(module: nn.Module) -> tuple[float, float] | None:
 
 
 class _Watch:
-    """Per module: the largest output of each unit over every call, and saturated counts."""
+    """Per module: the largest output of each unit over every call (rectifiers), and
+    saturated counts (bounded activations)."""
 
     def __init__(self, bounds: tuple[float, float] | None):
         self.bounds = bounds
@@ -88,10 +89,11 @@ class ActivationMetrics(MetricComputer):
         for name, w in watches.items():
             if w.unit_max is None:
                 continue
-            d = int((w.unit_max <= 0).sum())
-            out[f"activation/{module_key(name)}/dead"] = d / w.unit_max.numel()
-            dead, units = dead + d, units + w.unit_max.numel()
-            if w.bounds is not None and w.elements:
+            if w.bounds is None:  # a rectifier: dead units
+                d = int((w.unit_max <= 0).sum())
+                out[f"activation/{module_key(name)}/dead"] = d / w.unit_max.numel()
+                dead, units = dead + d, units + w.unit_max.numel()
+            elif w.elements:
                 out[f"activation/{module_key(name)}/saturated"] = w.saturated / w.elements
                 saturated, elements = saturated + w.saturated, elements + w.elements
         if units:

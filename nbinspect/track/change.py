@@ -43,9 +43,8 @@ class ParameterChangeMetrics(MetricComputer):
             "param_change/relative_change": delta.rel_change,
         }
         for t in self.delta_thresholds:
-            changed = delta.changed_ratio(t)
-            out[f"param_change/sparsity_{at(t)}"] = 1.0 - changed
-            out[f"param_change/changed_ratio_{at(t)}"] = changed
+            out[f"param_change/sparsity_{at(t)}"] = delta.sparsity(t)
+            out[f"param_change/changed_ratio_{at(t)}"] = delta.changed_ratio(t)
         frame = delta.frame
         if self.per_layer:
             layers = {n: f"layer_{int(i)}" for n, i in zip(frame["name"], frame["layer"]) if not pd.isna(i)}
@@ -68,6 +67,8 @@ class ParameterChangeMetrics(MetricComputer):
             prefix = f"param_change/{row.group}"
             out[f"{prefix}/mean_abs"] = m.abs_sum / m.count
             out[f"{prefix}/relative_change"] = float(row.rel_change)
+            n = int(row.numel)
             for t in self.delta_thresholds:
-                out[f"{prefix}/sparsity_{at(t)}"] = 1.0 - float(row.frac_above[delta._index(t)])
+                above = round(row.frac_above[delta._index(t)] * n)  # back to the exact count
+                out[f"{prefix}/sparsity_{at(t)}"] = (n - above) / n
         return out

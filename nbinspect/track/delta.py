@@ -227,13 +227,15 @@ class ParameterDelta:
 
     def changed_ratio(self, threshold: float) -> float:
         """Fraction of all elements with |Δ| > threshold (one of `thresholds`)."""
-        k = self._index(threshold)
-        counts = [round(f[k] * n) for f, n in zip(self.frame["frac_above"], self.frame["numel"])]
-        return sum(counts) / self.numel if self.numel else 0.0
+        return self._above(threshold) / self.numel if self.numel else 0.0
 
     def sparsity(self, threshold: float) -> float:
         """Fraction of all elements with |Δ| ≤ threshold."""
-        return 1.0 - self.changed_ratio(threshold)
+        return (self.numel - self._above(threshold)) / self.numel if self.numel else 1.0
+
+    def _above(self, threshold: float) -> int:
+        k = self._index(threshold)
+        return sum(round(f[k] * n) for f, n in zip(self.frame["frac_above"], self.frame["numel"]))
 
     def _index(self, threshold: float) -> int:
         for k, t in enumerate(self.thresholds):

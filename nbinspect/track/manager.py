@@ -220,7 +220,7 @@ class ModelAnalysisManager:
             self._history = pd.concat([frame, metrics], axis=1)
         return self._history.copy()
 
-    def keys(self) -> list[str]:
+    def metric_keys(self) -> list[str]:
         """Every metric key measured so far, in the order first reported."""
         return [c for c in self.history.columns if c not in TRACK_HISTORY.names]
 

@@ -60,8 +60,8 @@ def select_keys(keys: Sequence[str], metrics: Sequence[str] | str | None) -> lis
 def plot_history(
     history: pd.DataFrame, metrics: Sequence[str] | str | None = None, *, cols: int = 3, logy: bool | None = None
 ) -> Any:
-    """A matplotlib Figure: one small panel per metric over steps. `logy` (default: for
-    norms, ratios and KL that stay positive) draws a log scale."""
+    """A matplotlib Figure: one small panel per metric over steps. `logy` draws a log scale
+    (default: for a positive metric that spans more than a factor of 20)."""
     Figure = _figure_class()
     keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
     if history.empty:
@@ -75,8 +75,9 @@ def plot_history(
     for ax, key in zip(axes, chosen):
         values = history[key].to_numpy(dtype=float)
         ax.plot(steps, values, marker="." if len(values) < 40 else None, linewidth=1.2)
-        positive = bool((values[~pd.isna(values)] > 0).all()) and bool((~pd.isna(values)).any())
-        if logy if logy is not None else positive and any(w in key for w in ("norm", "ratio", "kl", "relative")):
+        known = values[~pd.isna(values)]
+        wide = len(known) > 0 and bool((known > 0).all()) and known.max() > 20 * known.min()
+        if logy if logy is not None else wide:
             ax.set_yscale("log")
         ax.set_title(key, fontsize=8)
         ax.set_xlabel("step", fontsize=8)
@@ -120,6 +121,10 @@ class TrackWidget(InspectWidget):
         last = self._manager._rows[-1] if self._manager._rows else None
         title = f"steps {last['since_step']}→{last['step']}" if last else "waiting for the first measurement"
         return frames, timeline(history, chosen, title)
+
+    def __repr__(self) -> str:
+        title = self.payload.get("timeline", {}).get("title", "")
+        return f"<TrackWidget {self._name}: {title}, selected={self.selected!r}>"
 
     def refresh(self) -> None:
         """Show the manager's latest measurement."""
