@@ -50,7 +50,9 @@ def test_transformers_trainer_reports_to_every_logger(tmp_path):
     )
     reporter = Recorder()
     trainer = transformers.Trainer(model=model, args=args, train_dataset=data, callbacks=[reporter])
-    manager = ModelAnalysisManager.create(AnalysisConfig(interval=2, gradient_enabled=True, sparse_quality_enabled=True))
+    manager = ModelAnalysisManager.create(
+        AnalysisConfig(interval=2, gradient_enabled=True, sparse_quality_enabled=True)
+    )
     batch = {"input_ids": data[0]["input_ids"][None]}
     callback = attach(trainer, manager, inputs=batch)
     assert isinstance(callback, HFTrackingCallback) and trainer.callback_handler.callbacks[0] is callback
