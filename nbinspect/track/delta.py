@@ -9,7 +9,8 @@ The delta streams: one tensor at a time, in chunks that stay in cache, into reus
 (never the whole model's delta, never a full-size temporary). Each chunk is read once from
 memory; every statistic is a pass over the chunk already in cache: the difference, its
 min/max, sum, sum of squares, the dot with W_old (for the norm of W_new and the cosine),
-then |Δ|, its sum, its non-zeros and the counts above each threshold.
+then |Δ|, its sum, its non-zeros and the counts above each threshold (a threshold above
+the chunk's largest |Δ| costs nothing).
 """
 
 from __future__ import annotations
@@ -77,49 +78,47 @@ def _check_same(snapshot: ParameterSnapshot, live: Mapping[str, torch.Tensor]) -
         )
 
 
-def _finite_chunk(d: torch.Tensor) -> tuple[torch.Tensor, int, int]:
-    """The finite values of a chunk, and how many were NaN and Inf (rare: a diverged step)."""
-    finite = torch.isfinite(d)
-    nan = int(torch.isnan(d).sum())
-    return d[finite], nan, d.numel() - int(finite.sum()) - nan
-
-
 def _tensor_change(
     a: torch.Tensor, b: torch.Tensor, limits: list, scratch: _Scratch
 ) -> tuple[Moments, float, list[int]]:
     """Moments of b − a (flat tensors), the sum of a·(b − a) in float64, and how many |b − a|
-    exceed each limit (ascending)."""
+    exceed each limit (ascending). Sums and dots run in torch (BLAS, cascade summation);
+    min/max and the counts in numpy, which does them in fewer passes than torch here."""
     work = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
     buf_a, buf_b, buf_d = scratch.get(work)
     n = a.numel()
-    count = nan = inf = zeros = 0
+    count = nan = inf = nonzero = 0
     s = q = ad = abs_sum = 0.0
     lo, hi = math.inf, -math.inf
     above = [0] * len(limits)
+    zero = np.zeros((), dtype=np.float64 if work == torch.float64 else np.float32)
     for start in range(0, n, CHUNK):
         ca, cb = a[start : start + CHUNK], b[start : start + CHUNK]
         m = ca.numel()
         ca = ca if ca.dtype == work and ca.device.type == "cpu" else buf_a[:m].copy_(ca)
         cb = cb if cb.dtype == work and cb.device.type == "cpu" else buf_b[:m].copy_(cb)
         d = torch.sub(cb, ca, out=buf_d[:m])
-        c_lo, c_hi = (float(v) for v in torch.aminmax(d))
+        values = d.numpy()
+        c_lo, c_hi = float(values.min()), float(values.max())
         if not (math.isfinite(c_lo) and math.isfinite(c_hi)):
-            d, c_nan, c_inf = _finite_chunk(d)
-            nan, inf = nan + c_nan, inf + c_inf
-            ca = ca[torch.isfinite(torch.sub(cb, ca))]
+            finite = torch.isfinite(d)
+            c_nan = int(torch.isnan(d).sum())
+            nan, inf = nan + c_nan, inf + m - int(finite.sum()) - c_nan
+            d, ca = d[finite], ca[finite]
             if d.numel() == 0:
                 continue
-            c_lo, c_hi = (float(v) for v in torch.aminmax(d))
+            values = d.numpy()
+            c_lo, c_hi = float(values.min()), float(values.max())
         lo, hi = min(lo, c_lo), max(hi, c_hi)
         count += d.numel()
         s += float(d.sum())
         q += float(torch.dot(d, d))
         ad += float(torch.dot(ca, d))
-        d.abs_()
+        np.abs(values, out=values)
         abs_sum += float(d.sum())
-        zeros += d.numel() - int(torch.count_nonzero(d))
+        mask = scratch.mask[: d.numel()]
+        nonzero += int(np.count_nonzero(np.greater(values, zero, out=mask)))
         largest = max(-c_lo, c_hi)
-        values, mask = d.numpy(), scratch.mask[: d.numel()]
         for k, limit in enumerate(limits):
             if not largest > limit:  # ascending: no element passes this or a larger one
                 break
@@ -128,6 +127,7 @@ def _tensor_change(
         return Moments.empty(1, n, nan, inf), 0.0, above
     mean = s / count
     hist = np.array([count], np.int64)
+    zeros = count - nonzero
     moments = Moments(n, count, mean, max(q - s * mean, 0.0), abs_sum, lo, hi, zeros, nan, inf, hist, lo, hi, count)
     return moments, ad, above
 
