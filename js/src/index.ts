@@ -1,7 +1,11 @@
 // The anywidget entry point: render an InspectWidget's payload and keep `selected` in sync.
 
+import { Timeline, type TimelineData } from "./timeline";
 import type { Hist, HistFetcher, Payload, WidgetModel } from "./types";
 import { TreeView } from "./view";
+
+/** nbinspect.track adds metrics over steps to the payload (optional field). */
+const timelineOf = (payload: Payload) => (payload as Payload & { timeline?: TimelineData }).timeline;
 
 type Invoke = (name: string, msg: unknown, options?: { signal?: AbortSignal }) => Promise<[unknown, unknown]>;
 
@@ -28,6 +32,8 @@ function fetcher(invoke: Invoke | undefined): HistFetcher | undefined {
 }
 
 function render({ model, el, experimental }: RenderProps): () => void {
+  const timeline = new Timeline(el);
+  timeline.update(timelineOf(model.get("payload")));
   const view = new TreeView(el, model.get("payload") as Payload, {
     onSelect(path) {
       model.set("selected", path);
@@ -36,7 +42,10 @@ function render({ model, el, experimental }: RenderProps): () => void {
     fetchHist: fetcher(experimental?.invoke),
   });
   view.selectPath(model.get("selected"));
-  const onPayload = () => view.setPayload(model.get("payload"));
+  const onPayload = () => {
+    timeline.update(timelineOf(model.get("payload")));
+    view.setPayload(model.get("payload"));
+  };
   const onSelected = () => view.selectPath(model.get("selected"));
   model.on("change:payload", onPayload);
   model.on("change:selected", onSelected);
@@ -44,6 +53,7 @@ function render({ model, el, experimental }: RenderProps): () => void {
     model.off("change:payload", onPayload);
     model.off("change:selected", onSelected);
     view.destroy();
+    timeline.root.remove();
   };
 }
 

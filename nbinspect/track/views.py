@@ -89,6 +89,17 @@ def plot_history(
     return fig
 
 
+def _with_tied_paths(change: pd.DataFrame, params_frame: pd.DataFrame) -> pd.DataFrame:
+    """The change frame with a row for every path tied to a measured tensor (a tied head
+    moves with its embedding; the snapshot holds shared storage once)."""
+    tied = params_frame[params_frame["tied_to"].notna() & params_frame["tied_to"].isin(change["name"])]
+    if tied.empty:
+        return change
+    rows = change.set_index("name").loc[tied["tied_to"]].reset_index()
+    rows["name"], rows["module"] = tied["name"].to_numpy(), tied["module"].to_numpy()
+    return pd.concat([change, rows], ignore_index=True)
+
+
 class TrackWidget(InspectWidget):
     """The inspection widget of the tracked model, coloured by the last interval's change
     (the Rel. change column: ‖Δ‖/‖W‖ per tensor, modules show the largest below) with
@@ -109,7 +120,7 @@ class TrackWidget(InspectWidget):
         frames = dict(self._structure)
         change = self._manager.last_change
         if change is not None:
-            frames["compare"] = change
+            frames["compare"] = _with_tied_paths(change, self._structure["params"])
         history = self._manager.history
         keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
         try:
