@@ -1,6 +1,6 @@
 """One training-dynamics measurement on a ~124M-parameter model (GPT-2 small shapes, fp32).
 
-    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_track.py [--repeat 5]
+    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_track.py [--repeat 5] [--threads N]
 
 What is timed, all in this process, best of `repeat` (the machine is shared: the best run
 is the least disturbed one):
@@ -74,7 +74,10 @@ def rss(key: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = GPT2Small()
     n = sum(p.numel() for p in model.parameters())
@@ -99,7 +102,8 @@ def main() -> None:
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the high-water mark to what is resident now
-        added = f"{(rss('VmHWM:') - before) / 2**20:.1f} MiB" if (measure() and True) else ""
+        measure()
+        added = f"{(rss('VmHWM:') - before) / 2**20:.1f} MiB"
     except OSError:
         added = "unavailable (no /proc/self/clear_refs)"
     delta = ParameterDelta.between(snapshot, model, 1, THRESHOLDS)
