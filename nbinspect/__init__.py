@@ -7,14 +7,15 @@ is rendered from those frames.
 from __future__ import annotations
 
 from . import examples
+from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
-from .inspection import Inspection, TraceError, inspect, memory, plot_distributions, trace
+from .errors import CheckpointError, TraceError, UnsafeCheckpointError
+from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
 from .sources.checkpoint import load_checkpoint
-from .sources.errors import CheckpointError, UnsafeCheckpointError
 from .widget import InspectWidget
 
 __version__ = "0.1.0"
@@ -30,6 +31,7 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "HealthThresholds",
     "InspectWidget",
     "Inspection",
     "ModelInfo",
@@ -39,6 +41,7 @@ __all__ = [
     "compare",
     "dump_model_info",
     "examples",
+    "health",
     "inspect",
     "json_schema",
     "layers",

@@ -30,7 +30,7 @@ from ..analyze import compare
 from ..analyze.components import component, layer_index
 from ..analyze.moments import Moments, merge
 from ..schema import COMPARE
-from ..sources.torch_module import dtype_name
+from ..dtypes import dtype_name
 from .snapshot import CHUNK, ParameterSnapshot, trainable_parameters
 
 __all__ = ["ArchitectureChanged", "ParameterDelta"]

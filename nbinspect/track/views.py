@@ -19,7 +19,7 @@ from torch import nn
 
 from ..analyze.structure import layers, params, totals
 from ..render.payload import build_payload, timeline
-from ..render.plots import _figure_class
+from ..render.plots import _figure_class, _show_in_notebook
 from ..schema import TRACK_HISTORY
 from ..widget import InspectWidget
 
@@ -60,7 +60,8 @@ def select_keys(keys: Sequence[str], metrics: Sequence[str] | str | None) -> lis
 def plot_history(
     history: pd.DataFrame, metrics: Sequence[str] | str | None = None, *, cols: int = 3, logy: bool | None = None
 ) -> Any:
-    """A matplotlib Figure: one small panel per metric over steps. `logy` draws a log scale
+    """A matplotlib Figure: one small panel per metric over steps (shown once in the
+    notebook cell that drew it, like plot_distributions). `logy` draws a log scale
     (default: for a positive metric that spans more than a factor of 20)."""
     Figure = _figure_class()
     keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
@@ -86,6 +87,7 @@ def plot_history(
     for ax in axes[len(chosen) :]:
         ax.set_visible(False)
     fig.suptitle("Training dynamics", fontsize=10)
+    _show_in_notebook(fig)
     return fig
 
 
