@@ -188,18 +188,19 @@ def test_nothing_moved():
 # ---------------------------------------------------------------- sparse quality
 
 
-def _trained_step(model: nn.Module, x: torch.Tensor) -> None:
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    model(x).float().pow(2).mean().backward()
-    opt.step()
-
-
-def test_sparse_quality_threshold_zero_is_the_full_update():
+def _one_sgd_step() -> tuple[nn.Module, torch.Tensor, ParameterSnapshot, ParameterDelta]:
+    """A Layered model after one SGD step (gradients left in place), its input, the snapshot
+    from before the step and the delta."""
     model = _seeded()
     x = torch.randint(0, 10, (4, 6))
     old = ParameterSnapshot.take(model)
-    _trained_step(model, x)
-    delta = ParameterDelta.between(old, model)
+    model(x).float().pow(2).mean().backward()
+    torch.optim.SGD(model.parameters(), lr=0.5).step()
+    return model, x, old, ParameterDelta.between(old, model)
+
+
+def test_sparse_quality_threshold_zero_is_the_full_update():
+    model, x, old, delta = _one_sgd_step()
     out = SparseQualityMetrics([0.0], include_random=False).compute(delta, old, AnalysisContext(model, 1, x))
     assert out["sparse/kl_at_0"] == 0.0
     assert out["sparse/cosine_at_0"] == pytest.approx(1.0, abs=1e-12)
@@ -233,7 +234,8 @@ def test_analysis_restores_weights_modes_grads_buffers_and_rng_bit_exactly():
     model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.ReLU(), nn.Linear(8, 3))
     x = torch.randn(16, 8)
     old = ParameterSnapshot.take(model)
-    _trained_step(model, x)  # leaves .grad set and BatchNorm stats updated
+    model(x).pow(2).mean().backward()  # leaves .grad set and BatchNorm stats updated
+    torch.optim.SGD(model.parameters(), lr=0.5).step()
     model[1].eval()  # mixed modes must come back as they were
     weights = {n: p.detach().clone() for n, p in model.named_parameters()}
     grads = {n: p.grad.clone() for n, p in model.named_parameters()}
@@ -260,11 +262,7 @@ def test_analysis_restores_weights_modes_grads_buffers_and_rng_bit_exactly():
 
 
 def test_gradient_metrics_match_the_gradients():
-    model = _seeded()
-    x = torch.randint(0, 10, (4, 6))
-    old = ParameterSnapshot.take(model)
-    _trained_step(model, x)
-    delta = ParameterDelta.between(old, model)
+    model, _, old, delta = _one_sgd_step()
     out = GradientMetrics().compute(delta, old, AnalysisContext(model, 1))
     grads = {n: p.grad.double() for n, p in model.named_parameters()}
     assert out["gradient/norm"] == pytest.approx(math.sqrt(sum(float((g**2).sum()) for g in grads.values())), rel=1e-6)

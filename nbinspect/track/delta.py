@@ -29,8 +29,8 @@ from torch import nn
 from ..analyze import compare
 from ..analyze.components import component, layer_index
 from ..analyze.moments import Moments, merge
-from ..schema import COMPARE
 from ..dtypes import dtype_name
+from ..schema import COMPARE
 from .snapshot import CHUNK, ParameterSnapshot, trainable_parameters
 
 __all__ = ["ArchitectureChanged", "ParameterDelta"]

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-try:
-    from lightning.pytorch.callbacks import Callback
-except ImportError:  # the standalone package
-    from pytorch_lightning.callbacks import Callback
+from lightning.pytorch.callbacks import Callback
 
 from ..manager import ModelAnalysisManager
 
