@@ -6,7 +6,7 @@ is rendered from those frames.
 
 from __future__ import annotations
 
-from . import examples
+from . import examples, track
 from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
@@ -53,4 +53,5 @@ __all__ = [
     "stats",
     "totals",
     "trace",
+    "track",
 ]

@@ -27,6 +27,7 @@ EXPECTED = {
     "totals",
     "trace",
     "TraceError",
+    "track",
 }
 
 

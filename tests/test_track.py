@@ -428,6 +428,17 @@ def test_an_architecture_change_says_to_reset():
     assert "param_change/norm_l2" in manager.on_optimizer_step(model)
 
 
+def test_public_names():
+    import nbinspect.track as track
+
+    assert set(track.__all__) == {
+        "ActivationMetrics", "AnalysisConfig", "AnalysisContext", "ArchitectureChanged", "GradientMetrics",
+        "MetricComputer", "ModelAnalysisManager", "OptimizerStateMetrics", "ParameterChangeMetrics",
+        "ParameterDelta", "ParameterSnapshot", "SparseQualityMetrics", "TrackingWarning",
+    }  # fmt: skip
+    assert all(getattr(track, n) is not None for n in track.__all__)
+
+
 def test_add_metric_refuses_other_objects():
     with pytest.raises(TypeError, match="MetricComputer"):
         ModelAnalysisManager().add_metric(lambda d, s, c: {})
