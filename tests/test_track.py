@@ -133,6 +133,25 @@ def test_delta_statistics_match_float64():
     assert row["cosine"] == pytest.approx(a @ b / np.linalg.norm(a) / np.linalg.norm(b), rel=1e-6)
 
 
+def test_counts_exact_across_chunks_that_all_move_and_chunks_that_straddle():
+    from nbinspect.track.snapshot import CHUNK
+
+    model = nn.Linear(1000, 700)  # 700,700 weights: three chunks
+    old = ParameterSnapshot.take(model)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        flat = model.weight.view(-1)
+        flat[:CHUNK] += 1e-3 * torch.sign(torch.randn(CHUNK, generator=g))  # all of chunk 1 moves (Adam-like)
+        flat[CHUNK:] += torch.randn(flat.numel() - CHUNK, generator=g) * 1e-6  # the rest straddles 1e-6
+        flat[-5:] = old["weight"].view(-1)[-5:]  # and a few do not move at all
+    delta = ParameterDelta.between(old, model, thresholds=THRESHOLDS)
+    d = _reference(old, model)["weight"]
+    frac_above = delta.frame.set_index("name").loc["weight", "frac_above"]
+    for k, t in enumerate(THRESHOLDS):
+        assert round(frac_above[k] * d.size) == np.count_nonzero(np.abs(d) > t)
+    assert delta.moments["weight"].zeros == np.count_nonzero(d == 0) >= 5
+
+
 def test_delta_agrees_with_the_comparison_engine():
     model = _seeded()
     old = ParameterSnapshot.take(model)

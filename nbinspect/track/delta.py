@@ -116,13 +116,17 @@ def _tensor_change(
         ad += float(torch.dot(ca, d))
         np.abs(values, out=values)
         abs_sum += float(d.sum())
-        mask = scratch.mask[: d.numel()]
-        nonzero += int(np.count_nonzero(np.greater(values, zero, out=mask)))
-        largest = max(-c_lo, c_hi)
-        for k, limit in enumerate(limits):
+        # Counts only where the chunk straddles a threshold: above its largest |Δ| none pass,
+        # below its smallest all do (in training most elements move: one min saves passes).
+        mask, largest, smallest = scratch.mask[: d.numel()], max(-c_lo, c_hi), float(values.min())
+        for k, limit in enumerate([zero, *limits]):
             if not largest > limit:  # ascending: no element passes this or a larger one
                 break
-            above[k] += int(np.count_nonzero(np.greater(values, limit, out=mask)))
+            n_above = d.numel() if smallest > limit else int(np.count_nonzero(np.greater(values, limit, out=mask)))
+            if k:
+                above[k - 1] += n_above
+            else:
+                nonzero += n_above
     if count == 0:
         return Moments.empty(1, n, nan, inf), 0.0, above
     mean = s / count
