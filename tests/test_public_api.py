@@ -4,6 +4,7 @@ import nbinspect
 
 EXPECTED = {
     "CheckpointError",
+    "EngineError",
     "HealthThresholds",
     "health",
     "Comparison",
@@ -21,6 +22,7 @@ EXPECTED = {
     "layers",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",

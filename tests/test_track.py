@@ -481,6 +481,18 @@ def test_widget_follows_the_measurements():
     assert repr(widget) == "<TrackWidget TinyLM: steps 2→4, selected=None>"
 
 
+def test_widget_payload_keeps_the_contract():
+    from nbinspect.payload_schema import check_payload
+
+    manager = ModelAnalysisManager.create(AnalysisConfig(interval=1))
+    model, _ = _loop(manager, 3)
+    payload = manager.widget(model).payload
+    check_payload(payload, deep=True)
+    bad = {**payload, "timeline": {**payload["timeline"], "steps": [1]}}
+    with pytest.raises(ValueError, match="one number or null per step"):
+        check_payload(bad)
+
+
 def _tensor_paths(payload: dict) -> list[str]:
     modules, tensors = payload["modules"], payload["tensors"]
     paths = []

@@ -3,17 +3,7 @@
 // itself shows the last interval's change through the compare columns.
 
 import { formatStat } from "./format";
-
-export interface TimelineSeries {
-  key: string;
-  values: (number | null)[];
-}
-
-export interface TimelineData {
-  title: string;
-  steps: number[];
-  series: TimelineSeries[];
-}
+import type { Timeline as TimelineData, TimelineSeries } from "./payload";
 
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 168;
@@ -34,8 +24,15 @@ const STYLES = `
 `;
 
 /** Points of a sparkline: x by step, y scaled to the finite values' range (flat when constant). */
-export function sparkPoints(steps: number[], values: (number | null)[], width = WIDTH, height = HEIGHT): [number, number][] {
-  const pairs = steps.map((s, i) => [s, values[i]] as const).filter((p): p is readonly [number, number] => p[1] !== null && Number.isFinite(p[1]));
+export function sparkPoints(
+  steps: number[],
+  values: (number | null)[],
+  width = WIDTH,
+  height = HEIGHT,
+): [number, number][] {
+  const pairs = steps
+    .map((s, i) => [s, values[i]] as const)
+    .filter((p): p is readonly [number, number] => p[1] !== null && Number.isFinite(p[1]));
   if (!pairs.length) return [];
   const x0 = pairs[0][0];
   const x1 = pairs[pairs.length - 1][0];
@@ -77,7 +74,9 @@ function card(steps: number[], series: TimelineSeries): HTMLElement {
       svg.append(dot);
     }
   }
-  box.title = steps.map((s, i) => `step ${s}: ${series.values[i] === null ? "–" : formatStat(series.values[i], 6)}`).join("\n");
+  box.title = steps
+    .map((s, i) => `step ${s}: ${series.values[i] === null ? "–" : formatStat(series.values[i], 6)}`)
+    .join("\n");
   box.append(key, value, svg);
   return box;
 }
@@ -94,7 +93,10 @@ export class Timeline {
 
   update(data: TimelineData | undefined): void {
     this.root.hidden = !data;
-    if (!data) return this.root.replaceChildren();
+    if (!data) {
+      this.root.replaceChildren();
+      return;
+    }
     const style = document.createElement("style");
     style.textContent = STYLES;
     const title = document.createElement("div");

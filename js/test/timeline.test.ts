@@ -1,7 +1,7 @@
 // The training-dynamics strip: sparkline geometry and rendering from a payload's timeline.
 
 import { describe, expect, it } from "vitest";
-import { Timeline, sparkPoints } from "../src/timeline";
+import { sparkPoints, Timeline } from "../src/timeline";
 
 describe("sparkPoints", () => {
   it("spans the width by step and the height by value, skipping missing values", () => {
@@ -26,10 +26,14 @@ describe("Timeline", () => {
   it("renders one card per series with its last value, and hides without data", () => {
     const host = document.createElement("div");
     const line = new Timeline(host);
-    line.update({ title: "steps 4→6", steps: [2, 4, 6], series: [
-      { key: "param_change/norm_l2", values: [0.5, 0.25, 0.125] },
-      { key: "sparse/kl_at_1e-06", values: [null, null, null] },
-    ] });
+    line.update({
+      title: "steps 4→6",
+      steps: [2, 4, 6],
+      series: [
+        { key: "param_change/norm_l2", values: [0.5, 0.25, 0.125] },
+        { key: "sparse/kl_at_1e-06", values: [null, null, null] },
+      ],
+    });
     const cards = host.querySelectorAll(".nbi-timeline-card");
     expect(cards).toHaveLength(2);
     expect(cards[0].querySelector(".nbi-timeline-value")?.textContent).toBe("0.125");
@@ -46,12 +50,17 @@ describe("the widget with a timeline", () => {
   it("draws the strip above the tree and redraws it when the payload changes", async () => {
     const { default: widget } = await import("../src/index");
     const { payload } = await import("./fixtures");
-    const first = { ...payload(), timeline: { title: "steps 0→2", steps: [2], series: [{ key: "param_change/norm_l2", values: [1] }] } };
+    const first = {
+      ...payload(),
+      timeline: { title: "steps 0→2", steps: [2], series: [{ key: "param_change/norm_l2", values: [1] }] },
+    };
     const handlers = new Map<string, () => void>();
     const state: Record<string, unknown> = { payload: first, selected: null };
     const model = {
       get: (key: string) => state[key],
-      set: (key: string, value: unknown) => void (state[key] = value),
+      set: (key: string, value: unknown) => {
+        state[key] = value;
+      },
       save_changes: () => {},
       on: (event: string, cb: () => void) => void handlers.set(event, cb),
       off: (event: string) => void handlers.delete(event),
@@ -60,7 +69,10 @@ describe("the widget with a timeline", () => {
     const cleanup = widget.render({ model: model as never, el });
     expect(el.firstElementChild?.className).toBe("nbi-timeline");
     expect(el.querySelectorAll(".nbi-timeline circle")).toHaveLength(1);
-    state.payload = { ...payload(), timeline: { title: "steps 2→4", steps: [2, 4], series: [{ key: "param_change/norm_l2", values: [1, 0.5] }] } };
+    state.payload = {
+      ...payload(),
+      timeline: { title: "steps 2→4", steps: [2, 4], series: [{ key: "param_change/norm_l2", values: [1, 0.5] }] },
+    };
     handlers.get("change:payload")?.();
     expect(el.querySelectorAll(".nbi-timeline circle")).toHaveLength(2);
     expect(el.querySelector(".nbi-timeline-value")?.textContent).toBe("0.5");
