@@ -34,6 +34,7 @@ EXPECTED = {
     "totals",
     "trace",
     "TraceError",
+    "track",
 }
 
 
