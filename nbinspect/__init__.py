@@ -10,12 +10,14 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time they load on first use
-    from . import examples, mlx
+    from . import examples, mlx, track
+    from .analyze.distributed import distributed
     from .analyze.health import HealthThresholds
     from .analyze.stats import stats
     from .analyze.structure import by_type, layers, params, totals
     from .comparison import Comparison, compare
-    from .errors import CheckpointError, TraceError, UnsafeCheckpointError
+    from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
+    from .experts import MixtureOfExperts, expert_changes, moe, split_experts
     from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
     from .model_info import ModelInfo, dump_model_info
     from .render.json_export import json_schema
@@ -23,15 +25,17 @@ if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time the
     from .widget import InspectWidget
 
 # Public name -> the module that defines it. `import nbinspect` loads none of them (pandas,
-# anywidget, IPython and matplotlib cost ~0.8 s): each loads when a name from it is first used.
+# anywidget, IPython and matplotlib cost ~1 s): each loads when a name from it is first used.
+_SUBMODULES = ("examples", "mlx", "track")
 _LAZY = {
-    "examples": ".examples",
-    "mlx": ".mlx",
+    **{name: f".{name}" for name in _SUBMODULES},
+    "distributed": ".analyze.distributed",
     "HealthThresholds": ".analyze.health",
     "stats": ".analyze.stats",
     **dict.fromkeys(("by_type", "layers", "params", "totals"), ".analyze.structure"),
     **dict.fromkeys(("Comparison", "compare"), ".comparison"),
-    **dict.fromkeys(("CheckpointError", "TraceError", "UnsafeCheckpointError"), ".errors"),
+    **dict.fromkeys(("CheckpointError", "EngineError", "TraceError", "UnsafeCheckpointError"), ".errors"),
+    **dict.fromkeys(("MixtureOfExperts", "expert_changes", "moe", "split_experts"), ".experts"),
     **dict.fromkeys(("Inspection", "health", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
     **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
     "json_schema": ".render.json_export",
@@ -44,7 +48,7 @@ def __getattr__(name: str) -> _typing.Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'nbinspect' has no attribute {name!r}")
     module = _importlib.import_module(_LAZY[name], __name__)
-    value = module if name in ("examples", "mlx") else getattr(module, name)
+    value = module if name in _SUBMODULES else getattr(module, name)
     globals()[name] = value
     return value
 
@@ -66,16 +70,20 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "EngineError",
     "HealthThresholds",
     "InspectWidget",
     "Inspection",
+    "MixtureOfExperts",
     "ModelInfo",
     "TraceError",
     "UnsafeCheckpointError",
     "by_type",
     "compare",
+    "distributed",
     "dump_model_info",
     "examples",
+    "expert_changes",
     "health",
     "inspect",
     "json_schema",
@@ -84,9 +92,12 @@ __all__ = [
     "load_ipython_extension",
     "memory",
     "mlx",
+    "moe",
     "params",
     "plot_distributions",
+    "split_experts",
     "stats",
     "totals",
     "trace",
+    "track",
 ]

@@ -46,11 +46,15 @@ class Result:
             Path(path).write_text(document + "\n", encoding="utf-8")
         return document
 
+    def framework_label(self) -> str:
+        """What the widget shows beside the name (a subclass may say more than the framework)."""
+        return self.framework
+
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         from .widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework)
+        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework_label())
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -75,7 +79,7 @@ class Result:
         also written to `path` when given."""
         from .widget import bundle_source
 
-        payload = build_payload(self.name, self.framework, self.totals, self.frames)
+        payload = build_payload(self.name, self.framework_label(), self.totals, self.frames)
         page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")

@@ -4,15 +4,21 @@ import nbinspect
 
 EXPECTED = {
     "CheckpointError",
+    "EngineError",
     "HealthThresholds",
     "health",
     "Comparison",
     "UnsafeCheckpointError",
     "compare",
+    "distributed",
     "load_checkpoint",
     "Inspection",
     "InspectWidget",
+    "MixtureOfExperts",
     "ModelInfo",
+    "expert_changes",
+    "moe",
+    "split_experts",
     "by_type",
     "dump_model_info",
     "examples",
@@ -28,6 +34,7 @@ EXPECTED = {
     "totals",
     "trace",
     "TraceError",
+    "track",
 }
 
 

@@ -67,8 +67,9 @@ def _run(fn: Callable[..., Any], parts: list[tuple]) -> list[Any]:
     global _pool
     if len(parts) == 1:
         return [fn(*parts[0])]
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="nbinspect")
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="nbinspect")
     return list(_pool.map(lambda p: fn(*p), parts))
 
 
