@@ -10,6 +10,7 @@ from . import examples
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
+from .config_inspection import build_on_meta, from_config
 from .inspection import Inspection, TraceError, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
@@ -35,10 +36,12 @@ __all__ = [
     "ModelInfo",
     "TraceError",
     "UnsafeCheckpointError",
+    "build_on_meta",
     "by_type",
     "compare",
     "dump_model_info",
     "examples",
+    "from_config",
     "inspect",
     "json_schema",
     "layers",

@@ -19,7 +19,7 @@ from .analyze.stats import stats_frames
 from .analyze.trace import TraceError, TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
 from .render import json_export, text
-from .render.checkpoint_text import metadata_text
+from .render.checkpoint_text import metadata_text, tensor_listing
 from .render.flow import TextFrame, flow_text, memory_text
 from .render.html import standalone_html
 from .render.payload import build_payload
@@ -27,7 +27,7 @@ from .render.plots import distribution_figure
 from .sources import as_source
 from .widget import InspectWidget, bundle_source
 
-__all__ = ["Inspection", "TraceError", "inspect", "memory", "plot_distributions", "trace"]
+__all__ = ["Inspection", "TraceError", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
 
 
 class Inspection:
@@ -89,6 +89,26 @@ class Inspection:
             )
         return TextFrame.wrap(self.frames["flow"], lambda f: flow_text(f, self.io, self.totals, self.name))
 
+    @property
+    def memory(self) -> pd.DataFrame:
+        """The training-memory plan (schema.MEMORY) when one was made (:func:`nbinspect.from_config`,
+        the command line); ``print()`` it for the table with the total."""
+        if "memory" not in self.frames:
+            raise ValueError(f"{self.name} has no memory plan: use nbinspect.memory(model, ...)")
+        return TextFrame.wrap(self.frames["memory"], memory_text)
+
+    def report(self, depth: int | None = 3, verbose: bool = False) -> str:
+        """Everything as text: the summary, the memory plan and the traced flow when present;
+        `verbose` shows every module (tree, memory) and lists every tensor."""
+        parts = [self.summary(depth=None if verbose else depth)]
+        if "memory" in self.frames:
+            parts.append(memory_text(self.frames["memory"], top=None if verbose else 10))
+        if "flow" in self.frames:
+            parts.append(str(self.flow))
+        if verbose:
+            parts.append(tensor_listing(self.params))
+        return "\n\n".join(parts)
+
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth)
@@ -106,7 +126,9 @@ class Inspection:
 
     def to_dict(self) -> dict:
         """The export document as plain Python (see :func:`nbinspect.json_schema`)."""
-        return json_export.inspection_dict(self.name, self.framework, self.totals, self.layers, self.params, self.io)
+        return json_export.inspection_dict(
+            self.name, self.framework, self.totals, self.layers, self.params, self.io, self.frames.get("memory")
+        )
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
         """The export document as JSON text; also written to `path` when given."""
@@ -135,7 +157,9 @@ class Inspection:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
         payload = build_payload(self.name, self.framework, self.totals, self.frames)
-        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
+        appendix = [str(self.memory)] if "memory" in self.frames else []
+        appendix += [str(self.flow)] if "flow" in self.frames else []
+        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect", appendix)
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page
@@ -204,6 +228,14 @@ def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:
     totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
     io = {"input": result.inputs, "output": result.outputs}
     return Inspection(inspection.name, inspection.framework, frames, totals, io, inspection.metadata)
+
+
+def with_memory(inspection: Inspection, plan: pd.DataFrame) -> Inspection:
+    """`inspection` holding a memory plan (from :func:`memory`) as its ``memory`` frame."""
+    frames = {**inspection.frames, "memory": pd.DataFrame(plan)}
+    return Inspection(
+        inspection.name, inspection.framework, frames, inspection.totals, inspection.io, inspection.metadata
+    )
 
 
 def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:

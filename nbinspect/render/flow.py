@@ -93,8 +93,9 @@ def _totals_text(totals: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def memory_text(memory: pd.DataFrame, top: int = 10) -> str:
-    """The whole-model rows of a memory plan in human units, then the `top` modules holding most."""
+def memory_text(memory: pd.DataFrame, top: int | None = 10) -> str:
+    """The whole-model rows of a memory plan in human units, then the `top` modules holding
+    most (every module when `top` is None)."""
     whole = memory[memory["layer"].isna()]
     rows = [
         [
@@ -112,10 +113,10 @@ def memory_text(memory: pd.DataFrame, top: int = 10) -> str:
     ]
     per_module = memory[memory["layer"].notna()]
     if len(per_module):
-        sums = (
-            per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable").head(top)
+        sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable")
+        lines = [[name or "(root)", format_bytes(n)] for name, n in (sums if top is None else sums.head(top)).items()]
+        title = (
+            f"Modules holding the most (top {len(lines)} of {len(sums)})" if top else f"Memory by module ({len(sums)})"
         )
-        lines = [[name or "(root)", format_bytes(n)] for name, n in sums.items()]
-        title = f"Modules holding the most (top {len(lines)} of {per_module['layer'].nunique()})"
         parts.append(title + "\n" + table(["Module", "Size"], lines, [False, True]))
     return "\n\n".join(parts)
