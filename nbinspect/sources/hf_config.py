@@ -72,12 +72,14 @@ def hf_model(config_path: str | os.PathLike) -> tuple[nn.Module, str]:
         )
     try:
         with _quiet(transformers):
-            config: Any = transformers.AutoConfig.from_pretrained(str(config_path), trust_remote_code=False)
+            # a folder's config.json by its folder, so name_or_path is what from_pretrained records
+            where = config_path.parent if config_path.name == CONFIG_NAME else config_path
+            config: Any = transformers.AutoConfig.from_pretrained(str(where), trust_remote_code=False)
     except Exception as exc:  # transformers' own words on why (bad values, remote code)
         raise UnknownArchitecture(f"{config_path}: transformers cannot read it: {first_line(exc)}") from None
     architecture = (getattr(config, "architectures", None) or [None])[0]
     model_class: Any = getattr(transformers, architecture, None) if architecture else transformers.AutoModel
-    if model_class is None or not hasattr(model_class, "_from_config"):
+    if model_class is None or (architecture and not hasattr(model_class, "_from_config")):
         raise UnknownArchitecture(
             f"{config_path}: transformers {transformers.__version__} has no model class {architecture!r}"
         )

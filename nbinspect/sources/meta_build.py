@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from torch import nn
 
 __all__ = ["call_factory", "empty_weights", "factory_name", "rejected_keys"]
+
+_UNEXPECTED = re.compile(r"got an unexpected keyword argument '(\w+)'")
 
 
 @contextlib.contextmanager
@@ -75,6 +78,9 @@ def call_factory(
         with empty_weights() if meta else contextlib.nullcontext():
             model = build(**kwargs)
     except Exception as exc:  # user code: say which factory failed, with what
+        rejected = _UNEXPECTED.search(str(exc)) if isinstance(exc, TypeError) else None
+        if rejected and rejected.group(1) in kwargs:  # a factory passing **kwargs on to a class that refuses one
+            raise ValueError(f"{where}: {name} does not take {rejected.group(1)!r} ({exc})") from exc
         raise ValueError(f"model {name!r}({dict(kwargs)}) failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(model, nn.Module):
         raise ValueError(f"model {name!r} returned a {type(model).__name__}, not a torch.nn.Module")
