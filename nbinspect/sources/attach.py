@@ -38,11 +38,15 @@ def attach(model: nn.Module, checkpoint: ModelSource, *, name: str | None = None
     for entry in live.tensors:
         if entry.name in stored and entry.shape == stored[entry.name].shape:
             by_storage.setdefault(entry.storage_key, stored[entry.name])
-    tensors, mismatched, cast, missing = [], [], [], []
+    tensors: list[TensorEntry] = []
+    mismatched: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
+    cast: list[tuple[str, str, str]] = []
+    missing: list[str] = []
     for entry in live.tensors:
-        found = stored.get(entry.name)
+        # a non-persistent buffer is the model's own (load_state_dict skips it): the file's copy is unexpected
+        found = stored.get(entry.name) if entry.name in persistent else None
         if found is not None and found.shape != entry.shape:
-            mismatched.append((entry.name, found.shape, entry.shape))
+            mismatched.append((entry.name, found.shape or (), entry.shape or ()))
             tensors.append(entry)
             continue
         if found is not None and found.dtype != entry.dtype:

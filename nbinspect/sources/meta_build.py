@@ -33,7 +33,7 @@ def empty_weights() -> Iterator[None]:
             meta = param.to("meta")
             module._parameters[name] = type(param)(meta, requires_grad=param.requires_grad)
 
-    nn.Module.register_parameter = on_meta  # type: ignore[method-assign]  # restored in finally
+    nn.Module.register_parameter = on_meta  # type: ignore[method-assign,assignment]  # patched for the block only
     try:
         yield
     finally:
