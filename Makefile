@@ -1,6 +1,7 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   create .venv, install nbinspect, summarise a built-in model, open the quickstart
 #   make test   create/update .venv with the test extras, run the whole suite
+#   make lint   the quality gate alone (ruff format/lint, mypy); make fix formats
 #   make js     build the widget front-end (js/ -> nbinspect/static/widget.js) with npm
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +13,7 @@ TORCH := torch==2.13.0
 JS_BUNDLE := nbinspect/static/widget.js
 JS_DEPS := js/node_modules/.package-lock.json
 
-.PHONY: demo test venv js notebooks clean
+.PHONY: demo test lint fix venv js notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +56,17 @@ demo: $(VENV)/.installed-lab $(JS_BUNDLE)
 		echo; echo "To explore it in a notebook: $(LAB)"; \
 	fi
 
-test: $(VENV)/.installed-test $(JS_BUNDLE)
+# The quality gate: formatting, lint and types (make fix formats and applies the safe fixes).
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+fix: $(VENV)/.installed-test
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint $(VENV)/.installed-test $(JS_BUNDLE)
 	cd js && npm test
 	$(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
 

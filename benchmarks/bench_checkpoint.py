@@ -66,14 +66,18 @@ def write_torch(path: Path, source: Path) -> None:
 METHODS = {
     "nbinspect.stats, .safetensors (mmap, pages released)": "nbinspect.stats({st!r}, progress=False)",
     "nbinspect.stats, .pt (torch mmap, pages released)": "nbinspect.stats({pt!r}, progress=False)",
-    "baseline: torch.load whole .pt, then nbinspect.stats": "nbinspect.stats(torch.load({pt!r}, weights_only=True), progress=False)",
+    "baseline: torch.load whole .pt, then nbinspect.stats": (
+        "nbinspect.stats(torch.load({pt!r}, weights_only=True), progress=False)"
+    ),
     "read only, .safetensors: sum each tensor, release": (
         "s = nbinspect.load_checkpoint({st!r})\nfor t in s.tensors:\n    t.values().sum(); t.release()"
     ),
     "read only, .pt: sum each tensor, release": (
         "s = nbinspect.load_checkpoint({pt!r})\nfor t in s.tensors:\n    t.values().sum(); t.release()"
     ),
-    "baseline read only: torch.load whole .pt, sum each tensor": "[v.sum() for v in torch.load({pt!r}, weights_only=True).values()]",
+    "baseline read only: torch.load whole .pt, sum each tensor": (
+        "[v.sum() for v in torch.load({pt!r}, weights_only=True).values()]"
+    ),
     "header-only listing, .safetensors (params frame)": "nbinspect.params({st!r})",
     "header-only listing, .pt (params frame)": "nbinspect.params({pt!r})",
 }

@@ -7,15 +7,16 @@ is rendered from those frames.
 from __future__ import annotations
 
 from . import examples
+from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
 from .config_inspection import build_on_meta, from_config
-from .inspection import Inspection, TraceError, inspect, memory, plot_distributions, trace
+from .errors import CheckpointError, TraceError, UnsafeCheckpointError
+from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
 from .sources.checkpoint import load_checkpoint
-from .sources.errors import CheckpointError, UnsafeCheckpointError
 from .widget import InspectWidget
 
 __version__ = "0.1.0"
@@ -31,6 +32,7 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "HealthThresholds",
     "InspectWidget",
     "Inspection",
     "ModelInfo",
@@ -42,6 +44,7 @@ __all__ = [
     "dump_model_info",
     "examples",
     "from_config",
+    "health",
     "inspect",
     "json_schema",
     "layers",

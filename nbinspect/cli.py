@@ -14,10 +14,10 @@ from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
 from .comparison import compare
 from .config_inspection import from_config, with_plan
+from .errors import DTYPE_HINT, first_line
 from .inspection import Inspection, inspect
 from .render.compare_text import groups_table
 from .sources.checkpoint import load_checkpoint
-from .sources.errors import first_line
 from .sources.skeleton import skeleton
 
 __all__ = ["main"]
@@ -41,12 +41,12 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def _dtype(text: str) -> Any:
-    import torch
+    from .dtypes import parse_dtype
 
-    dtype = getattr(torch, text.removeprefix("torch."), None)
-    if not isinstance(dtype, torch.dtype):
-        raise argparse.ArgumentTypeError(f"not a torch dtype: {text!r}")
-    return dtype
+    try:
+        return parse_dtype(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
@@ -55,7 +55,8 @@ def _source_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--key",
-        help="entry of a training checkpoint holding the weights (default: model_state_dict, state_dict, model, ema, module)",
+        help="entry of a training checkpoint holding the weights "
+        "(default: model_state_dict, state_dict, model, ema, module)",
     )
 
 
@@ -179,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         print("nbinspect: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the command's contract: one line, exit code 1
-        print(f"nbinspect: error: {first_line(exc)}", file=sys.stderr)
+        message = first_line(exc).replace(DTYPE_HINT, "add --input-dtype int64")
+        print(f"nbinspect: error: {message}", file=sys.stderr)
         return 1
     return 0
 

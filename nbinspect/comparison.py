@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -14,13 +12,15 @@ import pandas as pd
 from .analyze import compare as _compare
 from .analyze import structure
 from .render.compare_text import comparison_text
+from .render.display import DisplayFrame
 from .render.json_export import jsonable
-from .sources import ModelSource, as_source, parent_path
+from .result import Result
+from .sources import ModelSource, as_source, preorder
 
 __all__ = ["Comparison", "compare"]
 
 
-class Comparison:
+class Comparison(Result):
     """The ``compare`` frame of two sources (one row per tensor: status, L2 of the delta,
     ``rel_change``, max |delta|, cosine, mean drift, fractions above thresholds) and its
     roll-ups. ``print()`` it for text; in a notebook it shows the tree coloured by change."""
@@ -32,8 +32,10 @@ class Comparison:
         frames: Mapping[str, pd.DataFrame],
         totals: Mapping[str, Any],
         thresholds: tuple[float, ...],
+        framework: str = "torch",
     ):
         self.name_a, self.name_b = name_a, name_b
+        self.name, self.framework = f"{name_a} -> {name_b}", framework
         self.frames = MappingProxyType(dict(frames))  # compare, and the shown tree's layers and params
         self.totals = MappingProxyType(dict(totals))  # of the shown tree
         self.thresholds = thresholds
@@ -41,30 +43,28 @@ class Comparison:
     @property
     def frame(self) -> pd.DataFrame:
         """One row per tensor (schema.COMPARE)."""
-        return self.frames["compare"]
+        return DisplayFrame(self.frames["compare"])
 
     def by_module(self) -> pd.DataFrame:
         """Rolled up per module path, root ('') first (schema.COMPARE_GROUPS)."""
-        return _compare.by_module(self.frame)
+        return DisplayFrame(_compare.by_module(self.frame))
 
     def by_component(self, per_layer: bool = False) -> pd.DataFrame:
         """Rolled up per component (attn.q/k/v/o, mlp.gate/up/down, embedding, norm, ...),
         or per (layer, component) with ``per_layer=True``."""
-        return _compare.by_component(self.frame, per_layer)
+        return DisplayFrame(_compare.by_component(self.frame, per_layer))
 
     def by_layer(self) -> pd.DataFrame:
         """Rolled up per layer index read from the names."""
-        return _compare.by_layer(self.frame)
+        return DisplayFrame(_compare.by_layer(self.frame))
 
     def summary(self, top: int = 10) -> str:
         """Text: status counts, overall and per-component change, the `top` most changed."""
         overall = self.by_module().head(1)
-        return comparison_text(
-            f"{self.name_a} -> {self.name_b}", self.frame, overall, self.by_component(), self.thresholds, top
-        )
+        return comparison_text(self.name, self.frame, overall, self.by_component(), self.thresholds, top)
 
-    def __str__(self) -> str:
-        return self.summary()
+    def _saved_summary(self) -> str:
+        return self.summary(top=5)
 
     def __repr__(self) -> str:
         counts = self.frame["status"].value_counts()
@@ -87,22 +87,6 @@ class Comparison:
             }
         )
 
-    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-        if path is not None:
-            Path(path).write_text(document + "\n", encoding="utf-8")
-        return document
-
-    def widget(self):
-        """The module tree of both sides (a's, plus what only b has), coloured by change."""
-        from .widget import InspectWidget
-
-        return InspectWidget(self.frames, self.totals, name=f"{self.name_a} -> {self.name_b}")
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        data, _ = self.widget()._repr_mimebundle_()
-        return {**data, "text/plain": repr(self)}
-
 
 def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRESHOLDS) -> Comparison:
     """Compare two models, state_dicts or checkpoint paths (any mix) tensor by tensor.
@@ -114,7 +98,9 @@ def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRES
     frame = _compare.compare_frame(src_a, src_b, thresholds)
     tree = _union(src_a, src_b)
     frames = {"compare": frame, "layers": structure.layers(tree), "params": structure.params(tree)}
-    return Comparison(src_a.name, src_b.name, frames, structure.totals(tree), frame.attrs["thresholds"])
+    return Comparison(
+        src_a.name, src_b.name, frames, structure.totals(tree), frame.attrs["thresholds"], src_a.framework
+    )
 
 
 def _union(a: ModelSource, b: ModelSource) -> ModelSource:
@@ -124,15 +110,7 @@ def _union(a: ModelSource, b: ModelSource) -> ModelSource:
     if all(m.name in names_a for m in b.modules) and {t.name for t in b.tensors} <= {t.name for t in a.tensors}:
         return a
     entries = {m.name: m for m in b.modules} | {m.name: m for m in a.modules}  # a's entry wins
-    children: dict[str, list[str]] = {}
-    for m in (*a.modules, *(m for m in b.modules if m.name not in names_a)):
-        if m.name:
-            children.setdefault(parent_path(m.name), []).append(m.name)
-    order, stack = [], [""]
-    while stack:
-        path = stack.pop()
-        order.append(entries[path])
-        stack.extend(reversed(children.get(path, [])))
+    order = [entries[p] for p in preorder(m.name for m in (*a.modules, *b.modules))]
     in_a = {t.name for t in a.tensors}
     tensors = (*a.tensors, *(t for t in b.tensors if t.name not in in_a))
     return replace(a, modules=tuple(order), tensors=tensors)

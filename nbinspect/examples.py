@@ -10,6 +10,7 @@ global RNG state is left as it was.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -55,7 +56,7 @@ class MLP(nn.Module):
         super().__init__()
         dims = (in_features, *hidden)
         blocks: list[nn.Module] = []
-        for a, b in zip(dims, dims[1:]):
+        for a, b in itertools.pairwise(dims):
             blocks += [nn.Linear(a, b), nn.ReLU()]
         self.body = nn.Sequential(*blocks)
         self.head = nn.Linear(dims[-1], out_features)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -13,24 +12,25 @@ import pandas as pd
 
 from .analyze import structure
 from .analyze.gc_pause import gc_paused
+from .analyze.health import HealthThresholds, health_frame, problem_counts
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
 from .analyze.stats import stats_frames
-from .analyze.trace import TraceError, TraceResult, run_trace
+from .analyze.trace import TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
+from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text, tensor_listing
-from .render.flow import TextFrame, flow_text, memory_text
-from .render.html import standalone_html
-from .render.payload import build_payload
+from .render.display import DisplayFrame
+from .render.flow import TextFrame, flow_text, memory_html, memory_text
 from .render.plots import distribution_figure
+from .result import Result
 from .sources import as_source
-from .widget import InspectWidget, bundle_source
 
-__all__ = ["Inspection", "TraceError", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
+__all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
 
 
-class Inspection:
+class Inspection(Result):
     """What nbinspect found in one model: DataFrames (``params``, ``layers``, ``by_type``, ...)
     and ``totals``. ``print()`` it for a text summary; export it with :meth:`to_json`."""
 
@@ -53,15 +53,15 @@ class Inspection:
 
     @property
     def params(self) -> pd.DataFrame:
-        return self.frames["params"]
+        return DisplayFrame(self.frames["params"])
 
     @property
     def layers(self) -> pd.DataFrame:
-        return self.frames["layers"]
+        return DisplayFrame(self.frames["layers"])
 
     @property
     def by_type(self) -> pd.DataFrame:
-        return self.frames["by_type"]
+        return DisplayFrame(self.frames["by_type"])
 
     @property
     def stats(self) -> pd.DataFrame:
@@ -74,10 +74,25 @@ class Inspection:
         """Weight statistics rolled up per module subtree (schema.STATS, kind 'module')."""
         return self._stats_frame("stats_by_module")
 
+    @functools.cached_property
+    def health(self) -> pd.DataFrame:
+        """Weight health (schema.HEALTH): NaN/Inf counts, dead or constant weight matrices,
+        exploding or vanishing scale, per tensor and rolled up per module, with the default
+        :class:`~nbinspect.HealthThresholds` (``nbinspect.health(insp, exploding=...)`` for
+        others). Needs the weight statistics."""
+        return DisplayFrame(health_frame(self.stats, self.params, list(self.layers["name"])))
+
+    def problems(self) -> dict[str, int]:
+        """Distinct tensors with each problem, e.g. ``{"NaN": 2}``; {} when healthy or when
+        the statistics were not computed."""
+        if "stats" not in self.frames:
+            return {}
+        return problem_counts(self.health, self.params["name"][self.params["tied_to"].notna()])
+
     def _stats_frame(self, key: str) -> pd.DataFrame:
         if key not in self.frames:
             raise ValueError(f"{self.name} was inspected without weight statistics: use inspect(model, stats=True)")
-        return self.frames[key]
+        return DisplayFrame(self.frames[key])
 
     @property
     def flow(self) -> pd.DataFrame:
@@ -95,7 +110,7 @@ class Inspection:
         the command line); ``print()`` it for the table with the total."""
         if "memory" not in self.frames:
             raise ValueError(f"{self.name} has no memory plan: use nbinspect.memory(model, ...)")
-        return TextFrame.wrap(self.frames["memory"], memory_text)
+        return TextFrame.wrap(self.frames["memory"], memory_text, memory_html)
 
     def report(self, depth: int | None = 3, verbose: bool = False) -> str:
         """Everything as text: the summary, the memory plan and the traced flow when present;
@@ -111,11 +126,12 @@ class Inspection:
 
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
-        summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth)
+        problems = text.health_block(self.health, self.problems()) if self.problems() else None
+        summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
-    def __str__(self) -> str:
-        return self.summary()
+    def _saved_summary(self) -> str:
+        return self.summary(depth=2)
 
     def __repr__(self) -> str:
         t = self.totals
@@ -130,39 +146,8 @@ class Inspection:
             self.name, self.framework, self.totals, self.layers, self.params, self.io, self.frames.get("memory")
         )
 
-    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        """The export document as JSON text; also written to `path` when given."""
-        document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-        if path is not None:
-            Path(path).write_text(document + "\n", encoding="utf-8")
-        return document
-
-    def widget(self) -> InspectWidget:
-        """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
-        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework)
-
-    def show(self) -> InspectWidget:
-        """Display the widget in the notebook and return it."""
-        from IPython.display import display
-
-        w = self.widget()
-        display(w)
-        return w
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        data, _ = self.widget()._repr_mimebundle_()
-        return {**data, "text/plain": repr(self)}
-
-    def to_html(self, path: str | Path | None = None) -> str:
-        """A standalone HTML page of the widget (bundle and data inlined, works offline);
-        also written to `path` when given."""
-        payload = build_payload(self.name, self.framework, self.totals, self.frames)
-        appendix = [str(self.memory)] if "memory" in self.frames else []
-        appendix += [str(self.flow)] if "flow" in self.frames else []
-        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect", appendix)
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
+    def _appendix(self) -> list[str]:
+        return [str(getattr(self, key)) for key in ("memory", "flow") if key in self.frames]
 
 
 @gc_paused()
@@ -247,10 +232,24 @@ def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **opt
     return with_trace(inspection, result)
 
 
+def health(obj: Any, *, exploding: float | None = None, vanishing: float | None = None) -> pd.DataFrame:
+    """Weight health (schema.HEALTH) of an Inspection or of anything :func:`inspect` takes:
+    per tensor and per module, NaN/Inf counts, zero fraction, and flags for dead (all-zero)
+    and constant weight matrices and for exploding (largest |x| > `exploding`, default 1e3)
+    or vanishing (mean |x| of a weight matrix < `vanishing`, default 1e-6) scale."""
+    insp = obj if isinstance(obj, Inspection) else inspect(obj)
+    defaults = HealthThresholds()
+    limits = HealthThresholds(
+        exploding=defaults.exploding if exploding is None else exploding,
+        vanishing=defaults.vanishing if vanishing is None else vanishing,
+    )
+    return health_frame(insp.stats, insp.params, list(insp.layers["name"]), limits)
+
+
 @functools.wraps(memory_plan, assigned=("__doc__",))
 def memory(model: Any, **options: Any) -> pd.DataFrame:
     # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).
-    return TextFrame.wrap(memory_plan(model, **options), memory_text)
+    return TextFrame.wrap(memory_plan(model, **options), memory_text, memory_html)
 
 
 def plot_distributions(model_or_stats: Any, path: str | Path | None = None, *, bins: int = 64, **options: Any) -> Any:

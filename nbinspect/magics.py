@@ -13,13 +13,15 @@ from __future__ import annotations
 import dis
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .sources.errors import first_line
+from .errors import DTYPE_HINT, first_line
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
@@ -43,19 +45,24 @@ def _shape(text: str) -> tuple[int, ...]:
 def _dtype(name: str | None):
     if name is None:
         return None
-    import torch
+    from .dtypes import parse_dtype
 
-    dtype = getattr(torch, name.removeprefix("torch."), None)
-    if not isinstance(dtype, torch.dtype):
-        raise _fail(f"--dtype {name!r} is not a torch dtype (e.g. float32, bfloat16, int64)")
-    return dtype
+    try:
+        return parse_dtype(name)
+    except ValueError as exc:
+        raise _fail(f"--dtype {exc}") from None
 
 
 @magics_class
 class InspectMagics(Magics):
+    @property
+    def _shell(self) -> InteractiveShell:
+        assert self.shell is not None, "a registered magic always has its shell"
+        return self.shell
+
     def _eval(self, expr: str, local_ns: dict | None, what: str) -> Any:
         try:
-            return eval(expr, self.shell.user_ns, local_ns)  # the user's own expression, in their scope
+            return eval(expr, self._shell.user_ns, local_ns)  # the user's own expression, in their scope
         except NameError as exc:
             raise _fail(f"{what} {expr!r}: {exc}") from None
         except Exception as exc:
@@ -76,7 +83,7 @@ class InspectMagics(Magics):
     def _displayhook_will_show(self) -> bool:
         """True when the value this magic returns goes to IPython's displayhook (the magic is
         the cell's last expression), so displaying it here as well would show it twice."""
-        return _result_is_printed() and not self.shell.displayhook.quiet()
+        return _result_is_printed() and not self._shell.displayhook.quiet()
 
     @magic_arguments()
     @argument(
@@ -111,7 +118,7 @@ class InspectMagics(Magics):
     @argument("--text", action="store_true", help="print the text summary instead of showing the widget")
     @argument("-o", "--output", metavar="NAME", help="store the result in this variable too")
     @needs_local_scope
-    @line_cell_magic(MAGIC)
+    @line_cell_magic(MAGIC)  # type: ignore[arg-type]  # IPython's decorator stubs reject any method
     def inspect_model(self, line: str, cell: str | None = None, local_ns: dict | None = None):
         """Inspect a model and show it as an interactive tree; returns the Inspection.
 
@@ -146,12 +153,12 @@ class InspectMagics(Magics):
 
         if args.text:
             print(result.summary(depth=args.depth))
-        elif not shown_by_ipython:
-            display(result)
+        elif not shown_by_ipython or extras:
+            display(result)  # the model first, then what was asked about it
         for extra in extras:  # memory plan, comparison: after the model itself
             print(extra) if args.text else display(extra)
-        if args.text and shown_by_ipython:
-            return None  # the text was the display; the widget must not follow it
+        if shown_by_ipython and (args.text or extras):
+            return None  # shown already: IPython must not show it again below the extras
         return result
 
     def _keep(self, result: Any, args) -> None:
@@ -161,7 +168,7 @@ class InspectMagics(Magics):
         if args.html:
             result.to_html(args.html)
         if args.output:
-            self.shell.user_ns[args.output] = result
+            self._shell.user_ns[args.output] = result
 
     def _watch_cell(self, model: Any, cell: str, args) -> Any:
         for option in ("input", "input_shape", "dtype", "batch_size", "compare"):
@@ -177,7 +184,7 @@ class InspectMagics(Magics):
         except TypeError as exc:
             raise _fail(str(exc)) from None
         with watch(live) as recorded:
-            outcome = self.shell.run_cell(cell, store_history=False)
+            outcome = self._shell.run_cell(cell, store_history=False)
         if not outcome.success:
             return None  # IPython has shown the cell's own error
         if not recorded.calls:
@@ -185,7 +192,7 @@ class InspectMagics(Magics):
         try:
             result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
         except Exception as exc:
-            raise _fail(first_line(exc)) from None
+            raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
         self._keep(result, args)
         if args.text:
             print(result.summary(depth=args.depth))
@@ -201,7 +208,7 @@ def _result_is_printed() -> bool:
     after); an assignment stores it instead. Read from the caller's bytecode, because
     the cell's source is not in the history when a client runs it with
     ``store_history=False`` (nbval does)."""
-    frame = sys._getframe()
+    frame: FrameType | None = sys._getframe()
     while frame is not None and frame.f_code.co_name != "run_line_magic":
         frame = frame.f_back
     caller = frame.f_back if frame is not None else None
@@ -240,7 +247,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
         if other is not None:
             extras.append(compare(model, other))
     except Exception as exc:  # the user's model or input: say what failed, in one line
-        raise _fail(first_line(exc)) from None
+        raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
     return result, extras
 
 

@@ -108,7 +108,10 @@ def _weight_statistics(
         info.weight_stats.append(
             {k: getattr(row, k) for k in ("name", "mean", "std", "min", "max", "abs_mean", "zeros")}
         )
-        line = f"{row.name}: mean {row.mean:.4g}, std {row.std:.4g}, min {row.min:.4g}, max {row.max:.4g}, zeros {row.zeros:.1%}"
+        line = (
+            f"{row.name}: mean {row.mean:.4g}, std {row.std:.4g}, min {row.min:.4g}, max {row.max:.4g}, "
+            f"zeros {row.zeros:.1%}"
+        )
         emit(line + (f", {row.nan} NaN, {row.inf} Inf" if row.nan or row.inf else ""))
     try:
         info.figure = distribution_figure(frame, path=save_path)

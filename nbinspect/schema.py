@@ -22,16 +22,21 @@ __all__ = [
     "COMPARE_STATUSES",
     "FLOW",
     "FRAMES",
+    "FRAME_KEYS",
+    "HEALTH",
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
     "PARAMETER",
     "PARAMS",
     "STATS",
-    "TOTALS_KEYS",
+    "STRUCTURE_TOTALS",
+    "TOTALS",
     "TRACE_COLUMNS",
+    "TRACE_TOTALS",
     "Column",
     "FrameSchema",
+    "unit_of",
 ]
 
 PARAMETER = "parameter"
@@ -43,6 +48,17 @@ class Column:
     name: str
     dtype: str  # a pandas dtype name: "string", "Int64", "boolean", "float64", "object"
     doc: str
+
+
+def unit_of(column: str) -> str:
+    """The unit a column's numbers are in, read from its name (the naming rule every frame
+    keeps): 'bytes' for bytes and *_bytes, 'flops' for flops and *_flops, 'percent' for
+    share, '' otherwise. Displays format by it (KiB/MiB, G/T FLOPs, %)."""
+    if column == "bytes" or column.endswith("_bytes"):
+        return "bytes"
+    if column == "flops" or column.endswith("_flops"):
+        return "flops"
+    return "percent" if column == "share" else ""
 
 
 @dataclass(frozen=True)
@@ -298,17 +314,60 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
-FRAMES: dict[str, FrameSchema] = {
-    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS)
-}
-
-TOTALS_KEYS = (
-    "total_params",  # unique parameter elements (shared storage once)
-    "trainable_params",
-    "non_trainable_params",
-    "total_params_by_path",  # every path counted, as naive counters do
-    "buffer_numel",
-    "param_bytes",
-    "buffer_bytes",
-    "num_modules",  # distinct module objects, root included
+HEALTH = FrameSchema(
+    "health",
+    (
+        Column("name", "string", "tensor path, or module path for a roll-up row"),
+        Column("module", "string", "module holding the tensor; the module itself for module rows"),
+        Column("kind", "string", "'parameter', 'buffer', or 'module' for a subtree roll-up"),
+        Column("numel", "Int64", "elements (module rows: of the distinct tensors in the subtree)"),
+        Column("nan", "Int64", "NaN elements"),
+        Column("inf", "Int64", "+Inf and -Inf elements"),
+        Column("zeros", "float64", "fraction of the elements that are exactly 0"),
+        Column("all_zero", "boolean", "a weight matrix (2+ dims) that is all zeros: a dead layer"),
+        Column("constant", "boolean", "a weight matrix whose finite elements all have one non-zero value"),
+        Column("exploding", "boolean", "largest |x| above the `exploding` threshold"),
+        Column("vanishing", "boolean", "a weight matrix whose mean |x| is below the `vanishing` threshold"),
+        Column(
+            "problems",
+            "string",
+            "what is wrong, comma-separated ('NaN', 'Inf', 'all zero', 'constant', 'exploding', 'vanishing'); "
+            "'' when healthy. Module rows: the union over the subtree",
+        ),
+        Column("problem_tensors", "Int64", "distinct tensors with a problem (1 or 0 on tensor rows)"),
+    ),
+    "Weight health, one row per tensor path, then one per module path (pre-order) rolling up "
+    "its subtree (shared storage once). Flags for scale and constancy apply to parameters "
+    "with 2+ dims: biases and norm scales start constant by design. NaN/Inf count for every "
+    "tensor. Rows whose values could not be read (meta) have missing counts and no flags.",
 )
+
+FRAMES: dict[str, FrameSchema] = {
+    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, HEALTH)
+}
+# The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
+# checks every frame any analysis returns against it).
+FRAME_KEYS: dict[str, FrameSchema] = {**FRAMES, "stats_by_module": STATS}
+
+# Every key an Inspection's ``totals`` may hold, with its meaning: the one place they are
+# written (a test checks that every key any analysis produces is listed here).
+STRUCTURE_TOTALS: dict[str, str] = {  # structure.totals: every Inspection has these
+    "total_params": "unique parameter elements (shared storage counted once)",
+    "trainable_params": "unique parameter elements with requires_grad",
+    "non_trainable_params": "unique parameter elements without requires_grad",
+    "total_params_by_path": "parameter elements counted at every path, as naive counters do",
+    "buffer_numel": "unique buffer elements",
+    "param_bytes": "bytes of the unique parameters",
+    "buffer_bytes": "bytes of the unique buffers",
+    "num_modules": "distinct module objects, root included",
+}
+TRACE_TOTALS: dict[str, str] = {  # after a traced forward pass (trace, inspect(input=...), %%inspect_model)
+    "flops": "forward FLOPs of the whole model (a multiply-add is 2); None when not counted",
+    "backward_flops": "backward FLOPs (trace(backward=True)); None when not counted",
+    "activation_bytes": "bytes autograd saved for backward, each storage once",
+    "input_bytes": "bytes of the input tensors",
+    "flops_note": "which floating-point ops ran but are not counted",
+    "fake_tensors": "True when the pass ran on fake tensors (meta models): shapes and sizes only",
+    "model_calls": "how many times the watched cell called the model (%%inspect_model)",
+}
+TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS}

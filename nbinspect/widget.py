@@ -25,7 +25,7 @@ _BUNDLE = "widget.js"
 
 def bundle_source() -> str:
     """The built front-end (one ES module). A checkout builds it with ``make js``."""
-    path = resources.files("nbinspect").joinpath("static", _BUNDLE)
+    path = resources.files("nbinspect") / "static" / _BUNDLE
     if not path.is_file():
         raise FileNotFoundError(
             f"the nbinspect front-end bundle {path} is missing: build it with `make js` "

@@ -147,11 +147,11 @@ def test_empty_folder(tmp_path):
 
 
 def test_not_a_path_or_mapping():
+    from nbinspect.sources import as_source
+
     with pytest.raises(
         TypeError, match="expected a torch.nn.Module instance, a state_dict, or a checkpoint path, got int"
     ):
-        from nbinspect.sources import as_source
-
         as_source(42)
 
 

@@ -123,7 +123,10 @@ def test_errors_are_one_line_with_exit_code_1(files, args, message):
 
 def test_refused_pickle_exit_code_and_trust(files, tmp_path):
     (tmp_path / "evil.py").write_text("class Config:\n    pass\n")
-    code = "import torch, sys; sys.path.insert(0, '.'); import evil; torch.save({'w': torch.ones(2), 'cfg': evil.Config()}, 'evil.pt')"
+    code = (
+        "import torch, sys; sys.path.insert(0, '.'); import evil; "
+        "torch.save({'w': torch.ones(2), 'cfg': evil.Config()}, 'evil.pt')"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True)
     r = run("inspect", "evil.pt", cwd=tmp_path)
     assert r.returncode == 1 and "evil.Config" in r.stderr and "--trust" in r.stderr
@@ -150,3 +153,12 @@ def test_usage_errors_exit_2(args):
 def test_demo_still_works():
     r = run("demo", "--model", "mlp", "--depth", "1")
     assert r.returncode == 0 and r.stdout.startswith("MLP (torch)")
+
+
+def test_a_dtype_hint_names_the_commands_own_option(files):
+    r = run(
+        "inspect", files / "train.pt", "--model", "mymodels:build", "--config", files / "cfg.yaml",
+        "--input-shape", "2,16", cwd=files,
+    )  # fmt: skip
+    assert r.returncode == 1
+    assert "add --input-dtype int64 for token ids" in r.stderr and "input_dtype=" not in r.stderr

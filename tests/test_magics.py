@@ -49,7 +49,8 @@ def test_json_option_writes_the_export(ip, tmp_path):
 
 def test_local_scope_inside_a_function(ip):
     ip.run_cell(
-        "def f():\n    local_model = examples.build('shared')\n    found = %inspect_model local_model --text\n    return found\n"
+        "def f():\n    local_model = examples.build('shared')\n"
+        "    found = %inspect_model local_model --text\n    return found\n"
     )
     result = ip.run_cell("r = f()")
     assert result.success, result.error_in_exec
@@ -233,3 +234,10 @@ def test_cell_magic_errors(ip):
         ip.run_cell_magic("inspect_model", "cellnet --input-shape 2,32", "cellnet(x3)")
     assert ip.run_cell_magic("inspect_model", "cellnet", "raise ValueError('in the cell')") is None
     assert no_hooks_left(ip.user_ns["cellnet"])
+
+
+def test_a_dtype_hint_names_the_magics_own_option(ip):
+    ip.user_ns["lm"] = examples.build("tiny_lm")
+    with pytest.raises(UsageError, match=r"add --dtype int64 for token ids") as info:
+        ip.run_line_magic("inspect_model", "lm --input-shape 2,8 --text")
+    assert "input_dtype" not in str(info.value)

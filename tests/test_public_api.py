@@ -4,6 +4,8 @@ import nbinspect
 
 EXPECTED = {
     "CheckpointError",
+    "HealthThresholds",
+    "health",
     "Comparison",
     "UnsafeCheckpointError",
     "compare",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -45,7 +46,7 @@ def assert_matches(m: Moments, ref: dict, rel: float) -> None:
 
 def part_moments(values: torch.Tensor, cuts: list[int]) -> list[Moments]:
     bounds = [0, *sorted(set(cuts)), values.numel()]
-    return [tensor_moments(values[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return [tensor_moments(values[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
 def merge_tree(parts: list[Moments], shape: list[int]) -> Moments:

@@ -57,7 +57,7 @@ HAND = {
 def test_totals_match_hand_counts(zoo_name):
     total, trainable, by_path, buffers, buffer_bytes = HAND[zoo_name]
     t = nbinspect.totals(examples.build(zoo_name))
-    assert set(t) == set(schema.TOTALS_KEYS)
+    assert set(t) == set(schema.STRUCTURE_TOTALS)
     assert t["total_params"] == total
     assert t["trainable_params"] == (total if trainable is None else trainable)
     assert t["non_trainable_params"] == t["total_params"] - t["trainable_params"]

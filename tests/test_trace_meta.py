@@ -60,8 +60,9 @@ def _llama(**overrides):
 
 
 def test_llama_on_meta_fails_plainly_but_traces():
-    model, config = _llama()
-    with pytest.raises(Exception):  # the reason fake tensors are needed: .item() on meta in the mask code
+    model, _config = _llama()
+    # the reason fake tensors are needed: .item() on meta in the mask code (its error type varies by version)
+    with pytest.raises(Exception):  # noqa: B017
         model(torch.zeros(2, 12, dtype=torch.long, device="meta"))
     before = model_state(model)
     insp = nbinspect.trace(model, (2, 12), input_dtype=torch.long)
@@ -80,7 +81,7 @@ def test_llama_on_meta_fails_plainly_but_traces():
 
 
 def test_llama_7b_config_gives_its_full_layer_table():
-    model, config = _llama(
+    model, _config = _llama(
         hidden_size=4096,
         intermediate_size=11008,
         num_hidden_layers=32,

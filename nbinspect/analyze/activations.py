@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
-__all__ = ["SavedTensorMeter", "storage_key"]
+__all__ = ["SavedTensorMeter", "storage_id"]
 
 
-def storage_key(t: torch.Tensor) -> int:
+def storage_id(t: torch.Tensor) -> int:
     """Identifies the memory a tensor lives in; views of one storage share it. Tensors
     without a plain storage (sparse, nested, some subclasses) stand for themselves."""
     try:
@@ -37,7 +37,7 @@ class SavedTensorMeter:
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        try:  # storage_key, inlined: this runs for every saved tensor
+        try:  # storage_id, inlined: this runs for every saved tensor
             storage = t.untyped_storage()
             key = storage._cdata
         except (RuntimeError, NotImplementedError, TypeError):

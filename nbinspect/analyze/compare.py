@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..errors import first_line
 from ..schema import COMPARE, COMPARE_GROUPS
 from ..sources import TensorEntry, ancestors, as_source
-from ..sources.errors import first_line
 from ..sources.tree import module_paths
 from .components import component, layer_index
 from .gc_pause import gc_paused
@@ -134,6 +134,7 @@ def _delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...],
 
 def _row(name: str, a: TensorEntry | None, b: TensorEntry | None) -> dict[str, Any]:
     either = a or b
+    assert either is not None, name
     return {
         "name": name,
         "module": either.module,
@@ -151,7 +152,8 @@ def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers
         return {"status": "reshaped"}
     if "meta" in (a.device, b.device):
         raise ValueError(
-            f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: it has no values"
+            f"compare: tensor {a.name!r} is on the meta device in {'a' if a.device == 'meta' else 'b'}: "
+            "it has no values"
         )
     try:
         s = _delta_sums(a.values(), b.values(), thresholds, buffers)
@@ -198,7 +200,7 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
     return frame
 
 
-def _groups(frame: pd.DataFrame, keys: list[tuple[str, Any]]) -> pd.DataFrame:
+def _groups(frame: pd.DataFrame, keys: list[list[tuple[str, Any]]]) -> pd.DataFrame:
     """Roll rows up into groups; `keys[i]` lists the (group, layer) pairs row i belongs to."""
     k = len(frame.attrs.get("thresholds", DEFAULT_THRESHOLDS))
     sums: dict[tuple[str, Any], _Sums] = {}
@@ -237,11 +239,14 @@ def by_module(frame: pd.DataFrame) -> pd.DataFrame:
 
 def by_component(frame: pd.DataFrame, per_layer: bool = False) -> pd.DataFrame:
     """Rolled up per component (attn.q, mlp.up, norm, ...), or per (layer, component)."""
-    keys = [[(c, l if per_layer and not pd.isna(l) else None)] for c, l in zip(frame["component"], frame["layer"])]
+    keys = [
+        [(c, layer if per_layer and not pd.isna(layer) else None)]
+        for c, layer in zip(frame["component"], frame["layer"])
+    ]
     return _groups(frame, keys)
 
 
 def by_layer(frame: pd.DataFrame) -> pd.DataFrame:
     """Rolled up per layer index; tensors outside numbered layers form the group ''."""
-    keys = [[("" if pd.isna(l) else str(l), None if pd.isna(l) else int(l))] for l in frame["layer"]]
+    keys = [[("" if pd.isna(n) else str(n), None if pd.isna(n) else int(n))] for n in frame["layer"]]
     return _groups(frame, keys)

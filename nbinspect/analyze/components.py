@@ -24,8 +24,10 @@ _EXACT = {
     "mlp.gate": {"gate_proj", "w1", "gate", "wi_0"},
     "mlp.up": {"up_proj", "w3", "c_fc", "fc1", "wi", "wi_1", "dense_h_to_4h", "fc_in"},
     "mlp.down": {"down_proj", "w2", "fc2", "dense_4h_to_h", "fc_out"},
-    "embedding": {"wte", "wpe", "embed_tokens", "embed_positions", "tok_emb", "pos_emb", "embeddings", "word_embeddings",
-                  "position_embeddings", "token_type_embeddings", "embed_in", "shared", "embedding"},
+    "embedding": {
+        "wte", "wpe", "embed_tokens", "embed_positions", "tok_emb", "pos_emb", "embeddings", "word_embeddings",
+        "position_embeddings", "token_type_embeddings", "embed_in", "shared", "embedding",
+    },
     "head": {"lm_head", "head", "classifier", "score", "embed_out", "fc_head"},
 }  # fmt: skip
 _ATTN_SCOPE = {"attn", "attention", "self_attn", "selfattention", "self_attention", "crossattention", "encdecattention"}

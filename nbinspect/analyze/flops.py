@@ -162,7 +162,9 @@ class FlopCounter(TorchDispatchMode):
 
     def _backward_call(self) -> Any:
         node = torch._C._current_autograd_node()
-        index = node.metadata.get(_NODE_KEY) if node is not None else None
+        # torch's stubs call Node.metadata a method; at run time it is the dict property
+        metadata: dict = node.metadata if node is not None else {}  # type: ignore[assignment]
+        index = metadata.get(_NODE_KEY)
         return self.calls[index if index is not None else 0]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..sources.torch_module import dtype_name
+from ..dtypes import dtype_name
 
 __all__ = ["dtype_name", "io_records", "is_shape", "leaves", "map_inputs", "split_input", "tensors_in"]
 

@@ -21,11 +21,13 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..dtypes import parse_dtype
+from ..errors import TraceError
 from ..schema import MEMORY, MEMORY_COMPONENTS, PARAMETER
 from ..sources import ModelSource, as_source
 from .gc_pause import gc_paused
 from .inputs import split_input
-from .trace import TraceError, run_trace
+from .trace import run_trace
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "memory_plan"]
 
@@ -86,17 +88,15 @@ def _tensor_rows(source: ModelSource, optimizer: str, precision: str, master_wei
     dtype = PRECISIONS[precision][0]
     esize = torch.empty((), dtype=dtype).element_size()
     state_esize = 4 if master_weights else esize
-    seen: set = set()
     per: dict[tuple[str, str], int] = {}
 
     def add(component: str, layer: str, n: int) -> None:
         per[(component, layer)] = per.get((component, layer), 0) + n
 
-    for t in source.tensors:
-        if t.storage_key in seen or t.shape is None:
+    for t in source.unique_tensors().values():
+        if t.shape is None:
             continue
-        seen.add(t.storage_key)
-        floating = torch.empty((), dtype=getattr(torch, t.dtype)).is_floating_point()
+        floating = parse_dtype(t.dtype).is_floating_point
         size = t.numel * esize if floating else t.nbytes
         if t.kind != PARAMETER:
             add("buffers", t.module, size)
@@ -128,7 +128,10 @@ def _activation_rows(flow: list, scale: float, checkpoint_blocks: list[str] | No
     for c in flow:
         per[c.name] = per.get(c.name, 0) + c.own_activation_bytes
     if checkpoint_blocks:
-        block_of = lambda name: next((b for b in checkpoint_blocks if name == b or name.startswith(b + ".")), None)  # noqa: E731
+
+        def block_of(name: str) -> str | None:
+            return next((b for b in checkpoint_blocks if name == b or name.startswith(b + ".")), None)
+
         kept = {name: n for name, n in per.items() if block_of(name) is None}
         inside: dict[str, int] = {}  # full activations of each block, recomputed in backward
         for c in flow:
@@ -138,7 +141,7 @@ def _activation_rows(flow: list, scale: float, checkpoint_blocks: list[str] | No
                 if c.name == block:
                     kept[block] = kept.get(block, 0) + c.input_bytes  # checkpoint saves the block inputs
         if inside:
-            peak = max(inside, key=inside.get)
+            peak = max(inside, key=lambda block: inside[block])
             kept[peak] = kept.get(peak, 0) + inside[peak]
         per = kept
     return [{"component": "activations", "layer": name, "bytes": round(n * scale)} for name, n in per.items() if n]
@@ -206,7 +209,7 @@ def memory_plan(
 
 def _frame(rows: list[dict], notes: dict[str, str], inputs: int | None, source: ModelSource) -> pd.DataFrame:
     components = [c for c in MEMORY_COMPONENTS if c != "total"]
-    whole = []
+    whole: list[dict[str, Any]] = []
     for c in components:
         n = inputs if c == "inputs" else sum(r["bytes"] for r in rows if r["component"] == c)
         whole.append({"component": c, "layer": None, "bytes": None if inputs is None and c == "activations" else n})

@@ -29,7 +29,7 @@ class Moments(NamedTuple):
     (a NamedTuple: thousands are built per model, and cheaply)."""
 
     numel: int  # every element, NaN and Inf included
-    count: int  # finite elements: the ones mean, m2, abs_sum, min, max and hist describe
+    count: int  # type: ignore[assignment]  # shadows tuple.count on purpose; finite elements: the ones mean, m2, abs_sum, min, max and hist describe
     mean: float  # NaN when count == 0
     m2: float  # sum of (x - mean)**2
     abs_sum: float

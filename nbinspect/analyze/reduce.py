@@ -138,11 +138,11 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
 
 def _pieces(t: torch.Tensor, size: int) -> list[torch.Tensor]:
     """Views covering `t` once, each at most `size` elements: 1-D slices in memory order
-    when the tensor is dense (any dim order), blocks of rows otherwise (the worker copies
+    when the tensor is dense (any dim order), blocks of rows otherwise (the reducer copies
     one block at a time when it flattens it)."""
     if t.dim() == 0:
         return [t.reshape(1)]
-    dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride(d)))
+    dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride()[d]))
     if dense.is_contiguous():
         flat = dense.view(-1)
         return [flat[i : i + size] for i in range(0, flat.numel(), size)]

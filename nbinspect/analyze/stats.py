@@ -10,6 +10,7 @@ once. Nothing in the model changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..schema import PARAMETER, STATS
-from ..sources import ModelSource, TensorEntry, ancestors, as_source
+from ..sources import ModelSource, TensorEntry, as_source
 from .gc_pause import gc_paused
 from .moments import Moments, histogram_edges, merge, spread
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
@@ -81,9 +82,7 @@ def tensor_stats(
     source: ModelSource, bins: int = 64, progress: bool | None = None
 ) -> dict[Any, tuple[Moments | None, str | None]]:
     """Moments and a note for each distinct storage of `source` (None when it has no values)."""
-    unique: dict[Any, TensorEntry] = {}
-    for t in source.tensors:
-        unique.setdefault(t.storage_key, t)
+    unique = source.unique_tensors()
     results: dict[Any, tuple[Moments | None, str | None]] = {}
     pending: list[tuple[Any, torch.Tensor, str | None, int]] = []
     pending_elements = unreported = 0
@@ -97,7 +96,9 @@ def tensor_stats(
             if done is not None:
                 results[key] = (_with_zeros(done[i], implicit, bins), note)
             else:
-                results[key] = _guarded(lambda: (_with_zeros(batch_moments([values], bins)[0], implicit, bins), note))
+                results[key] = _guarded(
+                    partial(_one, lambda v: batch_moments([v], bins)[0], values, implicit, note, bins)
+                )
         pending.clear()
 
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), Workspace() as workspace:
@@ -116,7 +117,7 @@ def tensor_stats(
                     pending_elements = 0
             else:
                 results[key] = _guarded(
-                    lambda: (_with_zeros(large_moments(values, bins, workspace), implicit, bins), note)
+                    partial(_one, lambda v: large_moments(v, bins, workspace), values, implicit, note, bins)
                 )
             values = None  # drop the reference; a memory-mapped source frees the pages
             entry.release()
@@ -127,6 +128,10 @@ def tensor_stats(
         flush()
         bar.update(unreported)
     return results
+
+
+def _one(reduce: Callable[[torch.Tensor], Moments], values: torch.Tensor, implicit: int, note: Any, bins: int) -> tuple:
+    return _with_zeros(reduce(values), implicit, bins), note
 
 
 def _guarded(compute: Callable[[], tuple]) -> tuple:
@@ -273,11 +278,7 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
 
 
 def _module_rows(source: ModelSource, results: Mapping) -> Iterable[_Row]:
-    subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
-    for t in source.tensors:
-        if t.kind == PARAMETER:
-            for path in ancestors(t.module):
-                subtree.setdefault(path, {}).setdefault(t.storage_key, t)
+    subtree = source.subtree_tensors(PARAMETER)
     for module in source.modules:
         entries = subtree[module.name]
         measured = [results[k][0] for k in entries if results[k][0] is not None]

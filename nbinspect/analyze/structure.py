@@ -12,15 +12,9 @@ from typing import Any
 import pandas as pd
 
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
-from ..sources import ModelSource, TensorEntry, ancestors, as_source, parent_path
+from ..sources import TensorEntry, as_source, parent_path
 
 __all__ = ["by_type", "layers", "params", "totals"]
-
-
-def _first_owner(source: ModelSource) -> dict[Any, TensorEntry]:
-    """For each storage, the entry at the first path that holds it."""
-    tied = source.tied()
-    return {t.storage_key: t for t in source.tensors if t.name not in tied}
 
 
 def params(model: Any) -> pd.DataFrame:
@@ -62,12 +56,10 @@ def _unique_sums(entries: dict[Any, TensorEntry]) -> dict[str, int]:
 def layers(model: Any) -> pd.DataFrame:
     """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
     source = as_source(model)
-    subtree: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    subtree = source.subtree_tensors()
     own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
     for t in source.tensors:
         own[t.module].setdefault(t.storage_key, t)
-        for path in ancestors(t.module):
-            subtree[path].setdefault(t.storage_key, t)
     rows = []
     for index, m in enumerate(source.modules):
         sums = _unique_sums(subtree[m.name])
@@ -102,21 +94,23 @@ def by_type(model: Any) -> pd.DataFrame:
         if m.alias_of is None:
             groups.setdefault(m.type, {"modules": 0, "params": 0, "param_bytes": 0})["modules"] += 1
     total = 0
-    for t in _first_owner(source).values():
+    for t in source.unique_tensors().values():
         if t.kind == PARAMETER:
             g = groups[type_of[t.module]]
             g["params"] += t.numel
             g["param_bytes"] += t.nbytes
             total += t.numel
-    rows = [{"type": name, **g, "share": 100.0 * g["params"] / total} for name, g in groups.items() if g["params"] > 0]
+    rows: list[dict[str, Any]] = [
+        {"type": name, **g, "share": 100.0 * g["params"] / total} for name, g in groups.items() if g["params"] > 0
+    ]
     rows.sort(key=lambda r: (-r["params"], r["type"]))
     return BY_TYPE.build(rows)
 
 
 def totals(model: Any) -> dict[str, int]:
-    """Model-wide counts (keys schema.TOTALS_KEYS); shared storage counted once."""
+    """Model-wide counts (keys: schema.STRUCTURE_TOTALS); shared storage counted once."""
     source = as_source(model)
-    sums = _unique_sums(_first_owner(source))
+    sums = _unique_sums(source.unique_tensors())
     return {
         "total_params": sums["params"],
         "trainable_params": sums["trainable_params"],

@@ -34,12 +34,14 @@ from torch.nn.modules.module import (
     register_module_forward_pre_hook,
 )
 
-from .activations import SavedTensorMeter, storage_key
+from ..dtypes import dtype_name
+from ..errors import DTYPE_HINT, TraceError
+from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
-from .inputs import dtype_name, io_records, map_inputs, tensors_in
+from .inputs import io_records, map_inputs, tensors_in
 
-__all__ = ["Call", "Recorder", "TraceError", "TraceResult", "finish", "run_trace"]
+__all__ = ["Call", "Recorder", "TraceResult", "finish", "run_trace"]
 
 
 class Call:
@@ -94,16 +96,6 @@ class TraceResult:
     backward: bool  # backward FLOPs were counted
     fake: bool  # ran on fake tensors: shapes and sizes only, nothing allocated
     totals: dict = field(default_factory=dict)
-
-
-class TraceError(RuntimeError):
-    """The traced forward pass raised. ``result`` holds the calls recorded up to the failure;
-    :func:`nbinspect.trace` adds ``partial``, the partial Inspection."""
-
-    def __init__(self, message: str, result: TraceResult):
-        super().__init__(message)
-        self.result = result
-        self.partial: Any = None
 
 
 class Recorder:
@@ -185,10 +177,11 @@ class Recorder:
     def failed_call(self, exc: BaseException) -> Call | None:
         """The innermost call that raised `exc` or an exception it was raised from."""
         found, seen = None, set()
-        while exc is not None and id(exc) not in seen:
-            seen.add(id(exc))
-            found = self.failures.get(id(exc), found)
-            exc = exc.__cause__ or exc.__context__
+        current: BaseException | None = exc
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            found = self.failures.get(id(current), found)
+            current = current.__cause__ or current.__context__
         return found
 
 
@@ -272,10 +265,11 @@ def _faked(
     dicts, once per module object: ``torch.func.functional_call`` leaves fakes behind on a
     module registered at two paths."""
     memo: dict[int, torch.Tensor] = {}
-    swapped = []
+    swapped: list[tuple[dict[str, Any], str, Any]] = []
     try:
         for m in modules:
-            for table in (m._parameters, m._buffers):
+            tables: tuple[dict[str, Any], ...] = (m._parameters, m._buffers)
+            for table in tables:
                 for name, t in table.items():
                     if t is None:
                         continue
@@ -400,7 +394,7 @@ def run_trace(
             args, kwargs = map_inputs((args, kwargs), lambda t: t, zeros)
             params = model_tensors
         inputs = tensors_in((args, kwargs))
-        exclude = {storage_key(t) for t in (*params, *inputs)}
+        exclude = {storage_id(t) for t in (*params, *inputs)}
         counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
         meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
@@ -431,4 +425,4 @@ def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:
     text = str(exc)
     if not dtype.is_floating_point or ("Long" not in text and "indices" not in text):
         return ""
-    return f" (inputs built from shapes are {dtype_name(dtype)}; pass input_dtype=torch.long for token ids)"
+    return f" (inputs built from shapes are {dtype_name(dtype)}; {DTYPE_HINT} for token ids)"

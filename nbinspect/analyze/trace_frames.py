@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..dtypes import dtype_name
 from ..schema import FLOW, LAYERS, TRACE_COLUMNS, FrameSchema
-from .inputs import dtype_name
 from .trace import Call, TraceResult
 
 __all__ = ["flow", "layers_with_trace"]

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from torch import nn
 
-from .activations import SavedTensorMeter, storage_key
+from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter
 from .trace import Recorder, TraceResult, finish
 
@@ -28,7 +28,7 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
     named_modules = list(model.named_modules())
     recorder = Recorder(named_modules)
     weights = {
-        storage_key(t)
+        storage_id(t)
         for _, m in named_modules
         for t in (*m._parameters.values(), *m._buffers.values())
         if t is not None

@@ -28,15 +28,8 @@ def _fractions(values: Any, k: int) -> list[str]:
 
 def _values(row: Any, k: int) -> list[str]:
     cosine = "" if is_missing(row.cosine) else f"{row.cosine:.6f}"
-    return [
-        format_count(row.numel),
-        _g(row.rel_change),
-        _g(row.l2_delta),
-        _g(row.max_abs_delta),
-        cosine,
-        _g(row.mean_drift),
-        *_fractions(row.frac_above, k),
-    ]
+    deltas = [_g(row.rel_change), _g(row.l2_delta), _g(row.max_abs_delta), cosine, _g(row.mean_drift)]
+    return [format_count(row.numel), *deltas, *_fractions(row.frac_above, k)]
 
 
 def _threshold_header(thresholds: Sequence[float]) -> list[str]:

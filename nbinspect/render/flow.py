@@ -3,34 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
+from .display import DisplayFrame, html_table
 from .format import format_bytes, format_count, format_flops, format_shape, is_missing
 from .text import _tree_prefixes, table
 
-__all__ = ["TextFrame", "flow_text", "memory_text"]
+__all__ = ["TextFrame", "flow_text", "memory_html", "memory_text"]
 
 
-class TextFrame(pd.DataFrame):
-    """A DataFrame that ``print()`` shows as nbinspect's text view; everything else (notebook
-    display, ``to_string``, slicing, which returns a plain DataFrame) is pandas as usual."""
+class TextFrame(DisplayFrame):
+    """A DataFrame that ``print()`` shows as nbinspect's text view and a notebook as a
+    readable table (its own HTML view when it has one); everything else (``to_string``,
+    slicing, which returns a plain DataFrame) is pandas as usual."""
 
-    _metadata = ["_render"]
-
-    @property
-    def _constructor(self):
-        return pd.DataFrame
+    _metadata: ClassVar[list[str]] = ["_render", "_html"]
 
     @classmethod
-    def wrap(cls, frame: pd.DataFrame, render: Callable[[pd.DataFrame], str]) -> TextFrame:
+    def wrap(
+        cls,
+        frame: pd.DataFrame,
+        render: Callable[[pd.DataFrame], str],
+        html: Callable[[pd.DataFrame], str] | None = None,
+    ) -> TextFrame:
         out = cls(frame)
-        out._render = render
+        out._render, out._html = render, html
         return out
 
     def __str__(self) -> str:
         return self._render(pd.DataFrame(self))
+
+    def _repr_html_(self) -> str | None:
+        html = getattr(self, "_html", None)
+        return html(pd.DataFrame(self)) if html is not None else super()._repr_html_()
 
 
 def _io_lines(records: list[dict] | None) -> list[list[str]]:
@@ -93,30 +100,54 @@ def _totals_text(totals: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_PLAN_HEADER = (["Component", "Size", "Bytes", "Share", "How"], [False, True, True, True, False])
+
+
+def _percent(share: Any) -> str:
+    return "" if is_missing(share) else f"{share:.1f}%"
+
+
+def _plan_rows(memory: pd.DataFrame, total_first: bool) -> list[list[str]]:
+    whole = memory[memory["layer"].isna()]
+    rows = [
+        [r.component, format_bytes(r.bytes), format_count(r.bytes), _percent(r.share), r.note]
+        for r in whole.itertuples(index=False)
+    ]
+    return rows[-1:] + rows[:-1] if total_first else rows  # the planner puts the total last
+
+
+def _top_modules(memory: pd.DataFrame, top: int | None) -> tuple[str, list[list[str]]] | None:
+    """(title, rows) of the `top` modules holding most, or of every module when `top` is None."""
+    per_module = memory[memory["layer"].notna()]
+    if not len(per_module):
+        return None
+    sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable")
+    lines = [[name or "(root)", format_bytes(n)] for name, n in (sums if top is None else sums.head(top)).items()]
+    title = (
+        f"Memory by module ({len(sums)})"
+        if top is None
+        else f"Modules holding the most (top {len(lines)} of {len(sums)})"
+    )
+    return title, lines
+
+
 def memory_text(memory: pd.DataFrame, top: int | None = 10) -> str:
     """The whole-model rows of a memory plan in human units, then the `top` modules holding
     most (every module when `top` is None)."""
-    whole = memory[memory["layer"].isna()]
-    rows = [
-        [
-            r.component,
-            format_bytes(r.bytes),
-            format_count(r.bytes),
-            "" if is_missing(r.share) else f"{r.share:.1f}%",
-            r.note,
-        ]
-        for r in whole.itertuples(index=False)
-    ]
-    parts = [
-        "Training memory plan\n"
-        + table(["Component", "Size", "Bytes", "Share", "How"], rows, [False, True, True, True, False])
-    ]
-    per_module = memory[memory["layer"].notna()]
-    if len(per_module):
-        sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable")
-        lines = [[name or "(root)", format_bytes(n)] for name, n in (sums if top is None else sums.head(top)).items()]
-        title = (
-            f"Modules holding the most (top {len(lines)} of {len(sums)})" if top else f"Memory by module ({len(sums)})"
-        )
-        parts.append(title + "\n" + table(["Module", "Size"], lines, [False, True]))
+    header, right = _PLAN_HEADER
+    parts = ["Training memory plan\n" + table(header, _plan_rows(memory, False), right)]
+    modules = _top_modules(memory, top)
+    if modules is not None:
+        parts.append(modules[0] + "\n" + table(["Module", "Size"], modules[1], [False, True]))
     return "\n\n".join(parts)
+
+
+def memory_html(memory: pd.DataFrame, top: int = 10) -> str:
+    """The notebook view of a memory plan: the total first, each component in human units,
+    then the modules holding the most."""
+    header, right = _PLAN_HEADER
+    parts = [html_table(header, _plan_rows(memory, True), right, "Training memory plan")]
+    modules = _top_modules(memory, top)
+    if modules is not None:
+        parts.append(html_table(["Module", "Size"], modules[1], [False, True], modules[0]))
+    return "<div>" + "<br>".join(parts) + "</div>"

@@ -29,7 +29,7 @@ INLINE_BINS = 16
 """Most bins an embedded histogram keeps; finer ones are fetched on demand."""
 
 _TRACE = ("output_shapes", "flops", "activation_bytes")
-_MODULE_STATS = "stats_by_module"
+_MODULE_STATS = "stats_by_module"  # a key of schema.FRAME_KEYS
 
 
 def _round(value: Any, digits: int = 6) -> Any:
@@ -70,7 +70,7 @@ def _full_histogram(row: Mapping[str, Any]) -> dict | None:
     counts, edges = row.get("hist_counts"), row.get("hist_edges")
     if not _is_array(counts) or not _is_array(edges):
         return None
-    return {"e": [_round(x) for x in np.asarray(edges, dtype=np.float64)], "c": [int(x) for x in counts]}
+    return {"e": [_round(x) for x in np.asarray(edges, dtype=np.float64)], "c": [int(x) for x in np.asarray(counts)]}
 
 
 def _stats_rows(frame: pd.DataFrame | None, names: list[str]) -> dict[str, list] | None:

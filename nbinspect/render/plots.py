@@ -1,11 +1,15 @@
 """Matplotlib renderings of the frames: a grid of weight histograms from the stats frame.
 
 matplotlib is imported only when a figure is drawn, and figures are built with
-``matplotlib.figure.Figure`` directly: no pyplot state, no global backend change.
+``matplotlib.figure.Figure`` directly: no pyplot state, no global backend change. In a
+notebook the figure shows itself once, as a PNG, in the cell that drew it, whether it is
+the cell's value or assigned (``fig = ...``), the way pandas and seaborn plots do.
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import math
 import re
 from pathlib import Path
@@ -21,12 +25,59 @@ __all__ = ["distribution_figure", "select_rows"]
 _NAME_WIDTH = 36  # characters of a panel title; longer paths keep their tail
 
 
-def _figure_class():
+def _figure_class() -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise ImportError("plot_distributions needs matplotlib: pip install matplotlib") from exc
-    return Figure
+    return _shown_subclass(Figure)
+
+
+@functools.cache
+def _shown_subclass(figure: type) -> Any:
+    class ShownFigure(figure):  # matplotlib's Figure, imported lazily
+        """A Figure that a notebook shows as a PNG: at once when drawn in a cell, and not
+        again as that cell's value; displaying it in a later cell shows it again."""
+
+        def _repr_png_(self) -> bytes:
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png")
+            return buffer.getvalue()
+
+        def _ipython_display_(self) -> None:
+            if id(self) in _SHOWN_THIS_CELL:
+                return
+            from IPython.display import Image, display
+
+            display(Image(self._repr_png_()))
+
+    return ShownFigure
+
+
+# Figures shown in the running cell (ids), emptied after each cell by an IPython event.
+_SHOWN_THIS_CELL: set[int] = set()
+
+
+def _show_in_notebook(fig: Any) -> None:
+    """Display `fig` now when IPython runs this code in a kernel (not in a terminal)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or "Terminal" in type(shell).__name__:
+        return
+    fig._ipython_display_()
+    if not _SHOWN_THIS_CELL:
+        shell.events.register("post_run_cell", _forget_shown)
+    _SHOWN_THIS_CELL.add(id(fig))
+
+
+def _forget_shown(*_: Any) -> None:
+    from IPython import get_ipython
+
+    _SHOWN_THIS_CELL.clear()
+    get_ipython().events.unregister("post_run_cell", _forget_shown)
 
 
 def select_rows(
@@ -137,4 +188,5 @@ def distribution_figure(
     fig.suptitle(heading, fontsize=10)
     if path is not None:
         fig.savefig(path, dpi=dpi)
+    _show_in_notebook(fig)
     return fig

@@ -9,7 +9,7 @@ import pandas as pd
 from ..sources.tree import UNKNOWN_TYPE
 from .format import format_bytes, format_count, format_shape, is_missing, trainable_status
 
-__all__ = ["layer_tree", "summary", "table"]
+__all__ = ["health_block", "layer_tree", "summary", "table"]
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
@@ -87,6 +87,19 @@ def _by_type_block(by_type: pd.DataFrame) -> str:
     )
 
 
+def health_block(health: pd.DataFrame, counts: Mapping[str, int], limit: int = 12) -> str:
+    """'Problems: 2 tensors with NaN, 1 with all zero' and the first `limit` such tensors."""
+    parts = [f"{n:,} {'tensor' if n == 1 else 'tensors'} with {label}" for label, n in counts.items()]
+    tensors = health[(health["kind"] != "module") & (health["problems"] != "")]
+    rows = [
+        [r.name, r.problems, format_count(r.nan) if r.nan else "", format_count(r.inf) if r.inf else ""]
+        for r in tensors.head(limit).itertuples(index=False)
+    ]
+    more = f"\n... and {len(tensors) - limit:,} more (insp.health lists them all)" if len(tensors) > limit else ""
+    listing = table(["Tensor", "Problem", "NaN", "Inf"], rows, [False, False, True, True])
+    return "Problems: " + "; ".join(parts) + "\n" + listing + more
+
+
 def summary(
     title: str,
     framework: str,
@@ -94,13 +107,16 @@ def summary(
     layers: pd.DataFrame,
     by_type: pd.DataFrame,
     depth: int | None = 3,
+    problems: str | None = None,
 ) -> str:
-    """The text `print(inspection)` shows: summary, layer tree to `depth`, parameters by type."""
+    """The text `print(inspection)` shows: problems first (when any), summary, layer tree to
+    `depth`, parameters by type."""
     deepest = int(layers["depth"].max()) if len(layers) else 0
     shown = "all levels" if depth is None or depth >= deepest else f"depth <= {depth} of {deepest}"
     heading = f"{title} ({framework})"
     parts = [
         heading + "\n" + "=" * len(heading),
+        *([problems] if problems else []),
         _summary_block(totals),
         f"Layers ({shown})\n" + layer_tree(layers, totals["total_params"], depth, title),
     ]

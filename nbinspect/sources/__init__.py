@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
+from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path, preorder
 
-__all__ = ["ModelSource", "ModuleEntry", "TensorEntry", "ancestors", "as_source", "parent_path"]
+__all__ = ["ModelSource", "ModuleEntry", "TensorEntry", "ancestors", "as_source", "parent_path", "preorder"]
 
 EXPECTED = "a torch.nn.Module instance, a state_dict, or a checkpoint path"
 

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..dtypes import parse_dtype
 from .base import ModelSource, TensorEntry
 from .model_loader import LoadReport
 from .torch_module import from_module
@@ -57,7 +58,7 @@ def attach(model: nn.Module, checkpoint: ModelSource, *, name: str | None = None
                 missing.append(entry.name)
             tensors.append(entry)
             continue
-        value = found.tensor if found.dtype == entry.dtype else _converted(found, getattr(torch, entry.dtype))
+        value = found.tensor if found.dtype == entry.dtype else _converted(found, parse_dtype(entry.dtype))
         tensors.append(dataclasses.replace(entry, device=found.device, tensor=value, release_hook=found.release_hook))
     bad = {m[0] for m in mismatched}
     report = LoadReport(

@@ -6,7 +6,8 @@ A live torch module, a state_dict, a checkpoint file or an MLX model all become 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import itertools
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,25 @@ class ModelSource:
     # What a file held besides the weights (epoch, optimizer summary, load report, ...).
     metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def unique_tensors(self, kind: str | None = None) -> dict[Hashable, TensorEntry]:
+        """Each distinct storage once, at the first path that holds it (tied weights count
+        once), optionally only parameters or only buffers; in the order of `tensors`."""
+        out: dict[Hashable, TensorEntry] = {}
+        for t in self.tensors:
+            if kind is None or t.kind == kind:
+                out.setdefault(t.storage_key, t)
+        return out
+
+    def subtree_tensors(self, kind: str | None = None) -> dict[str, dict[Hashable, TensorEntry]]:
+        """For every module path, the distinct storages held in its subtree (the module and
+        everything below it): the basis of every per-module roll-up."""
+        out: dict[str, dict[Hashable, TensorEntry]] = {m.name: {} for m in self.modules}
+        for t in self.tensors:
+            if kind is None or t.kind == kind:
+                for path in ancestors(t.module):
+                    out.setdefault(path, {}).setdefault(t.storage_key, t)
+        return out
+
     def tied(self) -> dict[str, str]:
         """Each path whose storage an earlier path already holds (a tied weight) -> that
         first path. Totals skip these paths; they are the same elements again."""
@@ -72,6 +92,25 @@ class ModelSource:
             if owner != t.name:
                 out[t.name] = owner
         return out
+
+
+def preorder(paths: Iterable[str]) -> list[str]:
+    """The module tree the paths span (each with its ancestors, the root "" first) in
+    pre-order; siblings keep the order in which they first appear."""
+    children: dict[str, list[str]] = {"": []}
+    for path in paths:
+        chain = ancestors(path)
+        for parent, child in itertools.pairwise(chain):
+            if child not in children:
+                children[child] = []
+                children[parent].append(child)
+    order: list[str] = []
+    stack = [""]
+    while stack:
+        path = stack.pop()
+        order.append(path)
+        stack.extend(reversed(children[path]))
+    return order
 
 
 def parent_path(path: str) -> str | None:

@@ -15,8 +15,8 @@ from typing import Any
 
 from torch import nn
 
+from ..errors import CheckpointError
 from .base import ModelSource
-from .errors import CheckpointError
 from .known_model import with_model
 from .pages import drop_tensor_pages
 from .safetensors_file import read_safetensors

@@ -18,7 +18,7 @@ from typing import Any
 
 from torch import nn
 
-from .errors import first_line
+from ..errors import first_line
 from .meta_build import empty_weights
 
 __all__ = ["CONFIG_NAME", "UnknownArchitecture", "hf_model", "is_hf_config"]

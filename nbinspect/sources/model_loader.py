@@ -17,10 +17,11 @@ from typing import Any
 
 import torch
 
+from ..dtypes import dtype_name
+from ..errors import first_line
 from .base import ModelSource
-from .errors import first_line
 from .meta_build import call_factory
-from .torch_module import dtype_name, from_module
+from .torch_module import from_module
 
 __all__ = ["LoadReport", "load_into", "read_config", "resolve_factory"]
 
@@ -106,7 +107,9 @@ def load_into(source: ModelSource, factory: str | type | Callable[..., Any], con
     )
     target = model.state_dict()
     entries = {t.name: t for t in source.tensors}
-    matched, mismatched, cast = {}, [], []
+    matched: dict[str, torch.Tensor] = {}
+    mismatched: list[tuple[str, Any, tuple[int, ...]]] = []
+    cast: list[tuple[str, str, str]] = []
     for name, t in entries.items():
         if name not in target:
             continue

@@ -12,14 +12,15 @@ import json
 import math
 import mmap
 import struct
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .errors import CheckpointError
+from ..dtypes import dtype_name
+from ..errors import CheckpointError
 from .pages import page_span
-from .torch_module import dtype_name
 from .tree import StoredTensor
 
 __all__ = ["DTYPES", "read_safetensors"]
@@ -118,8 +119,8 @@ def read_safetensors(path: Path) -> tuple[list[StoredTensor], dict[str, Any]]:
                 dtype=dtype_name(dtype),
                 nbytes=end - begin,
                 storage_key=("file", str(path), begin) if end > begin else ("file", str(path), name),
-                tensor=lambda b=begin, s=shape, d=dtype: mapped.tensor(b, s, d),
-                release_hook=lambda b=begin, e=end: mapped.release(b, e),
+                tensor=partial(mapped.tensor, begin, shape, dtype),
+                release_hook=partial(mapped.release, begin, end),
             )
         )
     return stored, dict(metadata)

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..dtypes import parse_dtype
 from ..schema import PARAMETER
 from .base import ModelSource, parent_path
 
@@ -29,7 +30,8 @@ def skeleton(source: ModelSource) -> nn.Module:
     shared: dict[Any, torch.Tensor] = {}
     for t in source.tensors:
         if t.storage_key not in shared:
-            empty = torch.empty(t.shape, dtype=getattr(torch, t.dtype), device="meta")
+            assert t.shape is not None, f"{t.name}: a file tensor always has a shape"
+            empty = torch.empty(t.shape, dtype=parse_dtype(t.dtype), device="meta")
             shared[t.storage_key] = nn.Parameter(empty, requires_grad=t.requires_grad) if t.kind == PARAMETER else empty
         value, local = shared[t.storage_key], t.name.rpartition(".")[2]
         if isinstance(value, nn.Parameter):

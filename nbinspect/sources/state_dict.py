@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
+from ..errors import CheckpointError
 from .base import ModelSource
-from .errors import CheckpointError
-from .torch_module import dtype_name, from_module, storage_key
+from .torch_module import from_module, storage_key
 from .tree import StoredTensor, build_source
 
 __all__ = ["CONFIG_KEYS", "WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]
@@ -85,7 +87,7 @@ def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_
     if key is not None:
         if key not in obj:
             raise CheckpointError(f"{origin}: no entry {key!r}; top-level keys: {sorted(map(str, obj))}")
-        chosen = key
+        chosen: str | None = key
     else:
         chosen = next((k for k in WEIGHT_KEYS if k in obj and _is_weights(obj[k])), None)
     if chosen is not None:
@@ -129,7 +131,7 @@ def stored_tensors(
             nbytes=t.numel() * t.element_size(),
             storage_key=storage_key(t),
             tensor=t.detach(),
-            release_hook=None if release is None else (lambda t=t: release(t)),
+            release_hook=None if release is None else partial(release, t),
         )
         for n, t in tensors.items()
     ]

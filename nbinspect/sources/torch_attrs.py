@@ -42,7 +42,7 @@ def _constant_names(cls: type) -> tuple[str, ...]:
 def _constants(module: nn.Module) -> dict[str, Any]:
     # Read the instance dict only: getattr could run a property of user code.
     own = module.__dict__
-    return {name: _plain(own[name]) for name in _constant_names(type(module)) if name in own}
+    return {name: _plain(own[name]) for name in _constant_names(type(module)) if name in own}  # type: ignore[arg-type]  # stubs: Module unhashable
 
 
 def _has(module: nn.Module, name: str) -> bool:

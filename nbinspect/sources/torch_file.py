@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .errors import CheckpointError, UnsafeCheckpointError, first_line
+from ..errors import CheckpointError, UnsafeCheckpointError, first_line
 
 __all__ = ["ZIP_MAGIC", "load_torch_file"]
 

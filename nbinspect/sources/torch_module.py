@@ -5,19 +5,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
 from ..schema import BUFFER, PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry
 from .torch_attrs import layer_attrs
 
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
-    return name
 
 
 def _device_name(device: torch.device) -> str:
@@ -45,7 +38,7 @@ def storage_key(tensor: torch.Tensor):
 
 
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
-    if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # lazy: no shape yet
+    if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # type: ignore[attr-defined]  # not in the stubs  # lazy: no shape yet
         shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
     else:
         shape, numel = tuple(tensor.shape), tensor.numel()

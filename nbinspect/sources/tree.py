@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import BUFFER, PARAMETER
-from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path
+from .base import ModelSource, ModuleEntry, TensorEntry, parent_path, preorder
 
 __all__ = ["UNKNOWN_TYPE", "StoredTensor", "build_source", "module_paths", "natural_key"]
 
@@ -49,21 +49,8 @@ def _kind(t: StoredTensor) -> str:
 
 
 def module_paths(names: Iterable[str]) -> list[str]:
-    """Every module path the names imply, in pre-order by first appearance."""
-    children: dict[str, list[str]] = {"": []}
-    for name in names:
-        path = parent_path(name) or ""
-        for parent, child in zip(ancestors(path), ancestors(path)[1:]):
-            if child not in children:
-                children[child] = []
-                children[parent].append(child)
-    order: list[str] = []
-    stack = [""]
-    while stack:
-        path = stack.pop()
-        order.append(path)
-        stack.extend(reversed(children[path]))
-    return order
+    """Every module path the tensor names imply, in pre-order by first appearance."""
+    return preorder(parent_path(name) or "" for name in names)
 
 
 def build_source(

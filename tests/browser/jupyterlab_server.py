@@ -45,7 +45,7 @@ def jupyterlab(root: Path, timeout: float = 90) -> Iterator[str]:
         "IPYTHONDIR": str(home / "ipython"),
         "JUPYTER_PLATFORM_DIRS": "1",
     }
-    log = open(home / "server.log", "w")
+    log = open(home / "server.log", "w")  # noqa: SIM115 (the server writes it until the finally below closes it)
     cmd = [
         sys.executable,
         "-m",

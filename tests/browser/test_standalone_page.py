@@ -35,7 +35,7 @@ def visible_paths(page) -> list[str]:
 
 
 def test_renders_the_tree_with_totals(tiny_lm_page):
-    page, insp = tiny_lm_page
+    page, _insp = tiny_lm_page
     expect(row(page, "")).to_have_attribute("aria-level", "1")
     expect(row(page, "")).to_have_attribute("aria-expanded", "true")
     expect(row(page, "blocks")).to_have_attribute("aria-level", "2")
@@ -98,7 +98,7 @@ def test_filters_by_name_or_type(tiny_lm_page):
 
 
 def test_shows_histograms_inline_and_in_the_detail_panel(tiny_lm_page):
-    page, insp = tiny_lm_page
+    page, _insp = tiny_lm_page
     weight = row(page, "tok_emb.weight")
     expect(weight.locator("svg.nbi-spark rect").first).to_be_attached()
     weight.click()

@@ -1,0 +1,80 @@
+"""What an Inspection and a Comparison share: frames and totals of one tree, shown as text,
+exported as JSON, displayed as the widget in a notebook or as a standalone page."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .render.display import saved_view
+from .render.html import standalone_html
+from .render.payload import build_payload
+from .widget import InspectWidget, bundle_source
+
+__all__ = ["Result"]
+
+
+class Result:
+    """Base of :class:`~nbinspect.Inspection` and :class:`~nbinspect.Comparison`. Subclasses
+    set ``name``, ``framework``, ``frames`` and ``totals`` and write ``summary()`` and
+    ``to_dict()``; the ways of showing and exporting them live here, once."""
+
+    name: str
+    framework: str
+    frames: Mapping[str, pd.DataFrame]
+    totals: Mapping[str, Any]
+
+    def summary(self) -> str:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
+        """The export document as JSON text; also written to `path` when given."""
+        document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            Path(path).write_text(document + "\n", encoding="utf-8")
+        return document
+
+    def widget(self) -> InspectWidget:
+        """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
+        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework)
+
+    def show(self) -> InspectWidget:
+        """Display the widget in the notebook and return it."""
+        from IPython.display import display
+
+        w = self.widget()
+        display(w)
+        return w
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        """The widget, plus a static HTML view of the text summary that a saved notebook keeps
+        for readers without a kernel (GitHub, nbviewer); widget-aware front-ends show the widget."""
+        data, _ = self.widget()._repr_mimebundle_()  # type: ignore[misc]  # ipywidgets returns (data, metadata)
+        return {**data, "text/plain": repr(self), "text/html": saved_view(self._saved_summary())}
+
+    def _saved_summary(self) -> str:
+        """The text a saved notebook shows in place of the widget."""
+        return self.summary()
+
+    def _appendix(self) -> list[str]:
+        """Texts the standalone page shows under the widget (an Inspection's memory plan and flow)."""
+        return []
+
+    def to_html(self, path: str | Path | None = None) -> str:
+        """A standalone HTML page of the widget (bundle and data inlined, works offline);
+        also written to `path` when given."""
+        payload = build_payload(self.name, self.framework, self.totals, self.frames)
+        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect", self._appendix())
+        if path is not None:
+            Path(path).write_text(page, encoding="utf-8")
+        return page
