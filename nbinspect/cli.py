@@ -137,8 +137,8 @@ def _inspection(args: argparse.Namespace) -> Inspection:
 
 
 def _inspect(args: argparse.Namespace) -> None:
-    if args.model or args.trust or args.path is None:
-        # the factory (--model, a trusted checkpoint's, a config's) is the user's own module, found as `python -m` would
+    if args.model or args.path is None:
+        # the factory (--model, a config's) is the user's own module, found as `python -m` would find it
         sys.path.insert(0, os.getcwd())
     insp = _inspection(args)
     print(insp.report(depth=args.depth, verbose=args.verbose))

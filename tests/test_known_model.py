@@ -6,6 +6,7 @@ live model, weights never fully resident, and what did not match reported."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -121,12 +122,16 @@ def test_a_given_factory_takes_the_checkpoints_hyper_parameters(lit):
         assert torch.equal(source.model.state_dict()[name], value), name
 
 
+def python_path(*extra: Path) -> str:
+    return os.pathsep.join([*map(str, extra), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def test_command_on_a_lightning_checkpoint(lit):
     r = subprocess.run(
         [str(COMMAND), "inspect", "cli.ckpt", "--trust", "--input-shape", "2,16", "--input-dtype", "int64",
          "--batch-size", "4", "--depth", "2"],
-        capture_output=True, text=True, cwd=lit, timeout=120,
-    )  # fmt: skip
+        capture_output=True, text=True, cwd=lit, timeout=120, env={**os.environ, "PYTHONPATH": python_path(lit)},
+    )  # fmt: skip  # a recorded class is imported from the path, as a trusted pickle's classes are
     assert r.returncode == 0, r.stderr
     assert re.search(r"\n└─ net +TinyLM ", r.stdout)
     assert f"Loaded {len(live_lit(lit).state_dict())} tensors; every key matched" in r.stdout
