@@ -2,9 +2,13 @@
 10,000-module tree in headless chromium (first render, sort, expand-all, search).
 
     flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_widget.py
+    ... bench_widget.py --baseline old/widget.js   # the same runs on another bundle, interleaved
 
 Browser figures are wall-clock milliseconds from the action to the end of the next
-rendered frame (requestAnimationFrame, then a task), median of several runs.
+rendered frame (requestAnimationFrame, then a task), median of several runs. With
+``--baseline`` both bundles render the same payload in the same page, run after run in
+turn, so load from other processes hits both alike; the ratio is this bundle's median over
+the baseline's.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import nbinspect
 from nbinspect.examples import TinyLM
 from nbinspect.inspection import Inspection
 from nbinspect.render.payload import build_payload
+from nbinspect.widget import bundle_source
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -37,16 +42,21 @@ FLAGS = [
     "--no-first-run",
 ]
 
-# Runs in the page: renders the inlined bundle again into a fresh element and times it.
+# Runs in the page: renders each bundle (the inlined one when `sources` is empty) into a fresh
+# element in turn and times it; one result object per bundle.
 HARNESS = """
-async ({ runs }) => {
+async ({ runs, sources }) => {
   document.getElementById("nbinspect-root").remove();
-  const text = document.getElementById("nbinspect-bundle").textContent;
-  const widget = (await import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })))).default;
+  const texts = sources.length ? sources : [document.getElementById("nbinspect-bundle").textContent];
+  const widgets = [];
+  for (const text of texts) widgets.push((await import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })))).default);
   const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   const time = async (action) => { const t0 = performance.now(); action(); await frame(); return performance.now() - t0; };
-  const out = { first_render: [], sort: [], expand_all: [], search: [], sort_expanded: [], collapse_all: [] };
-  for (let i = 0; i < runs; i++) {
+  const results = widgets.map(() => ({ first_render: [], sort: [], expand_all: [], search: [], sort_expanded: [], collapse_all: [] }));
+  const order = widgets.map((_, w) => w);
+  for (let i = 0; i < runs; i++) for (const w of i % 2 ? [...order].reverse() : order) {  // who goes first alternates
+    const widget = widgets[w];
+    const out = results[w];
     const el = document.createElement("div");
     document.body.append(el);
     let cleanup;
@@ -64,7 +74,7 @@ async ({ runs }) => {
     el.remove();
     await frame();
   }
-  return out;
+  return results;
 }
 """
 
@@ -98,7 +108,7 @@ def gpt2_payload() -> None:
         print(f"  payload {label}: {raw:,} bytes JSON, {packed:,} gzipped, built in {seconds * 1000:.0f} ms")
 
 
-def browser_bench(runs: int) -> None:
+def browser_bench(runs: int, baseline: Path | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
     model = wide_tree()
@@ -117,20 +127,29 @@ def browser_bench(runs: int) -> None:
             page.goto(page_path.as_uri())
             page.wait_for_selector(".nbi-body [role=row]")
             load = (time.perf_counter() - t0) * 1000
-            result = page.evaluate(HARNESS, {"runs": runs})
+            sources = [] if baseline is None else [bundle_source(), baseline.read_text(encoding="utf-8")]
+            result, *base = page.evaluate(HARNESS, {"runs": runs, "sources": sources})
             browser.close()
     print(f"  page load to first rows (file://, includes JSON parse and bundle import): {load:.0f} ms")
     print(f"  rows after expand-all: {result.pop('rows'):,}; median (min–max) of {runs} runs, ms:")
+    if base:
+        print(f"  {'':14s} {'this bundle':>22s}   {'baseline ' + baseline.name:>22s}   ratio")
     for name, values in result.items():
-        print(f"    {name:14s} {statistics.median(values):7.1f}   ({min(values):.1f}–{max(values):.1f})")
+        line = f"    {name:14s} {statistics.median(values):7.1f} ({min(values):5.1f}–{max(values):6.1f})"
+        if base:
+            ref = base[0][name]
+            ratio = statistics.median(values) / statistics.median(ref)
+            line += f"   {statistics.median(ref):7.1f} ({min(ref):5.1f}–{max(ref):6.1f})   {ratio:.2f}"
+        print(line)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--skip-gpt2", action="store_true")
+    parser.add_argument("--baseline", type=Path, help="another widget.js to time alongside, e.g. main's")
     args = parser.parse_args(argv)
-    browser_bench(args.runs)
+    browser_bench(args.runs, args.baseline)
     if not args.skip_gpt2:
         gpt2_payload()
 

@@ -1,4 +1,4 @@
-"""nbinspect: see inside PyTorch models from a Jupyter notebook.
+"""nbinspect: see inside PyTorch and MLX models from a Jupyter notebook.
 
 Analyzers return pandas DataFrames; everything you look at (text, widget, plots, JSON)
 is rendered from those frames.
@@ -6,13 +6,13 @@ is rendered from those frames.
 
 from __future__ import annotations
 
-from . import examples
+from . import examples, mlx
 from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
 from .config_inspection import build_on_meta, from_config
-from .errors import CheckpointError, TraceError, UnsafeCheckpointError
+from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
 from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
@@ -32,6 +32,7 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "EngineError",
     "HealthThresholds",
     "InspectWidget",
     "Inspection",
@@ -51,6 +52,7 @@ __all__ = [
     "load_checkpoint",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",

@@ -100,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ins.add_argument("--json", metavar="OUT", help="also write the JSON export to OUT")
     ins.add_argument("--html", metavar="OUT", help="also write a standalone HTML page to OUT")
+    ins.add_argument("--model-info", metavar="OUT", help="also write the model_info.json layout to OUT")
     _source_options(ins)
 
     cmp = sub.add_parser("compare", help="compare two checkpoints tensor by tensor")
@@ -146,6 +147,8 @@ def _inspect(args: argparse.Namespace) -> None:
         insp.to_json(args.json)
     if args.html:
         insp.to_html(args.html)
+    if args.model_info:
+        insp.to_model_info(args.model_info)
 
 
 def _compare(args: argparse.Namespace) -> None:

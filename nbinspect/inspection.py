@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -22,10 +23,13 @@ from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text, tensor_listing
 from .render.display import DisplayFrame
+from .render.engine_text import engine_label, engine_text
 from .render.flow import TextFrame, flow_text, memory_html, memory_text
+from .render.model_info_json import model_info_dict
 from .render.plots import distribution_figure
 from .result import Result
 from .sources import as_source
+from .sources.vllm_engine import engine_report, is_vllm_engine
 
 __all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
 
@@ -128,6 +132,8 @@ class Inspection(Result):
         """The text summary; `depth` limits the layer tree (None shows every level)."""
         problems = text.health_block(self.health, self.problems()) if self.problems() else None
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
+        if self.framework == "vllm":
+            summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
     def _saved_summary(self) -> str:
@@ -149,6 +155,18 @@ class Inspection(Result):
     def _appendix(self) -> list[str]:
         return [str(getattr(self, key)) for key in ("memory", "flow") if key in self.frames]
 
+    def to_model_info(self, path: str | Path | None = None) -> dict:
+        """The ``model_info.json`` document other tools read (layout in
+        ``render/model_info_json.py``); also written to `path` as JSON when given."""
+        document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io)
+        if path is not None:
+            Path(path).write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        return document
+
+    def framework_label(self) -> str:
+        """The framework, or for a vLLM engine its one-line header (shown beside the name)."""
+        return engine_label(self.totals) if self.framework == "vllm" else self.framework
+
 
 @gc_paused()
 def inspect(
@@ -161,13 +179,22 @@ def inspect(
     input_dtype: Any = None,
     stats: bool = True,
     bins: int = 64,
+    sample_input: str | None = None,
 ) -> Inspection:
-    """Inspect `model` (a torch.nn.Module) without changing it.
+    """Inspect `model` (a torch.nn.Module, or a ``vllm.LLM`` engine) without changing it.
 
     With `input` (a tensor, a shape tuple, a tuple/list of positional arguments or a dict of
     keyword arguments) one forward pass is traced as by :func:`trace`. `stats` adds the
     weight statistics (``stats`` and ``stats_by_module`` frames, `bins` histogram bins);
-    ``stats=False`` skips reading the weights."""
+    ``stats=False`` skips reading the weights. For a vLLM engine the served model is read
+    (see ``sources/vllm_engine.py``); `sample_input` (a prompt) adds one greedy generation."""
+    if is_vllm_engine(model):
+        if input is not None:
+            raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
+        r = engine_report(model, stats=stats, bins=bins, sample_input=sample_input)
+        return Inspection(name or r.name, "vllm", r.frames, r.totals, r.io)
+    if sample_input is not None:
+        raise TypeError("sample_input= is a prompt for a vLLM engine; a torch model takes input=")
     source = as_source(model, name)
     frames = {
         "params": structure.params(source),

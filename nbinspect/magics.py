@@ -107,6 +107,7 @@ class InspectMagics(Magics):
     @argument("--input", metavar="EXPR", help="trace a forward pass with this tensor, tuple or dict expression")
     @argument("--input-shape", metavar="SHAPE", help="trace with zeros of this shape, e.g. 1,3,32,32")
     @argument("--dtype", help="dtype for --input-shape, e.g. int64 for token ids (default: the model's)")
+    @argument("--sample-input", metavar="TEXT", help="a vLLM engine: generate greedily from this prompt once")
     @argument("--depth", type=int, default=3, help="layer tree depth for the text summary (default 3)")
     @argument("--no-stats", action="store_true", help="skip weight statistics (faster on huge models)")
     @argument("--bins", type=int, default=64, help="histogram bins per tensor (default 64)")
@@ -200,6 +201,11 @@ class InspectMagics(Magics):
         return result  # IPython displays a cell magic's value
 
 
+def _unquoted(text: str) -> str:
+    """IPython's argument splitter keeps the quotes around a prompt with spaces."""
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
 def _result_is_printed() -> bool:
     """Whether the cell code that called ``run_line_magic`` prints the call's value next.
 
@@ -236,7 +242,10 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
             return result, [result.memory]
         if factory is not None or config is not None:
             model = load_checkpoint(model, model=factory, config=config)
-        result = inspect(model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins)
+        prompt = None if args.sample_input is None else _unquoted(args.sample_input)
+        result = inspect(
+            model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins, sample_input=prompt
+        )
         extras: list = []
         if args.batch_size is not None:
             extras.append(

@@ -20,6 +20,8 @@ __all__ = [
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
+    "ENGINE_COMPONENTS",
+    "ENGINE_TOTALS",
     "FLOW",
     "FRAMES",
     "FRAME_KEYS",
@@ -314,6 +316,19 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
+ENGINE_COMPONENTS = FrameSchema(
+    "engine_components",
+    (
+        Column(
+            "component", "string", "role in the engine: tokenizer, engine core, executor, worker, model runner, model"
+        ),
+        Column("type", "string", "class name of the object in that role"),
+        Column("process", "string", "'in process', or where it runs (the engine core's process, a worker)"),
+        Column("detail", "string", "what it holds: vocabulary size, worker count, device, ...; missing if nothing"),
+    ),
+    "What a vLLM engine is made of, from the user's LLM object down to the served torch model.",
+)
+
 HEALTH = FrameSchema(
     "health",
     (
@@ -343,11 +358,12 @@ HEALTH = FrameSchema(
 )
 
 FRAMES: dict[str, FrameSchema] = {
-    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, HEALTH)
+    f.name: f
+    for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, HEALTH, ENGINE_COMPONENTS)
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).
-FRAME_KEYS: dict[str, FrameSchema] = {**FRAMES, "stats_by_module": STATS}
+FRAME_KEYS: dict[str, FrameSchema] = {**FRAMES, "stats_by_module": STATS, "components": ENGINE_COMPONENTS}
 
 # Every key an Inspection's ``totals`` may hold, with its meaning: the one place they are
 # written (a test checks that every key any analysis produces is listed here).
@@ -364,10 +380,30 @@ STRUCTURE_TOTALS: dict[str, str] = {  # structure.totals: every Inspection has t
 TRACE_TOTALS: dict[str, str] = {  # after a traced forward pass (trace, inspect(input=...), %%inspect_model)
     "flops": "forward FLOPs of the whole model (a multiply-add is 2); None when not counted",
     "backward_flops": "backward FLOPs (trace(backward=True)); None when not counted",
-    "activation_bytes": "bytes autograd saved for backward, each storage once",
+    "activation_bytes": "bytes autograd saved for backward, each storage once (MLX: arrays the calls returned)",
     "input_bytes": "bytes of the input tensors",
     "flops_note": "which floating-point ops ran but are not counted",
     "fake_tensors": "True when the pass ran on fake tensors (meta models): shapes and sizes only",
     "model_calls": "how many times the watched cell called the model (%%inspect_model)",
+    "measured_active_bytes": "MLX: get_active_memory() growth over the evaluated pass (temporaries included)",
+    "measured_peak_bytes": "MLX: get_peak_memory() over the evaluated pass",
 }
-TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS}
+ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the engine does not say
+    "vllm_version": "version of the vllm package",
+    "model_path": "what LLM(model=...) was given: a folder or a hub name",
+    "architecture": "the served model class, e.g. LlamaForCausalLM",
+    "dtype": "the served weights' dtype, e.g. float32",
+    "quantization": "the quantization method; None when the weights are not quantized",
+    "max_model_len": "longest sequence the engine accepts, in tokens",
+    "tensor_parallel_size": "tensor-parallel ranks (parameter counts are the whole model's, frames rank 0's shard)",
+    "pipeline_parallel_size": "pipeline-parallel stages",
+    "kv_cache_block_size": "tokens per KV-cache block",
+    "kv_cache_blocks": "KV-cache blocks the engine allocated",
+    "kv_cache_bytes": "bytes of the KV-cache tensors on the first worker",
+    "gpu_memory_utilization": "the memory-utilisation setting (on CPU: the share of RAM for the KV cache)",
+    "kv_cache_memory_bytes": "the KV-cache size the LLM was given, which overrides gpu_memory_utilization; or None",
+    "tokenizer": "tokenizer class",
+    "vocab_size": "tokens the tokenizer knows",
+    "multiprocessing": "True when the engine core runs in another process",
+}
+TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS, **ENGINE_TOTALS}

@@ -51,7 +51,7 @@ def test_inspect_checkpoint(files):
     assert "Parameters         118,528" in out  # tied embedding/head counted once
     assert "├─ blocks   unknown   99,968" in out
     assert "epoch                 4" in out and "optimizer state: 1 param group(s)" in out
-    assert "Training memory plan" in out and "optimizer_state  926.1 KB" in out
+    assert "Training memory plan" in out and "optimizer_state  926.1 KiB" in out
     assert r.stderr == ""
 
 
@@ -76,7 +76,7 @@ def test_inspect_verbose_lists_every_tensor(files):
     r = run("inspect", files / "other.safetensors", "--verbose")
     assert r.returncode == 0, r.stderr
     assert "Tensors (28)" in r.stdout
-    assert re.search(r"\ntok_emb\.weight +\[256, 64\] +float32 +16,384 +64\.0 KB\n", r.stdout)
+    assert re.search(r"\ntok_emb\.weight +\[256, 64\] +float32 +16,384 +64\.0 KiB\n", r.stdout)
     assert "Layers (all levels)" in r.stdout
 
 

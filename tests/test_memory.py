@@ -172,7 +172,7 @@ def test_without_input_only_tensors_are_planned():
 def test_printed_in_human_units():
     text = str(nbinspect.memory(examples.build("tiny_lm"), input=examples.example_input("tiny_lm"), batch_size=32))
     assert text.startswith("Training memory plan")
-    assert "KB" in text and "MB" in text and "optimizer_state" in text and "Modules holding the most" in text
+    assert "KiB" in text and "MiB" in text and "optimizer_state" in text and "Modules holding the most" in text
 
 
 @pytest.mark.parametrize(

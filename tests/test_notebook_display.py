@@ -3,6 +3,8 @@ their stored outputs as GitHub would."""
 
 from __future__ import annotations
 
+import tempfile
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -12,7 +14,8 @@ SETUP = "import nbinspect\nfrom nbinspect import examples\nmodel = examples.buil
 
 def _run(*cells: str) -> list[list[dict]]:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP), *map(nbformat.v4.new_code_cell, cells)])
-    NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    with tempfile.TemporaryDirectory() as scratch:  # files the cells write stay out of the checkout
+        NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": scratch}}).execute()
     return [cell.outputs for cell in nb.cells[1:]]
 
 

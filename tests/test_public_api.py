@@ -4,6 +4,7 @@ import nbinspect
 
 EXPECTED = {
     "CheckpointError",
+    "EngineError",
     "HealthThresholds",
     "health",
     "Comparison",
@@ -23,6 +24,7 @@ EXPECTED = {
     "layers",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",

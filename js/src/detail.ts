@@ -1,10 +1,14 @@
 // The detail panel of the selected row: a larger histogram (log toggle), the statistics,
 // the layer's attributes and its parameter tensors.
 
+import { h } from "./dom";
 import { formatBytes, formatCount, formatShape, formatStat, trainableStatus } from "./format";
 import { chart } from "./histogram";
+import type { Hist } from "./payload";
 import type { Tree, TreeNode } from "./tree";
-import type { Hist, HistFetcher } from "./types";
+
+/** Fetches a row's full-resolution histogram from the kernel; absent on a static page. */
+export type HistFetcher = (name: string, kind: "tensor" | "module") => Promise<Hist | null>;
 
 export interface DetailOptions {
   log: boolean;
@@ -12,14 +16,14 @@ export interface DetailOptions {
   fetchHist?: HistFetcher;
 }
 
-const STAT_LABELS: Record<string, string> = { numel: "elements", abs_mean: "mean |x|", l2: "L2 norm", zeros: "zero fraction", nan: "NaN", inf: "±Inf" };
-
-function h(tag: string, cls: string, text?: string): HTMLElement {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
+const STAT_LABELS: Record<string, string> = {
+  numel: "elements",
+  abs_mean: "mean |x|",
+  l2: "L2 norm",
+  zeros: "zero fraction",
+  nan: "NaN",
+  inf: "±Inf",
+};
 
 function table(caption: string, rows: [string, string][]): HTMLElement {
   const t = h("table", "nbi-kv");
@@ -43,7 +47,8 @@ function summary(n: TreeNode): [string, string][] {
   const rows: [string, string][] = [["type", n.kind === "group" ? `${n.type} ×${n.count}` : n.type]];
   if (n.params !== null) rows.push(["parameters", formatCount(n.params)]);
   const status = trainableStatus(n.trainable, n.frozen);
-  if (status) rows.push(["trainable", `${status} (${formatCount(n.trainable)} trainable, ${formatCount(n.frozen)} frozen)`]);
+  if (status)
+    rows.push(["trainable", `${status} (${formatCount(n.trainable)} trainable, ${formatCount(n.frozen)} frozen)`]);
   if (n.memory !== null) rows.push(["memory", formatBytes(n.memory)]);
   if (n.shape) rows.push([n.kind === "tensor" ? "shape" : "output shapes", formatShape(n.shape)]);
   if (n.dtype) rows.push(["dtype", n.dtype]);
@@ -53,7 +58,8 @@ function summary(n: TreeNode): [string, string][] {
   if (n.tiedTo) rows.push(["tied to", n.tiedTo]);
   if (n.aliasOf) rows.push(["alias of", n.aliasOf]);
   if (n.status) rows.push(["status", n.status]);
-  if (n.relChange !== null) rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
+  if (n.relChange !== null)
+    rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
   return rows;
 }
 
@@ -69,7 +75,13 @@ function tensorTable(tree: Tree, n: TreeNode): HTMLElement | null {
     const tr = h("tr", "");
     const grad = c.kind === "tensor" && c.type === "parameter" ? (c.requiresGrad ? "yes" : "no") : "";
     const name = c.tiedTo ? `${c.key} → ${c.tiedTo}` : c.key;
-    tr.append(h("td", "", name), h("td", "", c.type), h("td", "", formatShape(c.shape)), h("td", "", c.dtype ?? ""), h("td", "", grad));
+    tr.append(
+      h("td", "", name),
+      h("td", "", c.type),
+      h("td", "", formatShape(c.shape)),
+      h("td", "", c.dtype ?? ""),
+      h("td", "", grad),
+    );
     t.append(tr);
   }
   return t;
@@ -88,8 +100,7 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
   if (node.hist) {
     const box = h("div", "nbi-chart-box");
     const toggle = h("label", "nbi-log");
-    const check = document.createElement("input");
-    check.type = "checkbox";
+    const check = h("input", "", undefined, { type: "checkbox" });
     check.checked = opts.log;
     check.addEventListener("change", () => opts.onLog(check.checked));
     toggle.append(check, document.createTextNode(" log scale"));
@@ -110,7 +121,12 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
     panel.append(table("Statistics", rows));
   }
   if (node.attrs && Object.keys(node.attrs).length) {
-    panel.append(table("Attributes", Object.entries(node.attrs).map(([k, v]): [string, string] => [k, display(v)])));
+    panel.append(
+      table(
+        "Attributes",
+        Object.entries(node.attrs).map(([k, v]): [string, string] => [k, display(v)]),
+      ),
+    );
   }
   const tensors = tensorTable(tree, node);
   if (tensors) panel.append(tensors);

@@ -13,7 +13,8 @@ export interface Sort {
   descending: boolean;
 }
 
-export interface ViewState {
+/** What decides which rows show, in which order. */
+export interface RowOptions {
   expanded: Set<number>;
   sort: Sort | null;
   query: string;
@@ -69,12 +70,16 @@ function sortedChildren(tree: Tree, n: TreeNode, sort: Sort | null): number[] {
 
 /** The visible rows for a view state. While a query is set, only matches and their
  * ancestors show, ancestors expanded. */
-export function flatten(tree: Tree, state: ViewState): Row[] {
+export function flatten(tree: Tree, state: RowOptions): Row[] {
   const hit = matches(tree, state.query);
   const filtering = state.query.trim() !== "";
   if (state.mode !== "tree") {
-    const picked = tree.nodes.filter((n) =>
-      hit[n.id] === 2 && (state.mode === "tensors" ? n.kind === "tensor" : n.kind === "module" && !n.children.some((c) => tree.nodes[c].kind !== "tensor")),
+    const picked = tree.nodes.filter(
+      (n) =>
+        hit[n.id] === 2 &&
+        (state.mode === "tensors"
+          ? n.kind === "tensor"
+          : n.kind === "module" && !n.children.some((c) => tree.nodes[c].kind !== "tensor")),
     );
     if (state.sort) picked.sort(comparator(state.sort.value, state.sort.descending));
     return picked.map((n) => ({ id: n.id, level: 1, expandable: false, expanded: false }));

@@ -1,34 +1,54 @@
-// Human units, matching nbinspect/render/format.py (1 KB = 1024 B).
+// Human units: the rule of nbinspect/render/format.py (read its docstring), line for line.
+// Both are tested against tests/format_cases.json. Rounding is half up, written out, so the
+// digits match Python's.
 
-import type { Num, Shape } from "./types";
+import type { Num, Shape } from "./payload";
 
-const BYTE_UNITS = ["B", "KB", "MB", "GB", "TB"];
+const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+const SI_PREFIXES = ["", "K", "M", "G", "T", "P"];
 
+const roundHalfUp = (v: number): number => Math.floor(v + 0.5);
+
+/** `n` in the largest unit of `units` (each `base` times the last) that keeps it at least 1. */
+function scaled(n: Num, base: number, units: string[]): string {
+  if (n === null || Number.isNaN(n)) return "";
+  let v = Math.abs(n);
+  const sign = n < 0 ? "-" : "";
+  const whole = roundHalfUp(v);
+  if (whole < base) return `${whole ? sign : ""}${whole}${units[0] ? ` ${units[0]}` : ""}`;
+  let unit = 0;
+  while (v >= base && unit < units.length - 1) {
+    v /= base;
+    unit++;
+  }
+  let tenths = roundHalfUp(v * 10);
+  if (tenths >= base * 10 && unit < units.length - 1) {
+    v /= base;
+    unit++;
+    tenths = roundHalfUp(v * 10);
+  }
+  return `${sign}${Math.floor(tenths / 10)}.${tenths % 10} ${units[unit]}`;
+}
+
+/** 12345678 -> "12,345,678". */
 export function formatCount(n: Num): string {
-  return n === null ? "" : Math.round(n).toLocaleString("en-US");
+  if (n === null || Number.isNaN(n)) return "";
+  const whole = roundHalfUp(Math.abs(n));
+  const digits = String(whole).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return `${n < 0 && whole ? "-" : ""}${digits}`;
 }
 
-/** 12_345_678 -> "12.3M": for headers and tight cells. */
-export function formatCompact(n: Num): string {
-  if (n === null) return "";
-  const units = ["", "K", "M", "G", "T", "P"];
-  let v = n;
-  let u = 0;
-  while (Math.abs(v) >= 1000 && u < units.length - 1) {
-    v /= 1000;
-    u++;
-  }
-  return u === 0 ? String(Math.round(v)) : `${Number(v.toFixed(Math.abs(v) < 10 ? 2 : 1))}${units[u]}`;
-}
+/** Bytes in powers of 1024: 512 -> "512 B", 1536 -> "1.5 KiB". */
+export const formatBytes = (n: Num): string => scaled(n, 1024, BYTE_UNITS);
 
-export function formatBytes(n: Num): string {
-  if (n === null) return "";
-  let v = n;
-  for (const unit of BYTE_UNITS) {
-    if (Math.abs(v) < 1024 || unit === "TB") return unit === "B" ? `${Math.trunc(v)} B` : `${v.toFixed(1)} ${unit}`;
-    v /= 1024;
-  }
-  return "";
+/** A count or FLOPs in powers of 1000: 118528 -> "118.5 K", 999 -> "999". */
+export const formatCompact = (n: Num): string => scaled(n, 1000, SI_PREFIXES);
+
+/** `part` as a share of `whole`: "84.3%", "<0.1%"; "" when either is missing or zero. */
+export function formatPercent(part: Num, whole: Num): string {
+  if (!part || !whole) return "";
+  const tenths = roundHalfUp((1000 * part) / whole);
+  return tenths === 0 ? "<0.1%" : `${Math.floor(tenths / 10)}.${tenths % 10}%`;
 }
 
 export function formatShape(shape: Shape): string {
@@ -43,12 +63,6 @@ export function formatStat(v: Num, digits = 4): string {
   if (v === 0) return "0";
   const a = Math.abs(v);
   return a >= 1e-3 && a < 1e5 ? String(Number(v.toPrecision(digits))) : v.toExponential(digits - 2);
-}
-
-export function formatPercent(part: Num, whole: Num): string {
-  if (!part || !whole) return "";
-  const p = (100 * part) / whole;
-  return p >= 10 ? `${p.toFixed(0)}%` : p >= 0.1 ? `${p.toFixed(1)}%` : "<0.1%";
 }
 
 export function trainableStatus(trainable: Num, frozen: Num): "trainable" | "frozen" | "partial" | "" {

@@ -1,16 +1,9 @@
 // Histograms as hand-written SVG: a sparkline for table rows, a chart with axes for the
 // detail panel.
 
+import { svg as el } from "./dom";
 import { formatCompact, formatStat } from "./format";
-import type { Hist } from "./types";
-
-const SVG = "http://www.w3.org/2000/svg";
-
-function el<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  return node;
-}
+import type { Hist } from "./payload";
 
 /** All c.length + 1 edges of a histogram (expanding the uniform [lo, hi] form). */
 export function edgesOf(h: Hist): number[] {
@@ -26,7 +19,8 @@ export function niceTicks(lo: number, hi: number, count = 4): number[] {
   let out: number[] = [];
   for (const step of [1, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01].map((f) => f * mag)) {
     out = [];
-    for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) out.push(k === 0 ? 0 : Number((k * step).toPrecision(12)));
+    for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++)
+      out.push(k === 0 ? 0 : Number((k * step).toPrecision(12)));
     if (out.length >= count) break;
   }
   return out;
@@ -37,7 +31,13 @@ const height = (count: number, top: number, log: boolean) =>
 
 /** A small histogram: bars only, scaled to the tallest bin. */
 export function sparkline(h: Hist, width = 72, tall = 18): SVGSVGElement {
-  const svg = el("svg", { width, height: tall, viewBox: `0 0 ${width} ${tall}`, class: "nbi-spark", "aria-hidden": "true" });
+  const svg = el("svg", {
+    width,
+    height: tall,
+    viewBox: `0 0 ${width} ${tall}`,
+    class: "nbi-spark",
+    "aria-hidden": "true",
+  });
   const edges = edgesOf(h);
   const lo = edges[0];
   const span = edges[edges.length - 1] - lo || 1;
@@ -47,7 +47,14 @@ export function sparkline(h: Hist, width = 72, tall = 18): SVGSVGElement {
     const x0 = ((edges[i] - lo) / span) * width;
     const x1 = ((edges[i + 1] - lo) / span) * width;
     const bar = Math.max(1, height(count, top, false) * tall);
-    svg.append(el("rect", { x: x0.toFixed(2), y: (tall - bar).toFixed(2), width: Math.max(0.8, x1 - x0 - 0.4).toFixed(2), height: bar.toFixed(2) }));
+    svg.append(
+      el("rect", {
+        x: x0.toFixed(2),
+        y: (tall - bar).toFixed(2),
+        width: Math.max(0.8, x1 - x0 - 0.4).toFixed(2),
+        height: bar.toFixed(2),
+      }),
+    );
   });
   return svg;
 }
@@ -79,7 +86,12 @@ export function chart(h: Hist, { width, height: tall, log }: ChartOptions): SVGS
     if (!count) return;
     const x0 = x(edges[i]);
     const x1 = x(edges[i + 1]);
-    const r = el("rect", { x: x0.toFixed(2), y: y(count).toFixed(2), width: Math.max(0.8, x1 - x0 - 0.5).toFixed(2), height: (m.top + ht - y(count)).toFixed(2) });
+    const r = el("rect", {
+      x: x0.toFixed(2),
+      y: y(count).toFixed(2),
+      width: Math.max(0.8, x1 - x0 - 0.5).toFixed(2),
+      height: (m.top + ht - y(count)).toFixed(2),
+    });
     const tip = el("title", {});
     tip.textContent = `[${formatStat(edges[i])}, ${formatStat(edges[i + 1])}): ${count.toLocaleString("en-US")}`;
     r.append(tip);
@@ -93,7 +105,9 @@ export function chart(h: Hist, { width, height: tall, log }: ChartOptions): SVGS
     axis.append(el("line", { x1: x(v), x2: x(v), y1: m.top + ht, y2: m.top + ht + 4 }));
     axis.append(text(formatStat(v), x(v), m.top + ht + 14, "middle"));
   }
-  const yTicks = log ? [0, ...[1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9].filter((c) => c <= top)] : niceTicks(0, top, 3);
+  const yTicks = log
+    ? [0, ...[1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9].filter((c) => c <= top)]
+    : niceTicks(0, top, 3);
   for (const c of yTicks) {
     axis.append(el("line", { x1: m.left - 4, x2: m.left, y1: y(c), y2: y(c) }));
     axis.append(text(formatCompact(c), m.left - 6, y(c) + 3, "end"));

@@ -1,25 +1,32 @@
 // The anywidget entry point: render an InspectWidget's payload and keep `selected` in sync.
 
-import type { Hist, HistFetcher, Payload, WidgetModel } from "./types";
+import type { AnyWidget, Experimental, RenderProps } from "@anywidget/types";
+import type { HistFetcher } from "./detail";
+import { h } from "./dom";
+import { type Hist, PAYLOAD_VERSION, type Payload } from "./payload";
 import { TreeView } from "./view";
 
-type Invoke = (name: string, msg: unknown, options?: { signal?: AbortSignal }) => Promise<[unknown, unknown]>;
-
-export interface RenderProps {
-  model: WidgetModel;
-  el: HTMLElement;
-  experimental?: { invoke: Invoke };
+/** InspectWidget's synced traits (nbinspect/widget.py). */
+export interface Traits {
+  payload: Payload;
+  /** A dotted path ('' is the root module), or null when nothing is selected. */
+  selected: string | null;
 }
 
+/** What render needs: a standalone page has no kernel, so no `experimental.invoke`. */
+export type Props = Pick<RenderProps<Traits>, "model" | "el"> & Partial<Pick<RenderProps<Traits>, "experimental">>;
+
 /** Histograms from the kernel's `_histogram` command, cached; none on a static page. */
-function fetcher(invoke: Invoke | undefined): HistFetcher | undefined {
+function fetcher(invoke: Experimental["invoke"] | undefined): HistFetcher | undefined {
   if (!invoke) return undefined;
   const cache = new Map<string, Promise<Hist | null>>();
   return (name, kind) => {
     const key = `${kind}:${name}`;
     let hit = cache.get(key);
     if (!hit) {
-      hit = invoke("_histogram", { name, kind }, { signal: AbortSignal.timeout(15000) }).then(([response]) => response as Hist | null);
+      hit = invoke<Hist | null>("_histogram", { name, kind }, { signal: AbortSignal.timeout(15000) }).then(
+        ([response]) => response,
+      );
       hit.catch(() => cache.delete(key));
       cache.set(key, hit);
     }
@@ -27,24 +34,51 @@ function fetcher(invoke: Invoke | undefined): HistFetcher | undefined {
   };
 }
 
-function render({ model, el, experimental }: RenderProps): () => void {
-  const view = new TreeView(el, model.get("payload") as Payload, {
-    onSelect(path) {
-      model.set("selected", path);
-      model.save_changes();
-    },
-    fetchHist: fetcher(experimental?.invoke),
-  });
-  view.selectPath(model.get("selected"));
-  const onPayload = () => view.setPayload(model.get("payload"));
-  const onSelected = () => view.selectPath(model.get("selected"));
-  model.on("change:payload", onPayload);
+/** Why this front-end cannot show `payload`, or null when it can. */
+export function incompatible(payload: Payload | undefined): string | null {
+  const version = payload?.version;
+  if (version === PAYLOAD_VERSION) return null;
+  return (
+    `nbinspect: this widget reads payload version ${PAYLOAD_VERSION} but was sent version ${String(version)}. ` +
+    "The Python package and the front-end bundle come from different nbinspect versions: " +
+    "reinstall nbinspect (in a checkout, run `make js`) and restart the kernel."
+  );
+}
+
+function render({ model, el, experimental }: Props): () => void {
+  const error = h("div", "nbi-error", undefined, { role: "alert", style: "color: var(--jp-error-color1, #d32f2f)" });
+  let view: TreeView | null = null;
+  const show = () => {
+    const payload = model.get("payload");
+    const problem = incompatible(payload);
+    error.textContent = problem ?? "";
+    if (problem) {
+      view?.destroy();
+      view = null;
+      el.append(error);
+    } else if (view) view.setPayload(payload);
+    else {
+      error.remove();
+      view = new TreeView(el, payload, {
+        onSelect(path) {
+          model.set("selected", path);
+          model.save_changes();
+        },
+        fetchHist: fetcher(experimental?.invoke),
+      });
+      view.selectPath(model.get("selected"));
+    }
+  };
+  show();
+  const onSelected = () => view?.selectPath(model.get("selected"));
+  model.on("change:payload", show);
   model.on("change:selected", onSelected);
   return () => {
-    model.off("change:payload", onPayload);
+    model.off("change:payload", show);
     model.off("change:selected", onSelected);
-    view.destroy();
+    view?.destroy();
+    error.remove();
   };
 }
 
-export default { render };
+export default { render } satisfies AnyWidget<Traits>;

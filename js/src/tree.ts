@@ -1,7 +1,7 @@
 // The tree model, part 1: nodes built from the payload, and repeated blocks folded.
 // Pure: no DOM. Nodes live in one array; a node's `children` are ids into it.
 
-import type { Hist, Num, Payload, Shape } from "./types";
+import type { Hist, ModuleColumns, Num, Payload, Shape, TensorColumns } from "./payload";
 
 export type Kind = "module" | "tensor" | "group";
 
@@ -43,6 +43,8 @@ export interface TreeNode {
 }
 
 export interface Tree {
+  /** What the tree was built from: columns may read fields of it (moduleField, tensorField). */
+  payload: Payload;
   nodes: TreeNode[];
   root: number;
   statFields: string[];
@@ -54,10 +56,33 @@ const at = <T>(list: T[] | undefined, i: number): T | null => (list ? (list[i] ?
 
 function blank(id: number, kind: Kind, key: string, path: string, depth: number, parent: number): TreeNode {
   return {
-    id, kind, key, path, depth, parent, children: [], type: "", params: null, trainable: null,
-    frozen: null, memory: null, flops: null, activation: null, shape: null, dtype: null,
-    stats: null, hist: null, note: null, attrs: null, aliasOf: null, tiedTo: null, requiresGrad: null,
-    status: null, relChange: null, source: -1, count: 0,
+    id,
+    kind,
+    key,
+    path,
+    depth,
+    parent,
+    children: [],
+    type: "",
+    params: null,
+    trainable: null,
+    frozen: null,
+    memory: null,
+    flops: null,
+    activation: null,
+    shape: null,
+    dtype: null,
+    stats: null,
+    hist: null,
+    note: null,
+    attrs: null,
+    aliasOf: null,
+    tiedTo: null,
+    requiresGrad: null,
+    status: null,
+    relChange: null,
+    source: -1,
+    count: 0,
   };
 }
 
@@ -73,7 +98,14 @@ export function buildTree(payload: Payload): Tree {
   for (let i = 0; i < m.key.length; i++) {
     const parent = m.parent[i];
     const path = parent < 0 ? "" : nodes[parent].path === "" ? m.key[i] : `${nodes[parent].path}.${m.key[i]}`;
-    const n = blank(i, "module", parent < 0 ? payload.model.name : m.key[i], path, parent < 0 ? 0 : nodes[parent].depth + 1, parent);
+    const n = blank(
+      i,
+      "module",
+      parent < 0 ? payload.model.name : m.key[i],
+      path,
+      parent < 0 ? 0 : nodes[parent].depth + 1,
+      parent,
+    );
     n.type = m.type[i];
     n.params = m.params[i];
     n.trainable = m.trainable[i];
@@ -118,12 +150,35 @@ export function buildTree(payload: Payload): Tree {
     for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
   }
   return {
+    payload,
     nodes,
     root: 0,
     statFields: payload.stat_fields,
     totalParams: payload.totals.total_params ?? nodes[0]?.params ?? 0,
-    has: { trace: m.flops !== undefined, stats: t.stats !== undefined || m.stats !== undefined, compare: t.compare !== undefined },
+    has: {
+      trace: m.flops !== undefined,
+      stats: t.stats !== undefined || m.stats !== undefined,
+      compare: t.compare !== undefined,
+    },
   };
+}
+
+/** A module node's entry of a payload module column; null for other nodes and absent columns. */
+export function moduleField<K extends keyof ModuleColumns>(
+  tree: Tree,
+  n: TreeNode,
+  key: K,
+): NonNullable<ModuleColumns[K]>[number] | null {
+  return n.kind === "module" ? (tree.payload.modules[key]?.[n.source] ?? null) : null;
+}
+
+/** A tensor node's entry of a payload tensor column; null for other nodes and absent columns. */
+export function tensorField<K extends keyof TensorColumns>(
+  tree: Tree,
+  n: TreeNode,
+  key: K,
+): NonNullable<TensorColumns[K]>[number] | null {
+  return n.kind === "tensor" ? (tree.payload.tensors[key]?.[n.source] ?? null) : null;
 }
 
 const isIndex = (key: string) => /^\d+$/.test(key);
@@ -134,7 +189,10 @@ export function signatures(tree: Tree): Int32Array {
   const sig = new Int32Array(tree.nodes.length);
   const intern = (s: string) => {
     let id = ids.get(s);
-    if (id === undefined) ids.set(s, (id = ids.size));
+    if (id === undefined) {
+      id = ids.size;
+      ids.set(s, id);
+    }
     return id;
   };
   for (let i = tree.nodes.length - 1; i >= 0; i--) {
@@ -166,9 +224,12 @@ export function foldRepeats(tree: Tree, minRun = 2): Tree {
       const first = nodes[kids[a]];
       if (first.kind === "module" && isIndex(first.key)) {
         while (
-          b < kids.length && nodes[kids[b]].kind === "module" && sig[kids[b]] === sig[kids[a]] &&
+          b < kids.length &&
+          nodes[kids[b]].kind === "module" &&
+          sig[kids[b]] === sig[kids[a]] &&
           nodes[kids[b]].key === String(Number(nodes[kids[b - 1]].key) + 1)
-        ) b++;
+        )
+          b++;
       }
       if (b - a >= minRun) out.push(makeGroup(nodes, parent, kids.slice(a, b)));
       else out.push(...kids.slice(a, b));

@@ -1,16 +1,19 @@
 // The tree table: a virtualized ARIA treegrid over the tree model, with sorting, folding,
 // filtering, keyboard navigation and a detail panel for the selected row.
+//
+// One state object holds everything the user can change; every action changes it and calls
+// render(), which redoes only the parts whose inputs changed (state parts are replaced, never
+// mutated, so a changed part is a new object).
 
-import { Virtualizer, elementScroll, observeElementOffset, observeElementRect } from "@tanstack/virtual-core";
+import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
 import { COLUMNS, type Column } from "./columns";
-import { renderDetail } from "./detail";
-import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row, type ViewState } from "./flatten";
-import { formatPercent, trainableStatus } from "./format";
-import { sparkline } from "./histogram";
+import { type HistFetcher, renderDetail } from "./detail";
+import { button, h } from "./dom";
+import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row } from "./flatten";
+import type { Payload } from "./payload";
 import { STYLES } from "./styles";
 import { header, toolbar } from "./toolbar";
 import { buildTree, foldRepeats, type Tree, type TreeNode } from "./tree";
-import type { HistFetcher, Payload } from "./types";
 
 export const ROW_HEIGHT = 24;
 const HEADER_HEIGHT = 28;
@@ -22,11 +25,19 @@ export interface ViewOptions {
   fetchHist?: HistFetcher;
 }
 
-function div(cls: string, role?: string): HTMLDivElement {
-  const e = document.createElement("div");
-  e.className = cls;
-  if (role) e.setAttribute("role", role);
-  return e;
+export interface ViewState {
+  tree: Tree;
+  /** Ids of the expanded rows. */
+  expanded: Set<number>;
+  sort: { column: string; descending: boolean } | null;
+  query: string;
+  mode: Mode;
+  /** Ids of the columns shown (the name column always is). */
+  shown: Set<string>;
+  /** Id of the selected row, -1 for none. */
+  selected: number;
+  /** Detail histogram on a log scale. */
+  log: boolean;
 }
 
 /** Highlight strength for a relative change: 0 below 1e-4, full at 1 and above. */
@@ -34,41 +45,49 @@ function heat(rel: number | null): number {
   return rel === null || rel <= 0 ? 0 : Math.max(0, Math.min(1, (Math.log10(rel) + 4) / 4));
 }
 
+/** True when any of `deps` differs (by identity) from what it was at the last call for `key`. */
+class Changes {
+  private last = new Map<string, unknown[]>();
+  since(key: string, deps: unknown[]): boolean {
+    const before = this.last.get(key);
+    this.last.set(key, deps);
+    return !before || deps.some((d, i) => d !== before[i]);
+  }
+}
+
 export class TreeView {
-  readonly root: HTMLDivElement;
-  tree!: Tree;
+  readonly root = h("div", "nbi");
+  state!: ViewState;
   rows: Row[] = [];
-  readonly state: ViewState = { expanded: new Set(), sort: null, query: "", mode: "tree" };
-  sortColumn: { id: string; descending: boolean } | null = null;
-  selected = -1;
-  private shown = new Set(COLUMNS.filter((c) => c.initial).map((c) => c.id));
-  private log = false;
+  private columns: Column[] = [];
   private readonly uid = `nbi${++instances}`;
-  private readonly grid = div("nbi-grid", "treegrid");
-  private readonly head = div("nbi-head", "rowgroup");
-  private readonly body = div("nbi-body", "rowgroup");
-  private readonly detail = document.createElement("aside");
-  private readonly status = div("nbi-status");
-  private readonly top = div("nbi-top");
+  private readonly grid = h("div", "nbi-grid", undefined, { role: "treegrid", "aria-label": "Module tree" });
+  private readonly head = h("div", "nbi-head", undefined, { role: "rowgroup" });
+  private readonly body = h("div", "nbi-body", undefined, { role: "rowgroup" });
+  private readonly detail = h("aside", "nbi-detail", undefined, { "aria-label": "Details of the selected row" });
+  private readonly status = h("div", "nbi-status", undefined, { "aria-live": "polite" });
+  private readonly top = h("div", "nbi-top");
   private readonly virtualizer: Virtualizer<HTMLDivElement, HTMLDivElement>;
   private readonly unmount: () => void;
+  private readonly changes = new Changes();
+  private template: HTMLElement = h("div");
   private cancelDetail = () => {};
 
-  constructor(host: HTMLElement, payload: Payload, private readonly opts: ViewOptions) {
+  constructor(
+    host: HTMLElement,
+    payload: Payload,
+    private readonly opts: ViewOptions,
+  ) {
     performance.mark("nbinspect:render-start");
-    this.root = div("nbi");
-    const style = document.createElement("style");
-    style.textContent = STYLES;
     this.grid.tabIndex = 0;
-    this.grid.setAttribute("aria-label", "Module tree");
     this.grid.append(this.head, this.body);
-    this.detail.className = "nbi-detail";
-    this.detail.setAttribute("aria-label", "Details of the selected row");
-    this.status.setAttribute("aria-live", "polite");
-    const main = div("nbi-main");
+    const main = h("div", "nbi-main");
     main.append(this.grid, this.detail);
-    this.root.append(style, this.top, main, this.status);
+    this.root.append(h("style", "", STYLES), this.top, main, this.status);
     host.append(this.root);
+    this.grid.addEventListener("keydown", (e) => this.onKey(e));
+    this.body.addEventListener("click", (e) => this.onClick(e));
+    // @tanstack/virtual-core is pinned exactly: _didMount and _willUpdate are its adapter hooks.
     this.virtualizer = new Virtualizer<HTMLDivElement, HTMLDivElement>({
       count: 0,
       getScrollElement: () => this.grid,
@@ -78,114 +97,110 @@ export class TreeView {
       scrollPaddingStart: HEADER_HEIGHT,
       scrollToFn: elementScroll,
       observeElementOffset,
-      observeElementRect: (v, cb) => observeElementRect(v, (r) => cb({ width: r.width, height: r.height || VIEW_HEIGHT })),
-      onChange: () => this.paintRows(),
+      observeElementRect: (v, cb) =>
+        observeElementRect(v, (r) => cb({ width: r.width, height: r.height || VIEW_HEIGHT })),
+      onChange: () => this.render(),
     });
     this.unmount = this.virtualizer._didMount();
-    this.grid.addEventListener("keydown", (e) => this.onKey(e));
     this.setPayload(payload);
+    this.virtualizer._willUpdate();
     performance.measure("nbinspect:first-render", "nbinspect:render-start");
   }
 
-  /** Show another payload; view state is reset. */
+  /** Show another payload: expansion, filter, mode and selection start afresh (the toolbar is
+   * rebuilt); shown columns, sort and log scale stay. */
   setPayload(payload: Payload): void {
-    this.tree = foldRepeats(buildTree(payload));
-    this.state.expanded = expandedToDepth(this.tree, 2);
-    this.selected = -1;
-    const maxDepth = this.tree.nodes.reduce((d, n) => Math.max(d, n.kind === "module" ? n.depth : 0), 0);
+    const tree = foldRepeats(buildTree(payload));
+    this.state = {
+      tree,
+      expanded: expandedToDepth(tree, 2),
+      sort: this.state?.sort ?? null,
+      query: "",
+      mode: "tree",
+      shown: this.state?.shown ?? new Set(COLUMNS.filter((c) => c.initial).map((c) => c.id)),
+      selected: -1,
+      log: this.state?.log ?? false,
+    };
+    const maxDepth = tree.nodes.reduce((d, n) => Math.max(d, n.kind === "module" ? n.depth : 0), 0);
     this.top.replaceChildren(
-      header(payload, this.tree.nodes[this.tree.root]?.flops ?? null),
-      toolbar(this.available(), this.shown, Math.max(1, maxDepth), {
-        query: (q) => this.update(() => (this.state.query = q)),
-        mode: (m) => this.setMode(m),
+      header(payload, tree.nodes[tree.root]?.flops ?? null),
+      toolbar(this.available(), this.state.shown, Math.max(1, maxDepth), {
+        query: (query) => this.update({ query }),
+        mode: (mode) => this.update({ mode }),
         depth: (d) => this.expandToDepth(d),
         expandAll: () => this.expandAll(),
         collapseAll: () => this.collapseAll(),
         column: (id, on) => this.setColumn(id, on),
       }),
     );
-    this.renderHead();
-    this.refresh();
-    this.renderDetailPanel();
+    this.render();
   }
 
+  /** The columns this tree offers. */
   available(): Column[] {
-    return COLUMNS.filter((c) => c.available(this.tree));
+    return COLUMNS.filter((c) => c.available(this.state.tree));
   }
 
-  columns(): Column[] {
-    return this.available().filter((c) => c.id === "name" || this.shown.has(c.id));
-  }
+  // ---- actions (the toolbar, header and row clicks and keys call these; tests and benchmarks too)
 
-  // ---- actions (the toolbar, header clicks and keys call these; tests and benchmarks too)
-
+  /** Cycle a column's sort: its natural direction (numbers descending first), reversed, off. */
   sortBy(id: string): void {
     const column = COLUMNS.find((c) => c.id === id);
     if (!column) return;
-    const cur = this.sortColumn;
+    const cur = this.state.sort;
     const first = column.numeric;
-    if (!cur || cur.id !== id) this.sortColumn = { id, descending: first };
-    else if (cur.descending === first) this.sortColumn = { id, descending: !first };
-    else this.sortColumn = null;
-    const sc = this.sortColumn;
-    this.state.sort = sc ? { value: (n) => column.value(n, this.tree), descending: sc.descending } : null;
-    this.renderHead();
-    this.refresh();
+    if (!cur || cur.column !== id) this.update({ sort: { column: id, descending: first } });
+    else this.update({ sort: cur.descending === first ? { column: id, descending: !first } : null });
   }
 
   setMode(mode: Mode): void {
-    this.update(() => (this.state.mode = mode));
+    this.update({ mode });
   }
 
   toggle(id: number): void {
-    const e = this.state.expanded;
-    this.update(() => (e.has(id) ? e.delete(id) : e.add(id)));
+    const expanded = new Set(this.state.expanded);
+    if (!expanded.delete(id)) expanded.add(id);
+    this.update({ expanded });
   }
 
   expandAll(): void {
-    this.update(() => (this.state.expanded = expandedAll(this.tree)));
+    this.update({ expanded: expandedAll(this.state.tree) });
   }
 
   collapseAll(): void {
-    this.update(() => (this.state.expanded = new Set()));
+    this.update({ expanded: new Set() });
   }
 
   expandToDepth(depth: number): void {
-    this.update(() => (this.state.expanded = expandedToDepth(this.tree, depth)));
+    this.update({ expanded: expandedToDepth(this.state.tree, depth) });
   }
 
   setColumn(id: string, shown: boolean): void {
-    if (shown) this.shown.add(id);
-    else this.shown.delete(id);
-    this.renderHead();
-    this.paintRows();
+    const next = new Set(this.state.shown);
+    if (shown) next.add(id);
+    else next.delete(id);
+    this.update({ shown: next });
   }
 
   /** Select a row (and reveal it): the detail panel shows it and `onSelect` hears its path. */
   select(id: number, notify = true): void {
-    if (id < 0 || id >= this.tree.nodes.length) return;
-    this.selected = id;
-    const hidden = ancestors(this.tree, id).filter((a) => !this.state.expanded.has(a));
-    if (hidden.length && this.state.mode === "tree" && !this.state.query) {
-      for (const a of hidden) this.state.expanded.add(a);
-      this.refresh();
-    }
-    const index = this.rows.findIndex((r) => r.id === id);
-    if (index >= 0) this.virtualizer.scrollToIndex(index, { align: "auto" });
-    this.paintRows();
-    this.renderDetailPanel();
-    if (notify) this.opts.onSelect(this.tree.nodes[id].path);
+    const { tree, expanded, mode, query } = this.state;
+    if (id < 0 || id >= tree.nodes.length) return;
+    const hidden = ancestors(tree, id).filter((a) => !expanded.has(a));
+    const reveal = hidden.length > 0 && mode === "tree" && !query;
+    this.update({ selected: id, expanded: reveal ? new Set([...expanded, ...hidden]) : expanded });
+    this.scrollToSelected();
+    if (notify) this.opts.onSelect(tree.nodes[id].path);
   }
 
   /** Select the row at `path` (from Python's `selected`; null clears) without echoing it back. */
   selectPath(path: string | null): void {
-    const node = path === null ? undefined : this.tree.nodes.find((n) => n.kind !== "group" && n.path === path);
-    if (node && node.id !== this.selected) this.select(node.id, false);
-    if (path === null && this.selected >= 0) {
-      this.selected = -1;
-      this.paintRows();
-      this.renderDetailPanel();
+    if (path === null) {
+      this.update({ selected: -1 });
+      return;
     }
+    const node = this.state.tree.nodes.find((n) => n.kind !== "group" && n.path === path);
+    if (node && node.id !== this.state.selected) this.select(node.id, false);
   }
 
   destroy(): void {
@@ -194,174 +209,179 @@ export class TreeView {
     this.root.remove();
   }
 
-  // ---- rendering
+  // ---- rendering: the one path every change takes
 
-  private update(change: () => void): void {
+  private update(change: Partial<ViewState>): void {
     performance.mark("nbinspect:update-start");
-    change();
-    this.refresh();
+    this.state = { ...this.state, ...change };
+    this.render();
     performance.measure("nbinspect:update", "nbinspect:update-start");
   }
 
-  private refresh(): void {
-    this.rows = flatten(this.tree, this.state);
+  private render(): void {
+    const s = this.state;
+    if (this.changes.since("columns", [s.tree, s.shown])) {
+      this.columns = this.available().filter((c) => c.id === "name" || s.shown.has(c.id));
+      this.template = this.rowTemplate();
+    }
+    if (this.changes.since("rows", [s.tree, s.expanded, s.sort, s.query, s.mode])) this.layoutRows();
+    if (this.changes.since("head", [this.columns, s.sort])) this.renderHead();
+    this.paintRows();
+    if (this.changes.since("detail", [s.tree, s.selected, s.log])) this.renderDetailPanel();
+  }
+
+  private layoutRows(): void {
+    const { tree, sort } = this.state;
+    const column = sort && COLUMNS.find((c) => c.id === sort.column);
+    const order =
+      column && sort ? { value: (n: TreeNode) => column.value(n, tree), descending: sort.descending } : null;
+    this.rows = flatten(tree, { ...this.state, sort: order });
     this.grid.setAttribute("aria-rowcount", String(this.rows.length + 1));
     this.virtualizer.setOptions({ ...this.virtualizer.options, count: this.rows.length });
-    this.virtualizer._willUpdate();
     const total = this.virtualizer.getTotalSize();
     this.body.style.height = `${total}px`;
     this.grid.style.height = `${Math.min(VIEW_HEIGHT, total + HEADER_HEIGHT + 2)}px`;
     this.status.textContent = `${this.rows.length.toLocaleString("en-US")} rows`;
-    this.paintRows();
   }
 
-  private template(): string {
-    return this.columns().map((c) => c.width).join(" ");
+  private scrollToSelected(): void {
+    const index = this.rows.findIndex((r) => r.id === this.state.selected);
+    if (index >= 0) this.virtualizer.scrollToIndex(index, { align: "auto" });
+  }
+
+  private gridColumns(): string {
+    return this.columns.map((c) => c.width).join(" ");
   }
 
   private renderHead(): void {
-    const row = div("nbi-row nbi-head-row", "row");
-    row.setAttribute("aria-rowindex", "1");
-    row.style.gridTemplateColumns = this.template();
-    for (const c of this.columns()) {
-      const cell = div(`nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, "columnheader");
+    const row = h("div", "nbi-row nbi-head-row", undefined, { role: "row", "aria-rowindex": "1" });
+    row.style.gridTemplateColumns = this.gridColumns();
+    const sort = this.state.sort;
+    for (const c of this.columns) {
+      const cell = h("div", `nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, undefined, {
+        role: "columnheader",
+      });
       cell.dataset.column = c.id;
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "nbi-sort";
-      button.title = `${c.title} (click to sort)`;
-      button.textContent = c.label;
-      const sorted = this.sortColumn?.id === c.id;
-      if (sorted) {
-        cell.setAttribute("aria-sort", this.sortColumn?.descending ? "descending" : "ascending");
-        button.append(Object.assign(document.createElement("span"), { className: "nbi-arrow", textContent: this.sortColumn?.descending ? " ▼" : " ▲" }));
+      const sortButton = button("nbi-sort", c.label, () => this.sortBy(c.id));
+      sortButton.title = `${c.title} (click to sort)`;
+      if (sort?.column === c.id) {
+        cell.setAttribute("aria-sort", sort.descending ? "descending" : "ascending");
+        sortButton.append(h("span", "nbi-arrow", sort.descending ? " ▼" : " ▲"));
       }
-      button.addEventListener("click", () => this.sortBy(c.id));
-      cell.append(button);
+      cell.append(sortButton);
       row.append(cell);
     }
     this.head.replaceChildren(row);
   }
 
+  /** An empty row with one cell per shown column, cloned for every visible row. */
+  private rowTemplate(): HTMLElement {
+    const row = h("div", "nbi-row", undefined, { role: "row" });
+    row.style.gridTemplateColumns = this.gridColumns();
+    for (const c of this.columns)
+      row.append(h("div", `nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, undefined, { role: "gridcell" }));
+    return row;
+  }
+
   private paintRows(): void {
-    const columns = this.columns();
-    const template = this.template();
     const out: HTMLElement[] = [];
     for (const item of this.virtualizer.getVirtualItems()) {
       const row = this.rows[item.index];
       if (!row) continue;
-      const el = this.rowElement(row, item.index, columns);
-      el.style.gridTemplateColumns = template;
+      const el = this.rowElement(row, item.index);
       el.style.transform = `translateY(${item.start - HEADER_HEIGHT}px)`;
       out.push(el);
     }
     this.body.replaceChildren(...out);
-    const active = this.rows.some((r) => r.id === this.selected) ? `${this.uid}-r${this.selected}` : "";
-    if (active) this.grid.setAttribute("aria-activedescendant", active);
+    const { selected } = this.state;
+    if (this.rows.some((r) => r.id === selected))
+      this.grid.setAttribute("aria-activedescendant", `${this.uid}-r${selected}`);
     else this.grid.removeAttribute("aria-activedescendant");
   }
 
-  private rowElement(row: Row, index: number, columns: Column[]): HTMLElement {
-    const n = this.tree.nodes[row.id];
-    const el = div(`nbi-row nbi-kind-${n.kind}${row.id === this.selected ? " nbi-selected" : ""}`, "row");
+  private rowElement(row: Row, index: number): HTMLElement {
+    const { tree, mode, selected } = this.state;
+    const n = tree.nodes[row.id];
+    const el = this.template.cloneNode(true) as HTMLElement;
+    el.classList.add(`nbi-kind-${n.kind}`);
+    if (row.id === selected) el.classList.add("nbi-selected");
     el.id = `${this.uid}-r${row.id}`;
+    el.dataset.id = String(row.id);
     el.dataset.path = n.path;
     el.setAttribute("aria-rowindex", String(index + 2));
     el.setAttribute("aria-level", String(row.level));
-    el.setAttribute("aria-selected", String(row.id === this.selected));
+    el.setAttribute("aria-selected", String(row.id === selected));
     if (row.expandable) el.setAttribute("aria-expanded", String(row.expanded));
-    const h = heat(n.relChange);
-    if (h > 0) el.style.setProperty("--nbi-heat", `${Math.round(h * 45)}%`);
-    if (h > 0) el.classList.add("nbi-heat");
-    el.addEventListener("click", (e) => {
-      if ((e.target as HTMLElement).closest(".nbi-caret")) {
-        this.toggle(row.id);
-        return;
-      }
-      const text = window.getSelection();
-      if (text && !text.isCollapsed && el.contains(text.anchorNode)) return; // selecting text in this row
-      this.select(row.id);
-      this.grid.focus({ preventScroll: true });
-    });
-    for (const c of columns) el.append(this.cell(c, n, row));
+    const warmth = heat(n.relChange);
+    if (warmth > 0) {
+      el.style.setProperty("--nbi-heat", `${Math.round(warmth * 45)}%`);
+      el.classList.add("nbi-heat");
+    }
+    const ctx = { tree, row, mode };
+    for (let i = 0; i < this.columns.length; i++) this.columns[i].render(el.children[i] as HTMLElement, n, ctx);
     return el;
-  }
-
-  private cell(c: Column, n: TreeNode, row: Row): HTMLElement {
-    const cell = div(`nbi-cell nbi-col-${c.id}${c.numeric ? " nbi-num" : ""}`, "gridcell");
-    if (c.id === "name") {
-      cell.style.paddingLeft = `${(row.level - 1) * 14 + 4}px`;
-      const caret = document.createElement("span");
-      caret.className = "nbi-caret";
-      caret.setAttribute("aria-hidden", "true");
-      caret.textContent = row.expandable ? (row.expanded ? "▾" : "▸") : "";
-      const key = document.createElement("span");
-      key.className = "nbi-key";
-      key.textContent = this.state.mode === "tree" ? n.key : n.path;
-      cell.append(caret, key);
-      cell.title = n.path;
-      if (n.aliasOf) cell.append(Object.assign(document.createElement("span"), { className: "nbi-tag", textContent: `= ${n.aliasOf}` }));
-      if (n.tiedTo) cell.append(Object.assign(document.createElement("span"), { className: "nbi-tag", textContent: `→ ${n.tiedTo}` }));
-      return cell;
-    }
-    if (c.id === "dist") {
-      if (n.hist) cell.append(sparkline(n.hist));
-      return cell;
-    }
-    if (c.id === "train") {
-      const status = trainableStatus(n.trainable, n.frozen);
-      if (status) cell.append(Object.assign(document.createElement("span"), { className: `nbi-badge nbi-${status}`, textContent: status === "trainable" ? "✓" : status }));
-      cell.title = status;
-      return cell;
-    }
-    cell.textContent = c.text(n, this.tree);
-    cell.title = cell.textContent;
-    if (c.id === "params" && n.params !== null && n.kind !== "tensor") {
-      cell.append(Object.assign(document.createElement("span"), { className: "nbi-pct", textContent: formatPercent(n.params, this.tree.totalParams) }));
-    }
-    return cell;
   }
 
   private renderDetailPanel(): void {
     this.cancelDetail();
-    const node = this.selected >= 0 ? this.tree.nodes[this.selected] : null;
-    this.cancelDetail = renderDetail(this.detail, this.tree, node, {
-      log: this.log,
-      onLog: (log) => {
-        this.log = log;
-        this.renderDetailPanel();
-      },
+    const { tree, selected, log } = this.state;
+    this.cancelDetail = renderDetail(this.detail, tree, selected >= 0 ? tree.nodes[selected] : null, {
+      log,
+      onLog: (on) => this.update({ log: on }),
       fetchHist: this.opts.fetchHist,
     });
   }
 
+  // ---- input
+
+  /** One listener for every row: the caret toggles, anything else selects. */
+  private onClick(e: MouseEvent): void {
+    const target = e.target as HTMLElement;
+    const el = target.closest<HTMLElement>("[role=row]");
+    if (!el?.dataset.id) return;
+    const id = Number(el.dataset.id);
+    if (target.closest(".nbi-caret")) {
+      this.toggle(id);
+      return;
+    }
+    const text = window.getSelection();
+    if (text && !text.isCollapsed && el.contains(text.anchorNode)) return; // selecting text in this row
+    this.select(id);
+    this.grid.focus({ preventScroll: true });
+  }
+
   private onKey(e: KeyboardEvent): void {
     if (!this.rows.length) return;
-    const index = Math.max(0, this.rows.findIndex((r) => r.id === this.selected));
+    const { tree, selected, mode } = this.state;
+    const index = Math.max(
+      0,
+      this.rows.findIndex((r) => r.id === selected),
+    );
     const row = this.rows[index];
     const go = (i: number) => this.select(this.rows[Math.max(0, Math.min(this.rows.length - 1, i))].id);
     const keys: Record<string, () => void> = {
-      ArrowDown: () => go(this.selected < 0 ? 0 : index + 1),
+      ArrowDown: () => go(selected < 0 ? 0 : index + 1),
       ArrowUp: () => go(index - 1),
       PageDown: () => go(index + 15),
       PageUp: () => go(index - 15),
       Home: () => go(0),
       End: () => go(this.rows.length - 1),
-      ArrowRight: () => (row.expandable && !row.expanded ? this.toggle(row.id) : row.expanded ? go(index + 1) : undefined),
+      ArrowRight: () =>
+        row.expandable && !row.expanded ? this.toggle(row.id) : row.expanded ? go(index + 1) : undefined,
       ArrowLeft: () => {
         if (row.expanded) this.toggle(row.id);
-        else if (this.state.mode === "tree" && this.tree.nodes[row.id].parent >= 0) this.select(this.tree.nodes[row.id].parent);
+        else if (mode === "tree" && tree.nodes[row.id].parent >= 0) this.select(tree.nodes[row.id].parent);
       },
       Enter: () => (row.expandable ? this.toggle(row.id) : undefined),
     };
     const action = keys[e.key];
     if (!action) return;
     e.preventDefault();
-    if (this.selected < 0 && e.key !== "ArrowDown") return go(0);
-    action();
-    if (e.key === "ArrowRight" || e.key === "ArrowLeft" || e.key === "Enter") {
-      const i = this.rows.findIndex((r) => r.id === this.selected);
-      if (i >= 0) this.virtualizer.scrollToIndex(i, { align: "auto" });
+    if (selected < 0 && e.key !== "ArrowDown") {
+      go(0);
+      return;
     }
+    action();
+    if (e.key === "ArrowRight" || e.key === "ArrowLeft" || e.key === "Enter") this.scrollToSelected();
   }
 }

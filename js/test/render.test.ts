@@ -1,20 +1,20 @@
 // Rendering against a fake anywidget model in jsdom.
 
+import type { AnyModel } from "@anywidget/types";
 import { afterEach, describe, expect, it } from "vitest";
-import widget from "../src/index";
-import type { Payload, WidgetModel } from "../src/types";
+import widget, { type Traits } from "../src/index";
+import type { Payload } from "../src/payload";
 import { payload } from "./fixtures";
 
-class FakeModel implements WidgetModel {
+/** The part of an anywidget model the widget uses; the rest of AnyModel throws if touched. */
+class FakeModel {
   saved = 0;
   handlers = new Map<string, () => void>();
-  constructor(public state: { payload: Payload; selected: string | null }) {}
-  get(key: "payload"): Payload;
-  get(key: "selected"): string | null;
-  get(key: "payload" | "selected"): Payload | string | null {
+  constructor(public state: Traits) {}
+  get<K extends keyof Traits>(key: K): Traits[K] {
     return this.state[key];
   }
-  set(key: "selected", value: string | null) {
+  set<K extends keyof Traits>(key: K, value: Traits[K]) {
     this.state[key] = value;
   }
   save_changes() {
@@ -23,8 +23,8 @@ class FakeModel implements WidgetModel {
   on(event: string, cb: () => void) {
     this.handlers.set(event, cb);
   }
-  off(event: string) {
-    this.handlers.delete(event);
+  off(event?: string | null) {
+    if (event) this.handlers.delete(event);
   }
 }
 
@@ -38,14 +38,15 @@ function mount(p: Payload = payload(), selected: string | null = null) {
   const model = new FakeModel({ payload: p, selected });
   const el = document.createElement("div");
   document.body.append(el);
-  cleanup = widget.render({ model, el });
+  cleanup = widget.render({ model: model as unknown as AnyModel<Traits>, el });
   const grid = el.querySelector<HTMLElement>("[role=treegrid]")!;
   const rows = () => [...el.querySelectorAll<HTMLElement>(".nbi-body [role=row]")];
   const row = (path: string) => rows().find((r) => r.dataset.path === path);
   return { model, el, grid, rows, row };
 }
 
-const key = (grid: HTMLElement, k: string) => grid.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+const key = (grid: HTMLElement, k: string) =>
+  grid.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
 
 describe("render", () => {
   it("is an ARIA treegrid with levels, expansion state and column headers", () => {
@@ -56,7 +57,19 @@ describe("render", () => {
     expect(row("blocks")!.getAttribute("aria-level")).toBe("2");
     expect(row("stem.weight")!.hasAttribute("aria-expanded")).toBe(false);
     const headers = [...el.querySelectorAll("[role=columnheader]")].map((h) => h.textContent);
-    expect(headers).toEqual(["Name", "Type", "Params", "Train", "Shape", "Memory", "Histogram", "mean", "std", "Status", "Rel. change"]);
+    expect(headers).toEqual([
+      "Name",
+      "Type",
+      "Params",
+      "Train",
+      "Shape",
+      "Memory",
+      "Histogram",
+      "mean",
+      "std",
+      "Status",
+      "Rel. change",
+    ]);
     expect(el.querySelector(".nbi-header")!.textContent).toContain("Net");
   });
 

@@ -1,12 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { ancestors, comparator, expandedAll, expandedToDepth, flatten, matches, type ViewState } from "../src/flatten";
-import { buildTree, foldRepeats, signatures } from "../src/tree";
+import { ancestors, comparator, expandedAll, expandedToDepth, flatten, matches, type RowOptions } from "../src/flatten";
+import { buildTree, foldRepeats, moduleField, signatures, tensorField } from "../src/tree";
 import { payload } from "./fixtures";
 
 const tree = () => foldRepeats(buildTree(payload()));
 const byPath = (t: ReturnType<typeof tree>, path: string) => t.nodes.find((n) => n.path === path)!;
-const state = (over: Partial<ViewState> = {}): ViewState => ({ expanded: new Set(), sort: null, query: "", mode: "tree", ...over });
-const paths = (t: ReturnType<typeof tree>, s: ViewState) => flatten(t, s).map((r) => t.nodes[r.id].path);
+const state = (over: Partial<RowOptions> = {}): RowOptions => ({
+  expanded: new Set(),
+  sort: null,
+  query: "",
+  mode: "tree",
+  ...over,
+});
+const paths = (t: ReturnType<typeof tree>, s: RowOptions) => flatten(t, s).map((r) => t.nodes[r.id].path);
 
 describe("buildTree", () => {
   it("gives modules dotted paths and tensors under their module, tensors first", () => {
@@ -17,6 +23,17 @@ describe("buildTree", () => {
     expect(stem.children.map((c) => t.nodes[c].path)).toEqual(["stem.weight"]);
     expect(byPath(t as never, "blocks.3.fc.weight").depth).toBe(4);
     expect(t.has).toEqual({ trace: false, stats: true, compare: true });
+  });
+
+  it("lets a column read any payload field of a node's own row", () => {
+    const p = payload();
+    const t = buildTree(p);
+    const stem = byPath(t as never, "stem");
+    const weight = byPath(t as never, "stem.weight");
+    expect(moduleField(t, stem, "attrs")).toEqual(p.modules.attrs[1]);
+    expect(moduleField(t, stem, "flops")).toBeNull(); // not traced: the column is absent
+    expect(tensorField(t, weight, "compare")).toEqual(["changed", 0.5]);
+    expect(tensorField(t, stem, "dtype")).toBeNull(); // a module has no tensor row
   });
 
   it("rolls the largest relative change up to every ancestor", () => {
@@ -58,7 +75,12 @@ describe("flatten", () => {
     const t = tree();
     expect(flatten(t, state())).toEqual([{ id: 0, level: 1, expandable: true, expanded: false }]);
     const rows = flatten(t, state({ expanded: expandedToDepth(t, 1) }));
-    expect(rows.map((r) => [t.nodes[r.id].path, r.level])).toEqual([["", 1], ["stem", 2], ["blocks", 2], ["head", 2]]);
+    expect(rows.map((r) => [t.nodes[r.id].path, r.level])).toEqual([
+      ["", 1],
+      ["stem", 2],
+      ["blocks", 2],
+      ["head", 2],
+    ]);
   });
 
   it("sorts within each parent so the tree stays a tree", () => {
@@ -97,7 +119,14 @@ describe("flatten", () => {
   it("filters by name or type, keeping ancestors open and dropping the rest", () => {
     const t = tree();
     expect(paths(t, state({ query: "head" }))).toEqual(["", "head", "head.weight"]);
-    expect(paths(t, state({ query: "BLOCKS.2.FC" }))).toEqual(["", "blocks", "blocks.0–3", "blocks.2", "blocks.2.fc", "blocks.2.fc.weight"]);
+    expect(paths(t, state({ query: "BLOCKS.2.FC" }))).toEqual([
+      "",
+      "blocks",
+      "blocks.0–3",
+      "blocks.2",
+      "blocks.2.fc",
+      "blocks.2.fc.weight",
+    ]);
     const byType = paths(t, state({ query: "linear", mode: "leaves" }));
     expect(byType).toHaveLength(7);
     expect(paths(t, state({ query: "no such thing" }))).toEqual([]);

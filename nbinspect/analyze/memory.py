@@ -182,8 +182,14 @@ def memory_plan(
     input_dtype: torch.dtype | None = None,
 ) -> pd.DataFrame:
     """The memory one training step needs (schema.MEMORY): whole-model rows, then rows per module."""
-    _check(optimizer, precision, master_weights)
     source = as_source(model)
+    if source.framework == "mlx":  # mlx.optimizers' state, no autocast: its own tables, the same frame
+        from .mlx_memory import mlx_memory_plan
+
+        if grad_checkpointing or master_weights:
+            raise ValueError("grad_checkpointing and master_weights are planned for torch models only")
+        return mlx_memory_plan(source, input, batch_size, optimizer, precision, input_dtype)
+    _check(optimizer, precision, master_weights)
     model = source.model
     rows = _tensor_rows(source, optimizer, precision, master_weights)
     notes = {

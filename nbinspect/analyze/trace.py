@@ -36,6 +36,7 @@ from torch.nn.modules.module import (
 
 from ..dtypes import dtype_name
 from ..errors import DTYPE_HINT, TraceError
+from ..sources.mlx_module import is_mlx_module
 from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
@@ -349,6 +350,13 @@ def run_trace(
     whenever the parameters are cast or the batch resized, so the model is never touched.
     Raises :class:`TraceError` naming the module that failed.
     """
+    if is_mlx_module(model):  # MLX has no hooks or dispatch modes: its own recorder, the same result
+        from .mlx_trace import run_mlx_trace
+
+        return run_mlx_trace(
+            model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype, training=training,
+            batch_size=batch_size,
+        )  # fmt: skip
     if not isinstance(model, nn.Module):
         what = "a checkpoint or state_dict (no forward pass to run)" if model is None else type(model).__name__
         raise TypeError(f"tracing needs a live torch.nn.Module, got {what}")

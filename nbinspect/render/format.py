@@ -1,47 +1,98 @@
-"""Human-readable numbers, shared by every text renderer."""
+"""Human-readable numbers: the one rule every renderer uses (text, HTML and the widget).
+
+- counts: exact, with thousands separators (``12,345,678``);
+- sizes in bytes: powers of 1024 with IEC units (``1.5 KiB``, ``463.0 KiB``, ``2.0 GiB``);
+- compact counts and FLOPs: powers of 1000 with SI prefixes (``118.5 K``, ``7.6 M``);
+- scaled values keep one decimal, below the first unit they print as an integer (``512 B``,
+  ``999``), and a value that rounds up to the next unit moves to it (``1.0 M``, not ``1000.0 K``);
+- shares of a whole: one decimal, ``<0.1%`` for a positive share that would round to zero.
+
+The front-end implements the same rule in ``js/src/format.ts``; ``tests/format_cases.json`` holds
+the cases both must agree on. Rounding is half up in double precision, written out so that
+Python and JavaScript give the same digits.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["format_bytes", "format_count", "format_flops", "format_shape", "is_missing", "trainable_status"]
+__all__ = [
+    "format_bytes",
+    "format_compact",
+    "format_count",
+    "format_flops",
+    "format_percent",
+    "format_shape",
+    "is_missing",
+    "trainable_status",
+]
 
-_UNITS = ("B", "KB", "MB", "GB", "TB")
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_SI_PREFIXES = ("", "K", "M", "G", "T", "P")
 
 
 def is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
+def _round_half_up(v: float) -> int:
+    return math.floor(v + 0.5)
+
+
+def _scaled(n: Any, base: int, units: Sequence[str]) -> str:
+    """`n` in the largest unit of `units` (each `base` times the last) that keeps it at least 1."""
+    if is_missing(n):
+        return ""
+    v = abs(float(n))
+    sign = "-" if float(n) < 0 else ""
+    whole = _round_half_up(v)
+    if whole < base:
+        return f"{sign if whole else ''}{whole}" + (f" {units[0]}" if units[0] else "")
+    unit = 0
+    while v >= base and unit < len(units) - 1:
+        v /= base
+        unit += 1
+    tenths = _round_half_up(v * 10)
+    if tenths >= base * 10 and unit < len(units) - 1:  # 999.96 K rounds to 1000.0 K: say 1.0 M
+        v /= base
+        unit += 1
+        tenths = _round_half_up(v * 10)
+    return f"{sign}{tenths // 10}.{tenths % 10} {units[unit]}"
+
+
 def format_count(n: Any) -> str:
     """12345678 -> '12,345,678'; missing -> ''."""
-    return "" if is_missing(n) else f"{int(n):,}"
+    if is_missing(n):
+        return ""
+    whole = _round_half_up(abs(float(n))) if isinstance(n, float) else abs(int(n))
+    return f"{'-' if n < 0 and whole else ''}{whole:,}"
 
 
 def format_bytes(n: Any) -> str:
-    """Bytes in binary units labelled B/KB/MB/GB/TB (1 KB = 1024 B): 1536 -> '1.5 KB'."""
-    if is_missing(n):
-        return ""
-    n = float(n)
-    for unit in _UNITS:
-        if abs(n) < 1024 or unit == _UNITS[-1]:
-            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
+    """Bytes in powers of 1024: 512 -> '512 B', 1536 -> '1.5 KiB'; missing -> ''."""
+    return _scaled(n, 1024, _BYTE_UNITS)
+
+
+def format_compact(n: Any) -> str:
+    """A count in powers of 1000: 118528 -> '118.5 K', 999 -> '999'; missing -> ''."""
+    return _scaled(n, 1000, _SI_PREFIXES)
 
 
 def format_flops(n: Any) -> str:
-    """FLOPs with a decimal prefix: 1_234_567 -> '1.23 M'; below 1000 as is; missing -> ''."""
-    if is_missing(n):
+    """FLOPs are compact counts: 7_602_176 -> '7.6 M'."""
+    return format_compact(n)
+
+
+def format_percent(part: Any, whole: Any) -> str:
+    """`part` as a share of `whole`: '84.3%', '<0.1%'; '' when either is missing or zero."""
+    if is_missing(part) or is_missing(whole) or not part or not whole:
         return ""
-    n = int(n)
-    for value, prefix in ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")):
-        if abs(n) >= value:
-            return f"{n / value:.2f} {prefix}"
-    return str(n)
+    tenths = _round_half_up(1000 * float(part) / float(whole))
+    return "<0.1%" if tenths == 0 else f"{tenths // 10}.{tenths % 10}%"
 
 
 def format_shape(shape: Any) -> str:

@@ -1,4 +1,5 @@
-"""The widget's payload: the frames of one inspection as compact, JSON-safe columns.
+"""The widget's payload: the frames of one inspection as compact, JSON-safe columns, with
+the fields :mod:`nbinspect.payload_schema` declares.
 
 Built from the frames only (``layers``, ``params`` and, when present, ``stats`` (tensor
 rows, and module roll-up rows with ``kind == "module"``, here or in a ``stats_by_module``
@@ -17,18 +18,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..payload_schema import MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Field, check_payload
 from .format import is_missing
 from .json_export import jsonable
 
-__all__ = ["INLINE_BINS", "PAYLOAD_VERSION", "STAT_FIELDS", "build_payload", "histogram"]
+__all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram"]
 
-PAYLOAD_VERSION = 1
 STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", "nan", "inf")
 """Stats columns sent per row, in this order, when a stats frame is present."""
 INLINE_BINS = 16
 """Most bins an embedded histogram keeps; finer ones are fetched on demand."""
 
-_TRACE = ("output_shapes", "flops", "activation_bytes")
 _MODULE_STATS = "stats_by_module"  # a key of schema.FRAME_KEYS
 
 
@@ -115,43 +115,32 @@ def _compare_rows(frame: pd.DataFrame | None, names: list[str]) -> list | None:
     return out
 
 
+def _copied(frame: pd.DataFrame, fields: tuple[Field, ...], when: str | None) -> dict[str, list]:
+    """The fields copied as is from frame columns, of those present `when`."""
+    return {f.name: _column(frame, f.source) for f in fields if f.source is not None and f.when == when}
+
+
 def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame]) -> dict:
-    """The widget payload of one inspection. `frames` needs ``layers`` and ``params``; the
-    ``stats``, module stats and ``compare`` frames and the layers' trace columns are used
-    when present and left out of the payload when absent."""
+    """The widget payload of one inspection (its fields: :mod:`nbinspect.payload_schema`).
+    `frames` needs ``layers`` and ``params``; the ``stats``, module stats and ``compare``
+    frames and the layers' trace columns are used when present and left out when absent."""
     layers, params = frames["layers"], frames["params"]
     module_names = layers["name"].tolist()
     index = {n: i for i, n in enumerate(module_names)}
-    parents = [-1 if is_missing(p) else index[p] for p in layers["parent"].tolist()]
-    keys = [n.rsplit(".", 1)[-1] for n in module_names]
     modules: dict[str, list] = {
-        "key": keys,
-        "parent": parents,
-        "type": _column(layers, "type"),
-        "alias_of": _column(layers, "alias_of"),
-        "params": _column(layers, "params"),
-        "trainable": _column(layers, "trainable_params"),
-        "frozen": _column(layers, "frozen_params"),
-        "param_bytes": _column(layers, "param_bytes"),
-        "buffer_bytes": _column(layers, "buffer_bytes"),
+        "key": [n.rsplit(".", 1)[-1] for n in module_names],
+        "parent": [-1 if is_missing(p) else index[p] for p in layers["parent"].tolist()],
+        **_copied(layers, MODULE_FIELDS, None),
         "attrs": [a if a else None for a in _column(layers, "attrs")],
     }
-    traced = "flops" in layers.columns and layers["flops"].notna().any()
-    if traced:
-        for column in _TRACE:
-            modules[column] = _column(layers, column)
+    if "flops" in layers.columns and layers["flops"].notna().any():
+        modules.update(_copied(layers, MODULE_FIELDS, "trace"))
 
     tensor_names = params["name"].tolist()
     tensors: dict[str, list] = {
         "module": [index[m] for m in params["module"].tolist()],
         "key": [n.rsplit(".", 1)[-1] for n in tensor_names],
-        "kind": _column(params, "kind"),
-        "shape": _column(params, "shape"),
-        "dtype": _column(params, "dtype"),
-        "numel": _column(params, "numel"),
-        "bytes": _column(params, "bytes"),
-        "requires_grad": _column(params, "requires_grad"),
-        "tied_to": _column(params, "tied_to"),
+        **_copied(params, TENSOR_FIELDS, None),
     }
     tensor_stats, module_stats = _split_stats(frames)
     tensors.update(_stats_rows(tensor_stats, tensor_names) or {})
@@ -160,7 +149,7 @@ def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: 
     if compare is not None:
         tensors["compare"] = compare
 
-    return {
+    payload = {
         "version": PAYLOAD_VERSION,
         "model": {"name": name, "framework": framework},
         "totals": jsonable(dict(totals)),
@@ -168,6 +157,8 @@ def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: 
         "modules": modules,
         "tensors": tensors,
     }
+    check_payload(payload)
+    return payload
 
 
 def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor") -> dict | None:

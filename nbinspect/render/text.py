@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ..sources.tree import UNKNOWN_TYPE
-from .format import format_bytes, format_count, format_shape, is_missing, trainable_status
+from .format import format_bytes, format_count, format_percent, format_shape, is_missing, trainable_status
 
 __all__ = ["health_block", "layer_tree", "summary", "table"]
 
@@ -53,7 +53,7 @@ def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None
             continue
         label = prefix + (row.name.rsplit(".", 1)[-1] if row.name else title or row.type)
         kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"
-        share = f"{100 * row.params / total_params:.1f}%" if total_params and row.params else ""
+        share = format_percent(row.params, total_params)
         cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
         cells += [format_count(row.params), share, trainable_status(row.trainable_params, row.frozen_params)]
         rows.append(cells)
@@ -79,7 +79,13 @@ def _summary_block(totals: Mapping[str, int]) -> str:
 
 def _by_type_block(by_type: pd.DataFrame) -> str:
     rows = [
-        [r.type, format_count(r.modules), format_count(r.params), f"{r.share:.1f}%", format_bytes(r.param_bytes)]
+        [
+            r.type,
+            format_count(r.modules),
+            format_count(r.params),
+            format_percent(r.share, 100),
+            format_bytes(r.param_bytes),
+        ]
         for r in by_type.itertuples(index=False)
     ]
     return table(

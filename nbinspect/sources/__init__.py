@@ -14,10 +14,14 @@ EXPECTED = "a torch.nn.Module instance, a state_dict, or a checkpoint path"
 
 
 def as_source(obj: Any, name: str | None = None) -> ModelSource:
-    """The source for `obj`: a torch module, a state_dict or training checkpoint dict, or a
+    """The source for `obj`: a torch or MLX module, a state_dict or training checkpoint dict, or a
     checkpoint path (see :func:`load_checkpoint`); a ModelSource is returned as it is."""
     if isinstance(obj, ModelSource):
         return obj
+    from .mlx_module import from_mlx_module, is_mlx_module
+
+    if is_mlx_module(obj):
+        return from_mlx_module(obj, name)
     import torch.nn as nn
 
     from .torch_module import from_module

@@ -18,6 +18,7 @@ from torch import nn
 from ..errors import CheckpointError
 from .base import ModelSource
 from .known_model import with_model
+from .npz_file import is_npz, read_npz
 from .pages import drop_tensor_pages
 from .safetensors_file import read_safetensors
 from .state_dict import from_mapping, split_checkpoint, stored_tensors
@@ -39,6 +40,9 @@ def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTen
     if head[8:9] == b"{":  # safetensors: 8-byte header length, then JSON (checked first: a length can start with 0x80)
         stored, meta = read_safetensors(path)
         return stored, {"format": "safetensors", **meta}, True
+    if head.startswith(ZIP_MAGIC) and is_npz(path):  # numpy.savez / mlx.core.savez: a zip of .npy arrays
+        stored, meta = read_npz(path)
+        return stored, {"format": "npz", **meta}, True
     if head.startswith((ZIP_MAGIC, _PICKLE_MAGIC)):
         obj, mapped = load_torch_file(path, trust=trust)
         if isinstance(obj, nn.Module):  # a whole pickled model (trusted): its weights
@@ -55,7 +59,7 @@ def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTen
         release = drop_tensor_pages if mapped else None
         return stored_tensors(weights, meta, str(path), release), {"format": "torch", **meta}, False
     raise CheckpointError(
-        f"{path}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, "
+        f"{path}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, npz, "
         "*.index.json of shards, or a folder of these)"
     )
 

@@ -41,8 +41,8 @@ def test_renders_the_tree_with_totals(tiny_lm_page):
     expect(row(page, "blocks")).to_have_attribute("aria-level", "2")
     header = page.locator(".nbi-header")
     expect(header).to_contain_text("TinyLM")
-    expect(header).to_contain_text("118.5K")  # unique parameters
-    expect(header).to_contain_text("134.9K")  # by path: the tied head counted twice
+    expect(header).to_contain_text("118.5 K")  # unique parameters
+    expect(header).to_contain_text("134.9 K")  # by path: the tied head counted twice
     expect(row(page, "")).to_contain_text("118,528")
     fold = row(page, "blocks.0–1")
     expect(fold).to_contain_text("blocks.0–1 ×2")

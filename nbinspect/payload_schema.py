@@ -1,0 +1,198 @@
+"""The widget payload: every field the front-end reads, written once.
+
+:func:`nbinspect.render.payload.build_payload` fills these fields from the frames (see
+:mod:`nbinspect.schema`) and checks what it built against them; ``tests/generate_contract.py`` writes the
+TypeScript types of ``js/src/payload.ts`` from them (a test keeps that file fresh), and the
+front-end refuses a payload whose ``version`` is not :data:`PAYLOAD_VERSION`.
+
+Tables travel as column arrays: entry i of every list of ``modules`` (or ``tensors``) describes
+row i. A field with a ``when`` is present only when that data is: ``trace`` after a traced
+forward pass, ``stats`` with weight statistics, ``note`` when a stats row has a note,
+``compare`` for a comparison. To add a column: one :class:`Field` here (with ``source`` when it
+is a frame column copied as is), ``make contract``, and one entry in ``js/src/columns.ts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "MODULE_FIELDS",
+    "PAYLOAD_VERSION",
+    "TENSOR_FIELDS",
+    "TOTALS_FIELDS",
+    "Field",
+    "check_payload",
+    "typescript",
+]
+
+PAYLOAD_VERSION = 1
+"""Bumped whenever a field changes meaning or goes away; the front-end checks it."""
+
+
+def _num(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _ints(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in v)
+
+
+def _hist(v: Any) -> bool:
+    return isinstance(v, dict) and set(v) == {"e", "c"} and all(map(_num, v["e"])) and _ints(v["c"])
+
+
+# Entry types: name -> (TypeScript type, check of one JSON value).
+TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "string": ("string", lambda v: isinstance(v, str)),
+    "string?": ("string | null", lambda v: v is None or isinstance(v, str)),
+    "int": ("number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "num?": ("Num", _num),
+    "bool?": ("boolean | null", lambda v: v is None or isinstance(v, bool)),
+    "shape?": ("number[] | null", lambda v: v is None or _ints(v)),
+    "shapes?": ("Shape", lambda v: v is None or _ints(v) or (isinstance(v, list) and all(map(_ints, v)))),
+    "attrs?": ("Record<string, unknown> | null", lambda v: v is None or isinstance(v, dict)),
+    "stats?": ("Num[] | null", lambda v: v is None or (isinstance(v, list) and all(map(_num, v)))),
+    "hist?": ("Hist | null", lambda v: v is None or _hist(v)),
+    "compare?": (
+        "[string | null, Num] | null",
+        lambda v: v is None or (isinstance(v, list) and len(v) == 2 and TYPES["string?"][1](v[0]) and _num(v[1])),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str  # a key of TYPES: the type of one entry
+    doc: str
+    source: str | None = None  # the frame column it copies as is; None when build_payload computes it
+    when: str | None = None  # None: always present; else "trace", "stats", "note" or "compare"
+
+
+MODULE_FIELDS: tuple[Field, ...] = (
+    Field("key", "string", "last segment of the dotted path ('' for the root)"),
+    Field("parent", "int", "row of the parent module, -1 for the root"),
+    Field("type", "string", "class name", "type"),
+    Field("alias_of", "string?", "first path of the same module object if registered twice", "alias_of"),
+    Field("params", "num?", "parameters in the subtree, shared storage once", "params"),
+    Field("trainable", "num?", "subtree parameters with requires_grad", "trainable_params"),
+    Field("frozen", "num?", "subtree parameters without requires_grad", "frozen_params"),
+    Field("param_bytes", "num?", "bytes of subtree parameters, shared storage once", "param_bytes"),
+    Field("buffer_bytes", "num?", "bytes of subtree buffers, shared storage once", "buffer_bytes"),
+    Field("attrs", "attrs?", "layer hyperparameters; null when there are none"),
+    Field("output_shapes", "shapes?", "shapes the module returned (first call)", "output_shapes", "trace"),
+    Field("flops", "num?", "FLOPs of all calls, subtree", "flops", "trace"),
+    Field("activation_bytes", "num?", "bytes autograd saved for backward, subtree", "activation_bytes", "trace"),
+    Field("stats", "stats?", "the stat_fields of the subtree's values, in that order", when="stats"),
+    Field("hist", "hist?", "coarse histogram of the subtree's values", when="stats"),
+    Field("note", "string?", "why statistics are missing or partial", when="note"),
+)
+
+TENSOR_FIELDS: tuple[Field, ...] = (
+    Field("module", "int", "row of the module holding the tensor"),
+    Field("key", "string", "last segment of the dotted path"),
+    Field("kind", "string", "'parameter' or 'buffer'", "kind"),
+    Field("shape", "shape?", "shape; null for an uninitialized (lazy) parameter", "shape"),
+    Field("dtype", "string?", "element type, e.g. 'float32'", "dtype"),
+    Field("numel", "num?", "number of elements", "numel"),
+    Field("bytes", "num?", "numel times element size", "bytes"),
+    Field("requires_grad", "bool?", "whether the optimizer would train it", "requires_grad"),
+    Field("tied_to", "string?", "first path holding the same storage; null if not shared", "tied_to"),
+    Field("stats", "stats?", "the stat_fields of the tensor's values, in that order", when="stats"),
+    Field("hist", "hist?", "coarse histogram of the values", when="stats"),
+    Field("note", "string?", "why statistics are missing or partial", when="note"),
+    Field("compare", "compare?", "[status, relative change] against the other side", when="compare"),
+)
+
+TOTALS_FIELDS: tuple[Field, ...] = (
+    Field("total_params", "num?", "unique parameter elements (shared storage once)"),
+    Field("total_params_by_path", "num?", "every path counted, as naive counters do"),
+    Field("trainable_params", "num?", "parameters with requires_grad"),
+    Field("non_trainable_params", "num?", "parameters without requires_grad"),
+    Field("param_bytes", "num?", "bytes of parameters, shared storage once"),
+    Field("buffer_bytes", "num?", "bytes of buffers, shared storage once"),
+    Field("num_modules", "num?", "distinct module objects, root included"),
+)
+"""The totals the front-end reads; the payload carries the inspection's other totals too."""
+
+_TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors")
+
+
+def _check_table(table: Any, fields: tuple[Field, ...], where: str, deep: bool) -> None:
+    if not isinstance(table, Mapping):
+        raise ValueError(f"payload {where}: expected an object of columns, got {type(table).__name__}")
+    declared = {f.name: f for f in fields}
+    unknown = sorted(set(table) - set(declared))
+    if unknown:
+        raise ValueError(f"payload {where}: columns {unknown} are not declared in nbinspect/payload_schema.py")
+    missing = [f.name for f in fields if f.when is None and f.name not in table]
+    if missing:
+        raise ValueError(f"payload {where}: required columns {missing} are missing")
+    lengths = {name: len(values) for name, values in table.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"payload {where}: columns differ in length: {lengths}")
+    if deep:
+        for name, values in table.items():
+            ok = TYPES[declared[name].type][1]
+            bad = next((i for i, v in enumerate(values) if not ok(v)), None)
+            if bad is not None:
+                raise ValueError(f"payload {where}.{name}[{bad}] = {values[bad]!r} is not {declared[name].type}")
+
+
+def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
+    """Raise ValueError naming the first field of `payload` that breaks the contract: unknown or
+    missing keys and columns, ragged tables, and with `deep` the type of every entry."""
+    keys = sorted(set(payload) ^ set(_TOP))
+    if keys:
+        raise ValueError(f"payload: top-level keys {keys} differ from {list(_TOP)}")
+    if payload["version"] != PAYLOAD_VERSION:
+        raise ValueError(f"payload: version {payload['version']!r} is not {PAYLOAD_VERSION}")
+    _check_table(payload["modules"], MODULE_FIELDS, "modules", deep)
+    _check_table(payload["tensors"], TENSOR_FIELDS, "tensors", deep)
+    if deep:
+        for f in TOTALS_FIELDS:
+            if not TYPES[f.type][1](payload["totals"].get(f.name)):
+                raise ValueError(f"payload totals.{f.name} = {payload['totals'].get(f.name)!r} is not {f.type}")
+
+
+def _ts(field: Field, column: bool) -> str:
+    t = TYPES[field.type][0]
+    return t if not column else f"{t}[]" if t.isidentifier() else f"({t})[]"
+
+
+def _interface(name: str, doc: str, fields: tuple[Field, ...], column: bool, extra: str = "") -> str:
+    lines = [f"/** {doc} */", f"export interface {name} {{"]
+    for f in fields:
+        when = f" Present with {f.when}." if f.when else ""
+        lines.append(f"  /** {f.doc}.{when} */")
+        lines.append(f"  {f.name}{'?' if f.when else ''}: {_ts(f, column)};")
+    return "\n".join([*lines, *([extra] if extra else []), "}"])
+
+
+def typescript() -> str:
+    """The TypeScript module ``js/src/payload.ts``: these fields as types."""
+    parts = [
+        "// Generated from nbinspect/payload_schema.py by `make contract` (tests/generate_contract.py): do not edit.",
+        f"\nexport const PAYLOAD_VERSION = {PAYLOAD_VERSION};",
+        "\nexport type Num = number | null;",
+        "\n/** Shapes: one shape, a list of shapes (one per output), or null. */",
+        "export type Shape = number[] | number[][] | null;",
+        "\n/** A histogram: counts `c`, and edges `e` (all c.length + 1 of them, or [lo, hi] when uniform). */",
+        "export interface Hist {\n  e: number[];\n  c: number[];\n}",
+        "\n" + _interface("ModuleColumns", "One entry per module, in pre-order.", MODULE_FIELDS, True),
+        "\n" + _interface("TensorColumns", "One entry per parameter and buffer path.", TENSOR_FIELDS, True),
+        "\n" + _interface("Totals", "Whole-model totals.", TOTALS_FIELDS, False, "  [key: string]: unknown;"),
+        "\nexport interface Payload {",
+        "  version: number;",
+        "  model: { name: string; framework: string };",
+        "  totals: Totals;",
+        "  /** The statistics in each `stats` entry, in order. */",
+        "  stat_fields: string[];",
+        "  modules: ModuleColumns;",
+        "  tensors: TensorColumns;",
+        "}",
+    ]
+    return "\n".join(parts) + "\n"
