@@ -7,12 +7,14 @@ is rendered from those frames.
 from __future__ import annotations
 
 from . import examples, mlx
+from .analyze.distributed import distributed
 from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
 from .config_inspection import build_on_meta, from_config
 from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
+from .experts import MixtureOfExperts, expert_changes, moe, split_experts
 from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
@@ -36,14 +38,17 @@ __all__ = [
     "HealthThresholds",
     "InspectWidget",
     "Inspection",
+    "MixtureOfExperts",
     "ModelInfo",
     "TraceError",
     "UnsafeCheckpointError",
     "build_on_meta",
     "by_type",
     "compare",
+    "distributed",
     "dump_model_info",
     "examples",
+    "expert_changes",
     "from_config",
     "health",
     "inspect",
@@ -53,8 +58,10 @@ __all__ = [
     "load_ipython_extension",
     "memory",
     "mlx",
+    "moe",
     "params",
     "plot_distributions",
+    "split_experts",
     "stats",
     "totals",
     "trace",

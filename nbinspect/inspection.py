@@ -12,10 +12,12 @@ from typing import Any
 import pandas as pd
 
 from .analyze import structure
+from .analyze.distributed import on_receiving_rank
 from .analyze.gc_pause import gc_paused
 from .analyze.health import HealthThresholds, health_frame, problem_counts
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
+from .analyze.moe import expert_groups, moe_totals
 from .analyze.stats import stats_frames
 from .analyze.trace import TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
@@ -168,6 +170,7 @@ class Inspection(Result):
         return engine_label(self.totals) if self.framework == "vllm" else self.framework
 
 
+@on_receiving_rank(0)
 @gc_paused()
 def inspect(
     model: Any,
@@ -204,7 +207,12 @@ def inspect(
     if stats:
         by = stats_frames(source, bins)
         frames.update(stats=by["tensor"], stats_by_module=by["module"])
-    inspection = Inspection(source.name, source.framework, frames, structure.totals(source), metadata=source.metadata)
+    totals = structure.totals(source)
+    groups = expert_groups(source)
+    if groups:  # a mixture of experts: what one token uses, beside the total
+        moe = moe_totals(totals["total_params"], groups)
+        totals.update(activated_params=moe["activated_params"], routed_params=moe["routed_params"])
+    inspection = Inspection(source.name, source.framework, frames, totals, metadata=source.metadata)
     if input is not None:
         args, kwargs = split_input(input)
         inspection = _traced(
@@ -213,6 +221,7 @@ def inspect(
     return inspection
 
 
+@on_receiving_rank(0)
 @gc_paused()
 def trace(
     model: Any, *args: Any, backward: bool = False, flops: bool = True, input_dtype: Any = None, **kwargs: Any
@@ -259,6 +268,7 @@ def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **opt
     return with_trace(inspection, result)
 
 
+@on_receiving_rank(0)
 def health(obj: Any, *, exploding: float | None = None, vanishing: float | None = None) -> pd.DataFrame:
     """Weight health (schema.HEALTH) of an Inspection or of anything :func:`inspect` takes:
     per tensor and per module, NaN/Inf counts, zero fraction, and flags for dead (all-zero)
@@ -273,6 +283,7 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
     return health_frame(insp.stats, insp.params, list(insp.layers["name"]), limits)
 
 
+@on_receiving_rank(0)
 @functools.wraps(memory_plan, assigned=("__doc__",))
 def memory(model: Any, **options: Any) -> pd.DataFrame:
     # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).

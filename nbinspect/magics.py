@@ -148,6 +148,8 @@ class InspectMagics(Magics):
         dtype = _dtype(args.dtype)
         other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
         result, extras = _run(model, model_input, dtype, args, other, factory, config)
+        if result is None:  # a sharded model, on a rank that does not receive the frames
+            return None
         self._keep(result, args)
         shown_by_ipython = self._displayhook_will_show()
         from IPython.display import display
@@ -191,7 +193,10 @@ class InspectMagics(Magics):
         if not recorded.calls:
             raise _fail(f"the cell never called {args.expr}, so there was nothing to trace")
         try:
-            result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
+            inspected = inspect(model, stats=not args.no_stats, bins=args.bins)
+            if inspected is None:  # a sharded model, on a rank that does not receive the frames
+                return None
+            result = with_trace(inspected, recorded)
         except Exception as exc:
             raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
         self._keep(result, args)

@@ -22,6 +22,7 @@ __all__ = [
     "COMPARE_STATUSES",
     "ENGINE_COMPONENTS",
     "ENGINE_TOTALS",
+    "EXPERT_CHANGES",
     "FLOW",
     "FRAMES",
     "FRAME_KEYS",
@@ -29,6 +30,8 @@ __all__ = [
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
+    "MOE",
+    "MOE_TOTALS",
     "PARAMETER",
     "PARAMS",
     "STATS",
@@ -316,6 +319,36 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
+MOE = FrameSchema(
+    "moe",
+    (
+        Column("name", "string", "path of the module holding the routed experts"),
+        Column("layout", "string", "'fused' (one tensor per projection, experts along dim 0) or 'modules'"),
+        Column("experts", "Int64", "routed experts in this layer"),
+        Column("top_k", "Int64", "experts each token is routed to; missing when unknown"),
+        Column("expert_params", "Int64", "parameters of one routed expert"),
+        Column("routed_params", "Int64", "parameters of all routed experts of this layer"),
+        Column("activated_params", "Int64", "routed parameters one token uses: top_k x expert_params"),
+        Column("shared_params", "Int64", "parameters of the layer's shared experts (every token uses them)"),
+    ),
+    "One row per mixture-of-experts layer: how many parameters it holds and how many a token uses.",
+)
+
+EXPERT_CHANGES = FrameSchema(
+    "expert_changes",
+    (
+        Column("group", "string", "path of the module holding the routed experts"),
+        Column("expert", "Int64", "expert index"),
+        Column("numel", "Int64", "parameters of the expert"),
+        Column("l2_a", "float64", "norm of the expert's weights in a"),
+        Column("l2_delta", "float64", "norm of b - a over the expert's weights"),
+        Column("rel_change", "float64", "l2_delta / l2_a"),
+        Column("vs_median", "float64", "rel_change over the median rel_change of its layer's experts"),
+        Column("dead", "boolean", "did not move: rel_change is 0 or below `dead_below` x the layer's median"),
+    ),
+    "One row per routed expert of two sources: how far each expert moved from a to b.",
+)
+
 ENGINE_COMPONENTS = FrameSchema(
     "engine_components",
     (
@@ -359,7 +392,20 @@ HEALTH = FrameSchema(
 
 FRAMES: dict[str, FrameSchema] = {
     f.name: f
-    for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, HEALTH, ENGINE_COMPONENTS)
+    for f in (
+        PARAMS,
+        LAYERS,
+        BY_TYPE,
+        FLOW,
+        MEMORY,
+        COMPARE,
+        COMPARE_GROUPS,
+        STATS,
+        HEALTH,
+        ENGINE_COMPONENTS,
+        MOE,
+        EXPERT_CHANGES,
+    )
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).
@@ -388,6 +434,10 @@ TRACE_TOTALS: dict[str, str] = {  # after a traced forward pass (trace, inspect(
     "measured_active_bytes": "MLX: get_active_memory() growth over the evaluated pass (temporaries included)",
     "measured_peak_bytes": "MLX: get_peak_memory() over the evaluated pass",
 }
+MOE_TOTALS: dict[str, str] = {  # inspect() of a mixture of experts
+    "activated_params": "parameters one token uses: top-k routed experts and all the rest; None when top-k is unknown",
+    "routed_params": "parameters of all routed experts",
+}
 ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the engine does not say
     "vllm_version": "version of the vllm package",
     "model_path": "what LLM(model=...) was given: a folder or a hub name",
@@ -406,4 +456,4 @@ ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the
     "vocab_size": "tokens the tokenizer knows",
     "multiprocessing": "True when the engine core runs in another process",
 }
-TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS, **ENGINE_TOTALS}
+TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS, **ENGINE_TOTALS, **MOE_TOTALS}

@@ -29,7 +29,18 @@ __all__ = ["FlopCounter", "coverage_note"]
 
 aten = torch.ops.aten
 
+
+def _grouped_mm_flops(mat_a: Any, mat_b: Any, *args: Any, out_val: Any = None, **kwargs: Any) -> int:
+    """Grouped matrix multiply (fused mixture-of-experts layers): each output element is a
+    dot product of length K, whichever expert's matrix it used. 2-D x 2-D splits K into the
+    groups (one output per group), so it costs one M x K_total x N multiply."""
+    if mat_a.dim() == 2 and mat_b.dim() == 2:
+        return 2 * mat_a.shape[0] * mat_a.shape[1] * mat_b.shape[1]
+    return 2 * out_val.numel() * mat_a.shape[-1]
+
+
 _EXTRA_FORMULAS = {
+    aten._grouped_mm: _grouped_mm_flops,
     aten._scaled_dot_product_flash_attention_for_cpu: flop_registry[aten._scaled_dot_product_flash_attention],
     aten._scaled_dot_product_flash_attention_for_cpu_backward: flop_registry[
         aten._scaled_dot_product_flash_attention_backward

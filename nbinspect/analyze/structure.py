@@ -13,10 +13,12 @@ import pandas as pd
 
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
 from ..sources import TensorEntry, as_source, parent_path
+from .distributed import on_receiving_rank
 
 __all__ = ["by_type", "layers", "params", "totals"]
 
 
+@on_receiving_rank(0)
 def params(model: Any) -> pd.DataFrame:
     """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
     source = as_source(model)
@@ -53,6 +55,7 @@ def _unique_sums(entries: dict[Any, TensorEntry]) -> dict[str, int]:
     return out
 
 
+@on_receiving_rank(0)
 def layers(model: Any) -> pd.DataFrame:
     """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
     source = as_source(model)
@@ -85,6 +88,7 @@ def layers(model: Any) -> pd.DataFrame:
     return LAYERS.build(rows)
 
 
+@on_receiving_rank(0)
 def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
@@ -107,6 +111,7 @@ def by_type(model: Any) -> pd.DataFrame:
     return BY_TYPE.build(rows)
 
 
+@on_receiving_rank(0)
 def totals(model: Any) -> dict[str, int]:
     """Model-wide counts (keys: schema.STRUCTURE_TOTALS); shared storage counted once."""
     source = as_source(model)

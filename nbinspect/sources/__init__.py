@@ -24,10 +24,11 @@ def as_source(obj: Any, name: str | None = None) -> ModelSource:
         return from_mlx_module(obj, name)
     import torch.nn as nn
 
+    from .dtensor import from_sharded_module, is_sharded_module
     from .torch_module import from_module
 
     if isinstance(obj, nn.Module):
-        return from_module(obj, name)
+        return from_sharded_module(obj, name) if is_sharded_module(obj) else from_module(obj, name)
     if isinstance(obj, (Mapping, str, os.PathLike)):
         from .checkpoint import load_checkpoint
 

@@ -17,6 +17,7 @@ from torch import nn
 
 from ..errors import CheckpointError
 from .base import ModelSource
+from .dcp import is_dcp_folder, read_dcp
 from .known_model import with_model
 from .npz_file import is_npz, read_npz
 from .pages import drop_tensor_pages
@@ -86,6 +87,8 @@ def _from_index(index: Path, trust: bool, key: str | None) -> tuple[list[StoredT
 
 
 def _from_folder(folder: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
+    if is_dcp_folder(folder):  # torch.distributed.checkpoint: .metadata + *.distcp
+        return (*read_dcp(folder, trust), True)
     indexes = sorted(folder.glob("*.safetensors.index.json")) or sorted(folder.glob("*.index.json"))
     if len(indexes) == 1:
         return _from_index(indexes[0], trust, key)
