@@ -178,7 +178,7 @@ def test_command_sizes_a_model_from_its_config(folder, tmp_path):
     )
     out = r.stdout
     assert out.startswith("Net (torch)\n")
-    assert re.search(rf"\nParameters +{hand_count(100, 32, 3, 7):,}  112.0 KB\n", out)
+    assert re.search(rf"\nParameters +{hand_count(100, 32, 3, 7):,}  112.0 KiB\n", out)
     assert "model  build with cfg.yaml, parameters on meta" in out
     assert str(expected.memory) in out  # the plan with its total
     assert "at batch 16, measured on fake tensors" in out
