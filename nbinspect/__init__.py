@@ -6,7 +6,7 @@ is rendered from those frames.
 
 from __future__ import annotations
 
-from . import examples, mlx
+from . import examples, mlx, track
 from .analyze.distributed import distributed
 from .analyze.health import HealthThresholds
 from .analyze.stats import stats
@@ -65,4 +65,5 @@ __all__ = [
     "stats",
     "totals",
     "trace",
+    "track",
 ]

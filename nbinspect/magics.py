@@ -140,6 +140,10 @@ class InspectMagics(Magics):
             return self._watch_cell(model, cell, args)
         if args.bins < 1:
             raise _fail(f"--bins must be at least 1, got {args.bins}")
+        if args.batch_size is not None and args.batch_size < 1:
+            raise _fail(f"--batch-size must be at least 1, got {args.batch_size}")
+        if args.depth < 0:
+            raise _fail(f"--depth must be 0 or more, got {args.depth}")
         model_input = None
         if args.input is not None:
             model_input = self._eval(args.input, local_ns, "--input")
@@ -165,11 +169,13 @@ class InspectMagics(Magics):
         return result
 
     def _keep(self, result: Any, args) -> None:
-        """The --json, --html and -o outputs."""
-        if args.json:
-            result.to_json(args.json)
-        if args.html:
-            result.to_html(args.html)
+        """The --json, --html and -o outputs; a path that cannot be written is a UsageError."""
+        for flag, path, write in (("--json", args.json, result.to_json), ("--html", args.html, result.to_html)):
+            if path:
+                try:
+                    write(path)
+                except OSError as exc:
+                    raise _fail(f"{flag} {path!r}: cannot write there ({exc.strerror or first_line(exc)})") from None
         if args.output:
             self._shell.user_ns[args.output] = result
 

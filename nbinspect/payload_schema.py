@@ -8,7 +8,8 @@ front-end refuses a payload whose ``version`` is not :data:`PAYLOAD_VERSION`.
 Tables travel as column arrays: entry i of every list of ``modules`` (or ``tensors``) describes
 row i. A field with a ``when`` is present only when that data is: ``trace`` after a traced
 forward pass, ``stats`` with weight statistics, ``note`` when a stats row has a note,
-``compare`` for a comparison. To add a column: one :class:`Field` here (with ``source`` when it
+``compare`` for a comparison; the optional top-level ``timeline`` carries metrics over training
+steps (nbinspect.track). To add a column: one :class:`Field` here (with ``source`` when it
 is a frame column copied as is), ``make contract``, and one entry in ``js/src/columns.ts``.
 """
 
@@ -119,6 +120,25 @@ TOTALS_FIELDS: tuple[Field, ...] = (
 """The totals the front-end reads; the payload carries the inspection's other totals too."""
 
 _TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors")
+_OPTIONAL_TOP = ("timeline",)  # metrics over training steps (nbinspect.track's live widget)
+
+
+def _check_timeline(timeline: Any) -> None:
+    """``{"title": str, "steps": [int], "series": [{"key": str, "values": [num?] per step}]}``."""
+    ok = (
+        isinstance(timeline, Mapping)
+        and set(timeline) == {"title", "steps", "series"}
+        and isinstance(timeline["title"], str)
+        and _ints(timeline["steps"])
+        and isinstance(timeline["series"], list)
+    )
+    if not ok:
+        raise ValueError(f"payload timeline: expected title, steps and series, got {timeline!r:.120}")
+    for s in timeline["series"]:
+        if not (isinstance(s, Mapping) and set(s) == {"key", "values"} and isinstance(s["key"], str)):
+            raise ValueError(f"payload timeline.series: expected {{key, values}}, got {s!r:.120}")
+        if len(s["values"]) != len(timeline["steps"]) or not all(map(_num, s["values"])):
+            raise ValueError(f"payload timeline {s['key']!r}: need one number or null per step")
 
 
 def _check_table(table: Any, fields: tuple[Field, ...], where: str, deep: bool) -> None:
@@ -145,13 +165,15 @@ def _check_table(table: Any, fields: tuple[Field, ...], where: str, deep: bool) 
 def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
     """Raise ValueError naming the first field of `payload` that breaks the contract: unknown or
     missing keys and columns, ragged tables, and with `deep` the type of every entry."""
-    keys = sorted(set(payload) ^ set(_TOP))
+    keys = sorted((set(payload) - set(_OPTIONAL_TOP)) ^ set(_TOP))
     if keys:
         raise ValueError(f"payload: top-level keys {keys} differ from {list(_TOP)}")
     if payload["version"] != PAYLOAD_VERSION:
         raise ValueError(f"payload: version {payload['version']!r} is not {PAYLOAD_VERSION}")
     _check_table(payload["modules"], MODULE_FIELDS, "modules", deep)
     _check_table(payload["tensors"], TENSOR_FIELDS, "tensors", deep)
+    if "timeline" in payload:
+        _check_timeline(payload["timeline"])
     if deep:
         for f in TOTALS_FIELDS:
             if not TYPES[f.type][1](payload["totals"].get(f.name)):
@@ -185,6 +207,10 @@ def typescript() -> str:
         "\n" + _interface("ModuleColumns", "One entry per module, in pre-order.", MODULE_FIELDS, True),
         "\n" + _interface("TensorColumns", "One entry per parameter and buffer path.", TENSOR_FIELDS, True),
         "\n" + _interface("Totals", "Whole-model totals.", TOTALS_FIELDS, False, "  [key: string]: unknown;"),
+        "\n/** One metric over training steps: a number or null per step. */",
+        "export interface TimelineSeries {\n  key: string;\n  values: Num[];\n}",
+        "\n/** Metrics over training steps (nbinspect.track), drawn above the tree. */",
+        "export interface Timeline {\n  title: string;\n  steps: number[];\n  series: TimelineSeries[];\n}",
         "\nexport interface Payload {",
         "  version: number;",
         "  model: { name: string; framework: string };",
@@ -193,6 +219,8 @@ def typescript() -> str:
         "  stat_fields: string[];",
         "  modules: ModuleColumns;",
         "  tensors: TensorColumns;",
+        "  /** Present for nbinspect.track's live widget. */",
+        "  timeline?: Timeline;",
         "}",
     ]
     return "\n".join(parts) + "\n"

@@ -39,6 +39,7 @@ __all__ = [
     "TOTALS",
     "TRACE_COLUMNS",
     "TRACE_TOTALS",
+    "TRACK_HISTORY",
     "Column",
     "FrameSchema",
     "unit_of",
@@ -164,7 +165,9 @@ LAYERS = FrameSchema(
         Column("is_leaf", "boolean", "has no child modules"),
         Column("alias_of", "string", "first path of the same module object if registered twice"),
         Column("params", "Int64", "parameters in the subtree, shared storage counted once"),
-        Column("own_params", "Int64", "parameters registered directly on this module"),
+        Column(
+            "own_params", "Int64", "parameters first registered on this module (shared ones count at their first path)"
+        ),
         Column("trainable_params", "Int64", "subtree parameters with requires_grad"),
         Column("frozen_params", "Int64", "subtree parameters without requires_grad"),
         Column("param_bytes", "Int64", "bytes of subtree parameters, shared storage once"),
@@ -388,6 +391,18 @@ HEALTH = FrameSchema(
     "its subtree (shared storage once). Flags for scale and constancy apply to parameters "
     "with 2+ dims: biases and norm scales start constant by design. NaN/Inf count for every "
     "tensor. Rows whose values could not be read (meta) have missing counts and no flags.",
+)
+
+TRACK_HISTORY = FrameSchema(
+    "track_history",
+    (
+        Column("step", "Int64", "optimizer step of the measurement"),
+        Column("since_step", "Int64", "step of the snapshot the change is measured from"),
+        Column("analysis_seconds", "float64", "wall time the measurement took (all metrics)"),
+    ),
+    "Training dynamics (nbinspect.track): one row per measurement. These columns come first, then one float64 "
+    "column per metric key (e.g. 'param_change/norm_l2', 'sparse/kl_at_1e-06'), in the order first reported; "
+    "missing where a metric did not report at that step.",
 )
 
 FRAMES: dict[str, FrameSchema] = {

@@ -36,6 +36,7 @@ EXPECTED = {
     "totals",
     "trace",
     "TraceError",
+    "track",
 }
 
 

@@ -98,6 +98,19 @@ export interface Totals {
   [key: string]: unknown;
 }
 
+/** One metric over training steps: a number or null per step. */
+export interface TimelineSeries {
+  key: string;
+  values: Num[];
+}
+
+/** Metrics over training steps (nbinspect.track), drawn above the tree. */
+export interface Timeline {
+  title: string;
+  steps: number[];
+  series: TimelineSeries[];
+}
+
 export interface Payload {
   version: number;
   model: { name: string; framework: string };
@@ -106,4 +119,6 @@ export interface Payload {
   stat_fields: string[];
   modules: ModuleColumns;
   tensors: TensorColumns;
+  /** Present for nbinspect.track's live widget. */
+  timeline?: Timeline;
 }

@@ -92,7 +92,7 @@ _DATA_MOVEMENT = {
 }
 
 _NODE_KEY = "nbinspect_call"
-_FREE, _UNCOUNTED = object(), object()  # op kinds besides a FLOP formula
+_FREE, _UNCOUNTED, _COMPOSITE = object(), object(), object()  # op kinds besides a FLOP formula
 
 
 def _shape_of(value: Any) -> Any:
@@ -156,6 +156,8 @@ class FlopCounter(TorchDispatchMode):
             return _cached(formula)
         if func.is_view or packet in _DATA_MOVEMENT or func.namespace != "aten":
             return _FREE
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+            return _COMPOSITE  # reaches us undecomposed in inference mode (e.g. linear): count its parts
         return _UNCOUNTED
 
     def tag_pending(self) -> None:
@@ -182,10 +184,16 @@ class FlopCounter(TorchDispatchMode):
         kwargs = kwargs or {}
         if self._pending is not None:
             self.tag_pending()
-        out = func(*args, **kwargs)
         kind = self._kind.get(func)
         if kind is None:
             kind = self._kind[func] = self._classify(func)
+        if kind is _COMPOSITE:
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
+            kind = _UNCOUNTED
+        out = func(*args, **kwargs)
         if kind is _FREE:  # views and data movement: their backward does no arithmetic either
             return out
         if kind is _UNCOUNTED:

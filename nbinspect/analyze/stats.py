@@ -9,6 +9,7 @@ once. Nothing in the model changes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
@@ -155,6 +156,13 @@ def _skipped(exc: Exception) -> str:
     return f"skipped: {type(exc).__name__}: {exc}"
 
 
+def _watched() -> bool:
+    """Whether someone watches a progress bar: a terminal on stderr, or a notebook (where
+    tqdm.auto draws a widget). Redirected output (logs, pipes, the CLI's captured stderr)
+    gets no bar."""
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
 def _progress(total: int, progress: bool | None):
     from tqdm.auto import tqdm
 
@@ -164,7 +172,7 @@ def _progress(total: int, progress: bool | None):
         unit="B",
         unit_scale=True,
         unit_divisor=1024,
-        disable=progress is False,
+        disable=progress is False or (progress is None and not _watched()),
         delay=0 if progress else PROGRESS_DELAY,
         leave=False,
     )

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
-from ..sources import TensorEntry, as_source, parent_path
+from ..sources import TensorEntry, as_source
 from .distributed import on_receiving_rank
 
 __all__ = ["by_type", "layers", "params", "totals"]
@@ -61,8 +61,10 @@ def layers(model: Any) -> pd.DataFrame:
     source = as_source(model)
     subtree = source.subtree_tensors()
     own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    tied = source.tied()
     for t in source.tensors:
-        own[t.module].setdefault(t.storage_key, t)
+        if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
+            own[t.module].setdefault(t.storage_key, t)
     rows = []
     for index, m in enumerate(source.modules):
         sums = _unique_sums(subtree[m.name])
@@ -70,8 +72,8 @@ def layers(model: Any) -> pd.DataFrame:
             {
                 "index": index,
                 "name": m.name,
-                "parent": parent_path(m.name),
-                "depth": 0 if m.name == "" else m.name.count(".") + 1,
+                "parent": source.parent(m.name),
+                "depth": len(source.ancestors(m.name)) - 1,
                 "type": m.type,
                 "is_leaf": m.is_leaf,
                 "alias_of": m.alias_of,

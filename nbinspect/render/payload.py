@@ -22,7 +22,7 @@ from ..payload_schema import MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Fiel
 from .format import is_missing
 from .json_export import jsonable
 
-__all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram"]
+__all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram", "timeline"]
 
 STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", "nan", "inf")
 """Stats columns sent per row, in this order, when a stats frame is present."""
@@ -120,10 +120,17 @@ def _copied(frame: pd.DataFrame, fields: tuple[Field, ...], when: str | None) ->
     return {f.name: _column(frame, f.source) for f in fields if f.source is not None and f.when == when}
 
 
-def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame]) -> dict:
+def build_payload(
+    name: str,
+    framework: str,
+    totals: Mapping[str, Any],
+    frames: Mapping[str, pd.DataFrame],
+    timeline: Mapping[str, Any] | None = None,
+) -> dict:
     """The widget payload of one inspection (its fields: :mod:`nbinspect.payload_schema`).
     `frames` needs ``layers`` and ``params``; the ``stats``, module stats and ``compare``
-    frames and the layers' trace columns are used when present and left out when absent."""
+    frames and the layers' trace columns are used when present and left out when absent.
+    `timeline` (metrics over training steps, see :func:`timeline`) is added when given."""
     layers, params = frames["layers"], frames["params"]
     module_names = layers["name"].tolist()
     index = {n: i for i, n in enumerate(module_names)}
@@ -157,8 +164,18 @@ def build_payload(name: str, framework: str, totals: Mapping[str, Any], frames: 
         "modules": modules,
         "tensors": tensors,
     }
+    if timeline is not None:
+        payload["timeline"] = dict(timeline)
     check_payload(payload)
     return payload
+
+
+def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
+    """Metrics over training steps for the widget's small plots: ``steps`` and one
+    ``{"key", "values"}`` series per key (missing values as null)."""
+    steps = [int(s) for s in history["step"]] if len(history) else []
+    series = [{"key": k, "values": [_round(jsonable(v)) for v in history[k].tolist()]} for k in keys if k in history]
+    return {"title": title, "steps": steps, "series": series}
 
 
 def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor") -> dict | None:

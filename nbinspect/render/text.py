@@ -59,7 +59,9 @@ def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None
         fold = folds.get(position)
         folded = folded or fold is not None
         count = fold.members if fold else 1
-        key = fold.label if fold else row.name.rsplit(".", 1)[-1]
+        # the name below its parent, as registered: a child named "a.b" shows as "a.b"
+        local = row.name[len(row.parent) + 1 :] if not is_missing(row.parent) and row.parent else row.name
+        key = fold.label if fold else local
         label = prefix + (key if row.name else title or row.type)
         kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"
         params = row.params * count
