@@ -15,6 +15,7 @@ __all__ = ["PRELUDE", "best_of", "gb", "run_isolated", "warm"]
 PRELUDE = """
 import json, time, torch, nbinspect
 nbinspect.stats, nbinspect.compare, nbinspect.inspect  # load the lazy parts before timing
+{setup}
 def _status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
@@ -28,9 +29,11 @@ print(json.dumps({"seconds": _dt, "peak_bytes": _status("VmHWM:") - _base, "base
 """
 
 
-def run_isolated(code: str) -> dict:
-    """{'seconds', 'peak_bytes', 'base_bytes'} of `code` run after PRELUDE in a new process."""
-    out = subprocess.run([sys.executable, "-c", PRELUDE + code + _EPILOGUE], capture_output=True, text=True)
+def run_isolated(code: str, setup: str = "") -> dict:
+    """{'seconds', 'peak_bytes', 'base_bytes'} of `code` run after PRELUDE in a new process;
+    `setup` runs before the baseline RSS is taken (more imports, a warm-up)."""
+    prelude = PRELUDE.replace("{setup}", setup)
+    out = subprocess.run([sys.executable, "-c", prelude + code + _EPILOGUE], capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(out.stderr.strip().splitlines()[-1])
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -16,6 +16,7 @@ if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time the
     from .analyze.stats import stats
     from .analyze.structure import by_type, layers, params, totals
     from .comparison import Comparison, compare
+    from .config_inspection import build_on_meta, from_config
     from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
     from .experts import MixtureOfExperts, expert_changes, moe, split_experts
     from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
@@ -34,6 +35,7 @@ _LAZY = {
     "stats": ".analyze.stats",
     **dict.fromkeys(("by_type", "layers", "params", "totals"), ".analyze.structure"),
     **dict.fromkeys(("Comparison", "compare"), ".comparison"),
+    **dict.fromkeys(("build_on_meta", "from_config"), ".config_inspection"),
     **dict.fromkeys(("CheckpointError", "EngineError", "TraceError", "UnsafeCheckpointError"), ".errors"),
     **dict.fromkeys(("MixtureOfExperts", "expert_changes", "moe", "split_experts"), ".experts"),
     **dict.fromkeys(("Inspection", "health", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
@@ -78,12 +80,14 @@ __all__ = [
     "ModelInfo",
     "TraceError",
     "UnsafeCheckpointError",
+    "build_on_meta",
     "by_type",
     "compare",
     "distributed",
     "dump_model_info",
     "examples",
     "expert_changes",
+    "from_config",
     "health",
     "inspect",
     "json_schema",

@@ -74,13 +74,17 @@ class Result:
         """The text a saved notebook shows in place of the widget."""
         return self.summary()
 
+    def _appendix(self) -> list[str]:
+        """Texts the standalone page shows under the widget (an Inspection's memory plan and flow)."""
+        return []
+
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
         from .widget import bundle_source
 
         payload = build_payload(self.name, self.framework_label(), self.totals, self.frames)
-        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
+        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect", self._appendix())
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page
