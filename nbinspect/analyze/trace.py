@@ -241,11 +241,10 @@ def _preserved(
 ) -> Iterator[None]:
     """Restore train/eval flags, buffers changed in place or replaced (BatchNorm running
     stats, num_batches_tracked) and the RNG state, however the block ends."""
-    modes = [(m, m.training) for m in modules]
     # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
     # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
     # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
-    attrs = [(m, vars(m).copy()) for m in modules]
+    saved = [(m, m.training, vars(m).copy()) for m in modules]
     buffers = []
     if real:
         for m in modules:
@@ -261,11 +260,12 @@ def _preserved(
                     m.training = training
             yield
         finally:
-            for m, mode in modes:
+            for m, mode, attrs in saved:
                 if m.training is not mode:  # Module.__setattr__ is slow; most flags never changed
                     m.training = mode
-            for m, saved in attrs:
-                _restore_attrs(vars(m), saved)
+                now = vars(m)
+                if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
+                    _restore_attrs(now, attrs)
             for m, name, b, copy in buffers:
                 m._buffers[name] = b
                 if not torch.equal(b, copy):
@@ -275,9 +275,8 @@ def _preserved(
 
 def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
     """Put a module's plain tensor attributes back as they were (`saved` is a copy of its
-    __dict__): the same objects, and none added."""
-    if len(now) == len(saved) and all(map(operator.is_, now.values(), saved.values())):
-        return  # nothing was replaced, added or removed (values replaced in place keep their order)
+    __dict__): the same objects, and none added. Called only where something changed
+    (values replaced in place keep their order, so the caller's identity check finds them)."""
     for k, v in saved.items():
         if isinstance(v, torch.Tensor) and now.get(k) is not v:
             now[k] = v
