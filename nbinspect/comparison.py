@@ -11,6 +11,7 @@ import pandas as pd
 
 from .analyze import compare as _compare
 from .analyze import structure
+from .analyze.stats import stats
 from .render.compare_text import comparison_text
 from .render.display import DisplayFrame
 from .render.json_export import jsonable
@@ -35,6 +36,7 @@ class Comparison(Result):
         framework: str = "torch",
     ):
         self.name_a, self.name_b = name_a, name_b
+        self.sides = (name_a, name_b)
         self.name, self.framework = f"{name_a} -> {name_b}", framework
         self.frames = MappingProxyType(dict(frames))  # compare, and the shown tree's layers and params
         self.totals = MappingProxyType(dict(totals))  # of the shown tree
@@ -98,6 +100,8 @@ def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRES
     frame = _compare.compare_frame(src_a, src_b, thresholds)
     tree = _union(src_a, src_b)
     frames = {"compare": frame, "layers": structure.layers(tree), "params": structure.params(tree)}
+    # each side's tensor statistics: the widget's before/after histograms
+    frames.update(stats_a=stats(src_a, by="tensor"), stats_b=stats(src_b, by="tensor"))
     return Comparison(
         src_a.name, src_b.name, frames, structure.totals(tree), frame.attrs["thresholds"], src_a.framework
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "COMPONENT_FIELDS",
     "MODULE_FIELDS",
     "PAYLOAD_VERSION",
     "TENSOR_FIELDS",
@@ -28,7 +29,7 @@ __all__ = [
     "typescript",
 ]
 
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = 2
 """Bumped whenever a field changes meaning or goes away; the front-end checks it."""
 
 
@@ -83,12 +84,27 @@ MODULE_FIELDS: tuple[Field, ...] = (
     Field("param_bytes", "num?", "bytes of subtree parameters, shared storage once", "param_bytes"),
     Field("buffer_bytes", "num?", "bytes of subtree buffers, shared storage once", "buffer_bytes"),
     Field("attrs", "attrs?", "layer hyperparameters; null when there are none"),
+    Field("input_shapes", "shapes?", "shapes the module received (first call)", "input_shapes", "trace"),
     Field("output_shapes", "shapes?", "shapes the module returned (first call)", "output_shapes", "trace"),
     Field("flops", "num?", "FLOPs of all calls, subtree", "flops", "trace"),
     Field("activation_bytes", "num?", "bytes autograd saved for backward, subtree", "activation_bytes", "trace"),
     Field("stats", "stats?", "the stat_fields of the subtree's values, in that order", when="stats"),
-    Field("hist", "hist?", "coarse histogram of the subtree's values", when="stats"),
+    Field(
+        "hist",
+        "hist?",
+        "coarse histogram of the subtree's weight matrices (parameters with 2+ dims, tied once), or of "
+        "all its values when it has none: norm scales at 1.0 and zero biases would otherwise swamp it",
+        when="stats",
+    ),
+    Field("hist_scope", "string?", "what `hist` counts: 'weight matrices' or 'all values'", when="stats"),
+    Field("problems", "string?", "weight problems in the subtree (schema.HEALTH), comma-separated", when="stats"),
+    Field("problem_tensors", "num?", "distinct tensors below with a problem", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
+    Field("rel_change", "num?", "‖Δ‖ / ‖a‖ over the subtree's compared elements", when="compare"),
+    Field("cosine", "num?", "cosine similarity of a and b over the subtree", when="compare"),
+    Field("max_abs_delta", "num?", "largest |b - a| in the subtree", when="compare"),
+    Field("mean_drift", "num?", "mean(b) - mean(a) over the subtree", when="compare"),
+    Field("differ", "num?", "tensors below whose status is not 'same'", when="compare"),
 )
 
 TENSOR_FIELDS: tuple[Field, ...] = (
@@ -103,9 +119,26 @@ TENSOR_FIELDS: tuple[Field, ...] = (
     Field("tied_to", "string?", "first path holding the same storage; null if not shared", "tied_to"),
     Field("stats", "stats?", "the stat_fields of the tensor's values, in that order", when="stats"),
     Field("hist", "hist?", "coarse histogram of the values", when="stats"),
+    Field("problems", "string?", "weight problems (schema.HEALTH), comma-separated; '' when healthy", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
     Field("compare", "compare?", "[status, relative change] against the other side", when="compare"),
+    Field("cosine", "num?", "cosine similarity of a and b", "cosine", "compare"),
+    Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta", "compare"),
+    Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift", "compare"),
+    Field("hist_a", "hist?", "coarse histogram of the values in a", when="compare"),
+    Field("hist_b", "hist?", "coarse histogram of the values in b (over the same range as hist_a)", when="compare"),
 )
+
+COMPONENT_FIELDS: tuple[Field, ...] = (
+    Field("component", "string", "part of the network (attn.q, mlp.up, norm, ...)", "group"),
+    Field("tensors", "num?", "tensor names in the component", "tensors"),
+    Field("differ", "num?", "tensors whose status is not 'same'", "differ"),
+    Field("rel_change", "num?", "‖Δ‖ / ‖a‖ over the component's compared elements", "rel_change"),
+    Field("cosine", "num?", "cosine similarity of a and b over the component", "cosine"),
+    Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta"),
+    Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift"),
+)
+"""A comparison's per-component summary (``comparison.components``)."""
 
 TOTALS_FIELDS: tuple[Field, ...] = (
     Field("total_params", "num?", "unique parameter elements (shared storage once)"),
@@ -119,6 +152,7 @@ TOTALS_FIELDS: tuple[Field, ...] = (
 """The totals the front-end reads; the payload carries the inspection's other totals too."""
 
 _TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors")
+_OPTIONAL_TOP = ("comparison",)  # {"a", "b", "components"}: present for a comparison
 
 
 def _check_table(table: Any, fields: tuple[Field, ...], where: str, deep: bool) -> None:
@@ -145,13 +179,15 @@ def _check_table(table: Any, fields: tuple[Field, ...], where: str, deep: bool) 
 def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
     """Raise ValueError naming the first field of `payload` that breaks the contract: unknown or
     missing keys and columns, ragged tables, and with `deep` the type of every entry."""
-    keys = sorted(set(payload) ^ set(_TOP))
+    keys = sorted((set(payload) ^ set(_TOP)) - set(_OPTIONAL_TOP))
     if keys:
         raise ValueError(f"payload: top-level keys {keys} differ from {list(_TOP)}")
     if payload["version"] != PAYLOAD_VERSION:
         raise ValueError(f"payload: version {payload['version']!r} is not {PAYLOAD_VERSION}")
     _check_table(payload["modules"], MODULE_FIELDS, "modules", deep)
     _check_table(payload["tensors"], TENSOR_FIELDS, "tensors", deep)
+    if "comparison" in payload:
+        _check_table(payload["comparison"]["components"], COMPONENT_FIELDS, "comparison.components", deep)
     if deep:
         for f in TOTALS_FIELDS:
             if not TYPES[f.type][1](payload["totals"].get(f.name)):
@@ -184,6 +220,8 @@ def typescript() -> str:
         "export interface Hist {\n  e: number[];\n  c: number[];\n}",
         "\n" + _interface("ModuleColumns", "One entry per module, in pre-order.", MODULE_FIELDS, True),
         "\n" + _interface("TensorColumns", "One entry per parameter and buffer path.", TENSOR_FIELDS, True),
+        "\n"
+        + _interface("ComponentColumns", "A comparison's summary, one entry per component.", COMPONENT_FIELDS, True),
         "\n" + _interface("Totals", "Whole-model totals.", TOTALS_FIELDS, False, "  [key: string]: unknown;"),
         "\nexport interface Payload {",
         "  version: number;",
@@ -193,6 +231,8 @@ def typescript() -> str:
         "  stat_fields: string[];",
         "  modules: ModuleColumns;",
         "  tensors: TensorColumns;",
+        "  /** Present for a comparison: the two sides' names and the per-component summary. */",
+        "  comparison?: { a: string; b: string; components: ComponentColumns };",
         "}",
     ]
     return "\n".join(parts) + "\n"

@@ -27,6 +27,7 @@ class Result:
     framework: str
     frames: Mapping[str, pd.DataFrame]
     totals: Mapping[str, Any]
+    sides: tuple[str, str] | None = None  # a comparison's two sides, named in the widget's title
 
     def summary(self) -> str:
         raise NotImplementedError
@@ -46,7 +47,7 @@ class Result:
 
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
-        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework)
+        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework, sides=self.sides)
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -69,7 +70,7 @@ class Result:
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
-        payload = build_payload(self.name, self.framework, self.totals, self.frames)
+        payload = build_payload(self.name, self.framework, self.totals, self.frames, self.sides)
         page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
