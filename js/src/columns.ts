@@ -88,16 +88,21 @@ const statColumn = (id: string, label: string, title: string, priority: number, 
 
 const formatStat3 = (v: number | null) => formatStat(v, 3);
 
-/** A path cut in the middle: the head shrinks with an ellipsis, the last two segments stay. */
-function middleEllipsis(text: string): HTMLElement {
+/** The end of a path that tells it apart: the last segment and those before it up to a
+ * named (not numbered) one: "mlp.c_fc.weight" -> "c_fc.weight", "mlp.0.weight" -> "mlp.0.weight". */
+export function pathTail(path: string): string {
+  const parts = path.split(".");
+  let start = parts.length - 1;
+  while (start > 0 && (start === parts.length - 1 || /^\d+$/.test(parts[start]))) start--;
+  return start <= 0 ? "" : parts.slice(start).join(".");
+}
+
+/** A path cut in the middle: the head shrinks with an ellipsis, the distinguishing end stays. */
+function middleEllipsis(path: string): HTMLElement {
   const box = h("span", "nbi-key nbi-mid");
-  const cut = text.split(".");
-  const tail = cut.length > 2 ? cut.slice(-2).join(".") : "";
-  if (!tail) {
-    box.append(h("span", "nbi-mid-head", text));
-    return box;
-  }
-  box.append(h("span", "nbi-mid-head", `${cut.slice(0, -2).join(".")}.`), h("span", "nbi-mid-tail", tail));
+  const tail = pathTail(path);
+  if (!tail) box.append(h("span", "nbi-mid-head", path));
+  else box.append(h("span", "nbi-mid-head", path.slice(0, path.length - tail.length)), h("span", "nbi-mid-tail", tail));
   return box;
 }
 
@@ -279,7 +284,7 @@ export const COLUMNS: Column[] = [
   column({
     id: "rel_change",
     label: "Rel. change",
-    title: "‖Δ‖ / ‖a‖ (modules: the largest below)",
+    title: "‖Δ‖ / ‖a‖ (modules: over the subtree; folds: the largest member)",
     width: "112px",
     numeric: true,
     priority: 2,

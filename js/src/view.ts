@@ -78,7 +78,8 @@ export class TreeView {
   private cancelDetail = () => {};
   /** Whether the user chose the columns (else they follow the width). */
   private chosenColumns = false;
-  private readonly resize = new ResizeObserver(() => this.fitColumns());
+  // absent outside a browser (jsdom): the columns then stay as first chosen
+  private readonly resize = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => this.fitColumns());
 
   constructor(
     host: HTMLElement,
@@ -110,7 +111,7 @@ export class TreeView {
     });
     this.unmount = this.virtualizer._didMount();
     this.setPayload(payload);
-    this.resize.observe(this.root);
+    this.resize?.observe(this.root);
     this.virtualizer._willUpdate();
     performance.measure("nbinspect:first-render", "nbinspect:render-start");
   }
@@ -248,7 +249,7 @@ export class TreeView {
   }
 
   destroy(): void {
-    this.resize.disconnect();
+    this.resize?.disconnect();
     this.cancelDetail();
     this.unmount();
     this.root.remove();
