@@ -130,7 +130,9 @@ def test_result_is_shown_exactly_once(ip, cell, expected, store_history):
     assert _shown(ip, cell, store_history) == expected
 
 
-@pytest.mark.parametrize("cell", ["%inspect_model nets[0] --compare other", "c = %inspect_model nets[0] --compare other"])
+@pytest.mark.parametrize(
+    "cell", ["%inspect_model nets[0] --compare other", "c = %inspect_model nets[0] --compare other"]
+)
 def test_compare_shows_one_widget(ip, cell):
     from IPython.utils.capture import capture_output
 

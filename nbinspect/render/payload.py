@@ -23,7 +23,7 @@ from ..analyze import compare as _compare
 from ..analyze.health import health_frame
 from ..analyze.moments import histogram_edges, rebin_sum
 from ..payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Field, check_payload
-from ..schema import PARAMETER
+from ..schema import PARAMETER, STATS
 from ..sources import ancestors
 from .format import is_missing
 from .json_export import jsonable
@@ -170,6 +170,12 @@ def _hist_of(row: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
     return (np.asarray(counts, dtype=np.int64), e) if np.isfinite(e).all() else None
 
 
+def _uniform(edges: np.ndarray) -> bool:
+    """Edges as numpy.histogram draws them (what rebin_sum assumes)."""
+    span = float(edges[-1] - edges[0])
+    return bool(np.allclose(edges, histogram_edges(edges[0], edges[-1], edges.size - 1), rtol=0, atol=1e-9 * span))
+
+
 def _matrix_histograms(tensor_stats: pd.DataFrame | None, params: pd.DataFrame) -> dict[str, tuple]:
     """Per module path: (counts, edges) of its subtree's weight matrices (parameters with 2+
     dims, a tied path once), merged onto the range that holds them all."""
@@ -183,7 +189,7 @@ def _matrix_histograms(tensor_stats: pd.DataFrame | None, params: pd.DataFrame) 
             continue
         shape = info.at[name, "shape"]
         hist = _hist_of(row)
-        if hist is None or not _is_array(shape) or len(shape) < 2:
+        if hist is None or not _is_array(shape) or len(shape) < 2 or not _uniform(hist[1]):
             continue
         for path in ancestors(row["module"]):
             members.setdefault(path, []).append(hist)
@@ -200,7 +206,8 @@ def _matrix_histograms(tensor_stats: pd.DataFrame | None, params: pd.DataFrame) 
 
 def _health_rows(frames: Mapping[str, pd.DataFrame], tensor_stats: pd.DataFrame | None) -> pd.DataFrame | None:
     health = frames.get("health")
-    if health is None and tensor_stats is not None and not tensor_stats.empty:
+    complete = tensor_stats is not None and set(STATS.names) <= set(tensor_stats.columns)
+    if health is None and complete and tensor_stats is not None and not tensor_stats.empty:
         health = health_frame(tensor_stats, frames["params"], list(frames["layers"]["name"]))
     return health
 
