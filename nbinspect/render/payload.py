@@ -151,7 +151,7 @@ def _shared_range(a: Mapping | None, b: Mapping | None) -> tuple[dict | None, di
         return None, None
     lo = min(float(e[0]) for _, e in present)
     hi = max(float(e[-1]) for _, e in present)
-    out = []
+    out: list[dict | None] = []
     for h in hists:
         if h is None:
             out.append(None)
@@ -164,10 +164,10 @@ def _shared_range(a: Mapping | None, b: Mapping | None) -> tuple[dict | None, di
 
 def _hist_of(row: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
     counts, edges = row.get("hist_counts"), row.get("hist_edges")
-    if not _is_array(counts) or not _is_array(edges) or len(counts) == 0:
+    if not _is_array(counts) or not _is_array(edges):
         return None
-    e = np.asarray(edges, dtype=np.float64)
-    return (np.asarray(counts, dtype=np.int64), e) if np.isfinite(e).all() else None
+    c, e = np.asarray(counts, dtype=np.int64), np.asarray(edges, dtype=np.float64)
+    return (c, e) if c.size and e.size == c.size + 1 and np.isfinite(e).all() else None
 
 
 def _uniform(edges: np.ndarray) -> bool:

@@ -307,7 +307,7 @@ def test_comparison_columns_summary_and_title(comparison):
 
 
 def test_comparison_detail_shows_before_and_after(comparison):
-    page, c = comparison
+    page, _ = comparison
     page.get_by_role("button", name="Expand all").click()
     row(page, "blocks.0.attn.qkv.weight").click()
     panel = page.locator(".nbi-detail .nbi-before-after")
