@@ -47,7 +47,8 @@ class Result:
 
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
-        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework, sides=self.sides)
+        frames = self._widget_frames()
+        return InspectWidget(frames, self.totals, name=self.name, framework=self.framework, sides=self.sides)
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -56,6 +57,10 @@ class Result:
         w = self.widget()
         display(w)
         return w
+
+    def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
+        """The frames the widget and the standalone page show."""
+        return self.frames
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         """The widget, plus a static HTML view of the text summary that a saved notebook keeps
@@ -70,7 +75,7 @@ class Result:
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
-        payload = build_payload(self.name, self.framework, self.totals, self.frames, self.sides)
+        payload = build_payload(self.name, self.framework, self.totals, self._widget_frames(), self.sides)
         page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
