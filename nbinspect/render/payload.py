@@ -181,17 +181,18 @@ def _matrix_histograms(tensor_stats: pd.DataFrame | None, params: pd.DataFrame) 
     dims, a tied path once), merged onto the range that holds them all."""
     if tensor_stats is None or "hist_counts" not in tensor_stats.columns:
         return {}
-    info = params.set_index("name")
+    matrices = {
+        name
+        for name, kind, shape, tied in zip(params["name"], params["kind"], params["shape"], params["tied_to"])
+        if kind == PARAMETER and is_missing(tied) and _is_array(shape) and len(shape) >= 2
+    }
     members: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for row in tensor_stats.to_dict("records"):
-        name = row["name"]
-        if name not in info.index or row.get("kind") != PARAMETER or not is_missing(info.at[name, "tied_to"]):
+    frame = tensor_stats[tensor_stats["name"].isin(matrices)]
+    for module, counts, edges in zip(frame["module"], frame["hist_counts"], frame["hist_edges"]):
+        hist = _hist_of({"hist_counts": counts, "hist_edges": edges})
+        if hist is None or not _uniform(hist[1]):
             continue
-        shape = info.at[name, "shape"]
-        hist = _hist_of(row)
-        if hist is None or not _is_array(shape) or len(shape) < 2 or not _uniform(hist[1]):
-            continue
-        for path in ancestors(row["module"]):
+        for path in ancestors(module):
             members.setdefault(path, []).append(hist)
     out = {}
     for path, hists in members.items():
