@@ -179,7 +179,7 @@ def _uniform(edges: np.ndarray) -> bool:
 def _matrix_histograms(tensor_stats: pd.DataFrame | None, params: pd.DataFrame) -> dict[str, tuple]:
     """Per module path: (counts, edges) of its subtree's weight matrices (parameters with 2+
     dims, a tied path once), merged onto the range that holds them all."""
-    if tensor_stats is None or "hist_counts" not in tensor_stats.columns:
+    if tensor_stats is None or not {"name", "module", "hist_counts", "hist_edges"} <= set(tensor_stats.columns):
         return {}
     matrices = {
         name
