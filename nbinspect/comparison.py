@@ -11,6 +11,7 @@ import pandas as pd
 
 from .analyze import compare as _compare
 from .analyze import structure
+from .analyze.distributed import on_receiving_rank
 from .analyze.stats import stats
 from .render.compare_text import comparison_text
 from .render.display import DisplayFrame
@@ -101,6 +102,7 @@ class Comparison(Result):
         )
 
 
+@on_receiving_rank(0, 1)
 def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRESHOLDS) -> Comparison:
     """Compare two models, state_dicts or checkpoint paths (any mix) tensor by tensor.
 

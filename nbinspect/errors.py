@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DTYPE_HINT", "CheckpointError", "TraceError", "UnsafeCheckpointError", "first_line"]
+__all__ = ["DTYPE_HINT", "CheckpointError", "EngineError", "TraceError", "UnsafeCheckpointError", "first_line"]
 
 # How a trace error tells a Python caller to build token ids from a shape; the magic and the
 # command line put their own option in its place.
@@ -22,6 +22,12 @@ def first_line(exc: BaseException) -> str:
     one-line errors that wrap a library's multi-line ones."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class EngineError(RuntimeError):
+    """A vLLM engine nbinspect cannot read (workers out of reach, internals moved, a model
+    wrapped in an unknown way): one line saying what was found and what is missing. The
+    engine is left as it was and keeps generating."""
 
 
 class UnsafeCheckpointError(CheckpointError):

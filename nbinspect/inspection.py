@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -11,10 +12,12 @@ from typing import Any
 import pandas as pd
 
 from .analyze import structure
+from .analyze.distributed import on_receiving_rank
 from .analyze.gc_pause import gc_paused
 from .analyze.health import HealthThresholds, health_frame, problem_counts
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
+from .analyze.moe import expert_groups, moe_totals
 from .analyze.stats import stats_frames
 from .analyze.trace import TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
@@ -22,10 +25,13 @@ from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text
 from .render.display import DisplayFrame
+from .render.engine_text import engine_label, engine_text
 from .render.flow import TextFrame, flow_text, memory_html, memory_text
+from .render.model_info_json import model_info_dict
 from .render.plots import distribution_figure
 from .result import Result
 from .sources import as_source
+from .sources.vllm_engine import engine_report, is_vllm_engine
 
 __all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace"]
 
@@ -108,6 +114,8 @@ class Inspection(Result):
         """The text summary; `depth` limits the layer tree (None shows every level)."""
         problems = text.health_block(self.health, self.problems()) if self.problems() else None
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
+        if self.framework == "vllm":
+            summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
     def _saved_summary(self) -> str:
@@ -124,7 +132,20 @@ class Inspection(Result):
         """The export document as plain Python (see :func:`nbinspect.json_schema`)."""
         return json_export.inspection_dict(self.name, self.framework, self.totals, self.layers, self.params, self.io)
 
+    def to_model_info(self, path: str | Path | None = None) -> dict:
+        """The ``model_info.json`` document other tools read (layout in
+        ``render/model_info_json.py``); also written to `path` as JSON when given."""
+        document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io)
+        if path is not None:
+            Path(path).write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        return document
 
+    def framework_label(self) -> str:
+        """The framework, or for a vLLM engine its one-line header (shown beside the name)."""
+        return engine_label(self.totals) if self.framework == "vllm" else self.framework
+
+
+@on_receiving_rank(0)
 @gc_paused()
 def inspect(
     model: Any,
@@ -136,13 +157,22 @@ def inspect(
     input_dtype: Any = None,
     stats: bool = True,
     bins: int = 64,
+    sample_input: str | None = None,
 ) -> Inspection:
-    """Inspect `model` (a torch.nn.Module) without changing it.
+    """Inspect `model` (a torch.nn.Module, or a ``vllm.LLM`` engine) without changing it.
 
     With `input` (a tensor, a shape tuple, a tuple/list of positional arguments or a dict of
     keyword arguments) one forward pass is traced as by :func:`trace`. `stats` adds the
     weight statistics (``stats`` and ``stats_by_module`` frames, `bins` histogram bins);
-    ``stats=False`` skips reading the weights."""
+    ``stats=False`` skips reading the weights. For a vLLM engine the served model is read
+    (see ``sources/vllm_engine.py``); `sample_input` (a prompt) adds one greedy generation."""
+    if is_vllm_engine(model):
+        if input is not None:
+            raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
+        r = engine_report(model, stats=stats, bins=bins, sample_input=sample_input)
+        return Inspection(name or r.name, "vllm", r.frames, r.totals, r.io)
+    if sample_input is not None:
+        raise TypeError("sample_input= is a prompt for a vLLM engine; a torch model takes input=")
     source = as_source(model, name)
     frames = {
         "params": structure.params(source),
@@ -152,7 +182,12 @@ def inspect(
     if stats:
         by = stats_frames(source, bins)
         frames.update(stats=by["tensor"], stats_by_module=by["module"])
-    inspection = Inspection(source.name, source.framework, frames, structure.totals(source), metadata=source.metadata)
+    totals = structure.totals(source)
+    groups = expert_groups(source)
+    if groups:  # a mixture of experts: what one token uses, beside the total
+        moe = moe_totals(totals["total_params"], groups)
+        totals.update(activated_params=moe["activated_params"], routed_params=moe["routed_params"])
+    inspection = Inspection(source.name, source.framework, frames, totals, metadata=source.metadata)
     if input is not None:
         args, kwargs = split_input(input)
         inspection = _traced(
@@ -161,6 +196,7 @@ def inspect(
     return inspection
 
 
+@on_receiving_rank(0)
 @gc_paused()
 def trace(
     model: Any, *args: Any, backward: bool = False, flops: bool = True, input_dtype: Any = None, **kwargs: Any
@@ -199,6 +235,7 @@ def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **opt
     return with_trace(inspection, result)
 
 
+@on_receiving_rank(0)
 def health(obj: Any, *, exploding: float | None = None, vanishing: float | None = None) -> pd.DataFrame:
     """Weight health (schema.HEALTH) of an Inspection or of anything :func:`inspect` takes:
     per tensor and per module, NaN/Inf counts, zero fraction, and flags for dead (all-zero)
@@ -213,6 +250,7 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
     return health_frame(insp.stats, insp.params, list(insp.layers["name"]), limits)
 
 
+@on_receiving_rank(0)
 @functools.wraps(memory_plan, assigned=("__doc__",))
 def memory(model: Any, **options: Any) -> pd.DataFrame:
     # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).

@@ -77,6 +77,7 @@ class InspectMagics(Magics):
     @argument("--input", metavar="EXPR", help="trace a forward pass with this tensor, tuple or dict expression")
     @argument("--input-shape", metavar="SHAPE", help="trace with zeros of this shape, e.g. 1,3,32,32")
     @argument("--dtype", help="dtype for --input-shape, e.g. int64 for token ids (default: the model's)")
+    @argument("--sample-input", metavar="TEXT", help="a vLLM engine: generate greedily from this prompt once")
     @argument("--depth", type=int, default=3, help="layer tree depth for the text summary (default 3)")
     @argument("--no-stats", action="store_true", help="skip weight statistics (faster on huge models)")
     @argument("--bins", type=int, default=64, help="histogram bins per tensor (default 64)")
@@ -101,6 +102,10 @@ class InspectMagics(Magics):
             return self._watch_cell(model, cell, args)
         if args.bins < 1:
             raise _fail(f"--bins must be at least 1, got {args.bins}")
+        if args.batch_size is not None and args.batch_size < 1:
+            raise _fail(f"--batch-size must be at least 1, got {args.batch_size}")
+        if args.depth < 0:
+            raise _fail(f"--depth must be 0 or more, got {args.depth}")
         model_input = None
         if args.input is not None:
             model_input = self._eval(args.input, local_ns, "--input")
@@ -109,6 +114,8 @@ class InspectMagics(Magics):
         dtype = _dtype(args.dtype)
         other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
         result, extras = _run(model, model_input, dtype, args, other)
+        if result is None:  # a sharded model, on a rank that does not receive the frames
+            return None
         self._keep(result, args)
         shown_by_ipython = self._displayhook_will_show()
         from IPython.display import display
@@ -125,11 +132,13 @@ class InspectMagics(Magics):
         return result
 
     def _keep(self, result: Any, args) -> None:
-        """The --json, --html and -o outputs."""
-        if args.json:
-            result.to_json(args.json)
-        if args.html:
-            result.to_html(args.html)
+        """The --json, --html and -o outputs; a path that cannot be written is a UsageError."""
+        for flag, path, write in (("--json", args.json, result.to_json), ("--html", args.html, result.to_html)):
+            if path:
+                try:
+                    write(path)
+                except OSError as exc:
+                    raise _fail(f"{flag} {path!r}: cannot write there ({exc.strerror or first_line(exc)})") from None
         if args.output:
             self._shell.user_ns[args.output] = result
 
@@ -153,7 +162,10 @@ class InspectMagics(Magics):
         if not recorded.calls:
             raise _fail(f"the cell never called {args.expr}, so there was nothing to trace")
         try:
-            result = with_trace(inspect(model, stats=not args.no_stats, bins=args.bins), recorded)
+            inspected = inspect(model, stats=not args.no_stats, bins=args.bins)
+            if inspected is None:  # a sharded model, on a rank that does not receive the frames
+                return None
+            result = with_trace(inspected, recorded)
         except Exception as exc:
             raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
         self._keep(result, args)
@@ -161,6 +173,11 @@ class InspectMagics(Magics):
             print(result.summary(depth=args.depth))
             return None
         return result  # IPython displays a cell magic's value
+
+
+def _unquoted(text: str) -> str:
+    """IPython's argument splitter keeps the quotes around a prompt with spaces."""
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def _result_is_printed() -> bool:
@@ -191,7 +208,10 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[An
     from .inspection import inspect, memory
 
     try:
-        result = inspect(model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins)
+        prompt = None if args.sample_input is None else _unquoted(args.sample_input)
+        result = inspect(
+            model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins, sample_input=prompt
+        )
         extras: list = []
         if args.batch_size is not None:
             extras.append(

@@ -9,6 +9,7 @@ from typing import Any
 
 from .inspection import inspect
 from .render.format import format_bytes, format_count, format_shape, is_missing, trainable_status
+from .render.json_export import tensors_by_module
 from .render.plots import distribution_figure
 
 __all__ = ["ModelInfo", "dump_model_info"]
@@ -35,8 +36,7 @@ def _emit(logger: logging.Logger | None) -> Callable[[str], None]:
 
 
 def _leaf_layers(insp) -> list[dict[str, Any]]:
-    tensors = insp.params.groupby("module", sort=False)
-    shapes = {m: {n.rsplit(".", 1)[-1]: s for n, s in zip(g["name"], g["shape"])} for m, g in tensors}
+    tensors = tensors_by_module(insp.params)
     out = []
     for row in insp.layers.itertuples(index=False):
         if row.is_leaf and row.name and is_missing(row.alias_of):  # an alias is the same module again
@@ -46,7 +46,7 @@ def _leaf_layers(insp) -> list[dict[str, Any]]:
                     "type": row.type,
                     "params": int(row.params),
                     "trainable": trainable_status(row.trainable_params, row.frozen_params) or None,
-                    "shapes": shapes.get(row.name, {}),
+                    "shapes": {t["name"]: t["shape"] for t in tensors.get(row.name, [])},
                 }
             )
     return out

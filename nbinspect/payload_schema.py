@@ -8,7 +8,8 @@ front-end refuses a payload whose ``version`` is not :data:`PAYLOAD_VERSION`.
 Tables travel as column arrays: entry i of every list of ``modules`` (or ``tensors``) describes
 row i. A field with a ``when`` is present only when that data is: ``trace`` after a traced
 forward pass, ``stats`` with weight statistics, ``note`` when a stats row has a note,
-``compare`` for a comparison. To add a column: one :class:`Field` here (with ``source`` when it
+``compare`` for a comparison; the optional top-level ``timeline`` carries metrics over training
+steps (nbinspect.track). To add a column: one :class:`Field` here (with ``source`` when it
 is a frame column copied as is), ``make contract``, and one entry in ``js/src/columns.ts``.
 """
 
@@ -152,7 +153,25 @@ TOTALS_FIELDS: tuple[Field, ...] = (
 """The totals the front-end reads; the payload carries the inspection's other totals too."""
 
 _TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors")
-_OPTIONAL_TOP = ("comparison",)  # {"a", "b", "components"}: present for a comparison
+_OPTIONAL_TOP = ("comparison", "timeline")  # comparison: {"a", "b", "components"}; timeline: nbinspect.track
+
+
+def _check_timeline(timeline: Any) -> None:
+    """``{"title": str, "steps": [int], "series": [{"key": str, "values": [num?] per step}]}``."""
+    ok = (
+        isinstance(timeline, Mapping)
+        and set(timeline) == {"title", "steps", "series"}
+        and isinstance(timeline["title"], str)
+        and _ints(timeline["steps"])
+        and isinstance(timeline["series"], list)
+    )
+    if not ok:
+        raise ValueError(f"payload timeline: expected title, steps and series, got {timeline!r:.120}")
+    for s in timeline["series"]:
+        if not (isinstance(s, Mapping) and set(s) == {"key", "values"} and isinstance(s["key"], str)):
+            raise ValueError(f"payload timeline.series: expected {{key, values}}, got {s!r:.120}")
+        if len(s["values"]) != len(timeline["steps"]) or not all(map(_num, s["values"])):
+            raise ValueError(f"payload timeline {s['key']!r}: need one number or null per step")
 
 
 def _check_table(table: Any, fields: tuple[Field, ...], where: str, deep: bool) -> None:
@@ -179,7 +198,7 @@ def _check_table(table: Any, fields: tuple[Field, ...], where: str, deep: bool) 
 def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
     """Raise ValueError naming the first field of `payload` that breaks the contract: unknown or
     missing keys and columns, ragged tables, and with `deep` the type of every entry."""
-    keys = sorted((set(payload) ^ set(_TOP)) - set(_OPTIONAL_TOP))
+    keys = sorted((set(payload) - set(_OPTIONAL_TOP)) ^ set(_TOP))
     if keys:
         raise ValueError(f"payload: top-level keys {keys} differ from {list(_TOP)}")
     if payload["version"] != PAYLOAD_VERSION:
@@ -188,6 +207,8 @@ def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
     _check_table(payload["tensors"], TENSOR_FIELDS, "tensors", deep)
     if "comparison" in payload:
         _check_table(payload["comparison"]["components"], COMPONENT_FIELDS, "comparison.components", deep)
+    if "timeline" in payload:
+        _check_timeline(payload["timeline"])
     if deep:
         for f in TOTALS_FIELDS:
             if not TYPES[f.type][1](payload["totals"].get(f.name)):
@@ -223,6 +244,10 @@ def typescript() -> str:
         "\n"
         + _interface("ComponentColumns", "A comparison's summary, one entry per component.", COMPONENT_FIELDS, True),
         "\n" + _interface("Totals", "Whole-model totals.", TOTALS_FIELDS, False, "  [key: string]: unknown;"),
+        "\n/** One metric over training steps: a number or null per step. */",
+        "export interface TimelineSeries {\n  key: string;\n  values: Num[];\n}",
+        "\n/** Metrics over training steps (nbinspect.track), drawn above the tree. */",
+        "export interface Timeline {\n  title: string;\n  steps: number[];\n  series: TimelineSeries[];\n}",
         "\nexport interface Payload {",
         "  version: number;",
         "  model: { name: string; framework: string };",
@@ -233,6 +258,8 @@ def typescript() -> str:
         "  tensors: TensorColumns;",
         "  /** Present for a comparison: the two sides' names and the per-component summary. */",
         "  comparison?: { a: string; b: string; components: ComponentColumns };",
+        "  /** Present for nbinspect.track's live widget. */",
+        "  timeline?: Timeline;",
         "}",
     ]
     return "\n".join(parts) + "\n"

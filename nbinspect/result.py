@@ -45,10 +45,14 @@ class Result:
             Path(path).write_text(document + "\n", encoding="utf-8")
         return document
 
+    def framework_label(self) -> str:
+        """What the widget shows beside the name (a subclass may say more than the framework)."""
+        return self.framework
+
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         frames = self._widget_frames()
-        return InspectWidget(frames, self.totals, name=self.name, framework=self.framework, sides=self.sides)
+        return InspectWidget(frames, self.totals, name=self.name, framework=self.framework_label(), sides=self.sides)
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -75,7 +79,7 @@ class Result:
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
-        payload = build_payload(self.name, self.framework, self.totals, self._widget_frames(), self.sides)
+        payload = build_payload(self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides)
         page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")

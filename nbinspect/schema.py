@@ -20,6 +20,9 @@ __all__ = [
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
+    "ENGINE_COMPONENTS",
+    "ENGINE_TOTALS",
+    "EXPERT_CHANGES",
     "FLOW",
     "FRAMES",
     "FRAME_KEYS",
@@ -27,6 +30,8 @@ __all__ = [
     "LAYERS",
     "MEMORY",
     "MEMORY_COMPONENTS",
+    "MOE",
+    "MOE_TOTALS",
     "PARAMETER",
     "PARAMS",
     "STATS",
@@ -34,6 +39,7 @@ __all__ = [
     "TOTALS",
     "TRACE_COLUMNS",
     "TRACE_TOTALS",
+    "TRACK_HISTORY",
     "Column",
     "FrameSchema",
     "unit_of",
@@ -159,7 +165,9 @@ LAYERS = FrameSchema(
         Column("is_leaf", "boolean", "has no child modules"),
         Column("alias_of", "string", "first path of the same module object if registered twice"),
         Column("params", "Int64", "parameters in the subtree, shared storage counted once"),
-        Column("own_params", "Int64", "parameters registered directly on this module"),
+        Column(
+            "own_params", "Int64", "parameters first registered on this module (shared ones count at their first path)"
+        ),
         Column("trainable_params", "Int64", "subtree parameters with requires_grad"),
         Column("frozen_params", "Int64", "subtree parameters without requires_grad"),
         Column("param_bytes", "Int64", "bytes of subtree parameters, shared storage once"),
@@ -314,6 +322,49 @@ STATS = FrameSchema(
     "(meta, uninitialized, skipped) have missing moments and histogram and say why in `note`.",
 )
 
+MOE = FrameSchema(
+    "moe",
+    (
+        Column("name", "string", "path of the module holding the routed experts"),
+        Column("layout", "string", "'fused' (one tensor per projection, experts along dim 0) or 'modules'"),
+        Column("experts", "Int64", "routed experts in this layer"),
+        Column("top_k", "Int64", "experts each token is routed to; missing when unknown"),
+        Column("expert_params", "Int64", "parameters of one routed expert"),
+        Column("routed_params", "Int64", "parameters of all routed experts of this layer"),
+        Column("activated_params", "Int64", "routed parameters one token uses: top_k x expert_params"),
+        Column("shared_params", "Int64", "parameters of the layer's shared experts (every token uses them)"),
+    ),
+    "One row per mixture-of-experts layer: how many parameters it holds and how many a token uses.",
+)
+
+EXPERT_CHANGES = FrameSchema(
+    "expert_changes",
+    (
+        Column("group", "string", "path of the module holding the routed experts"),
+        Column("expert", "Int64", "expert index"),
+        Column("numel", "Int64", "parameters of the expert"),
+        Column("l2_a", "float64", "norm of the expert's weights in a"),
+        Column("l2_delta", "float64", "norm of b - a over the expert's weights"),
+        Column("rel_change", "float64", "l2_delta / l2_a"),
+        Column("vs_median", "float64", "rel_change over the median rel_change of its layer's experts"),
+        Column("dead", "boolean", "did not move: rel_change is 0 or below `dead_below` x the layer's median"),
+    ),
+    "One row per routed expert of two sources: how far each expert moved from a to b.",
+)
+
+ENGINE_COMPONENTS = FrameSchema(
+    "engine_components",
+    (
+        Column(
+            "component", "string", "role in the engine: tokenizer, engine core, executor, worker, model runner, model"
+        ),
+        Column("type", "string", "class name of the object in that role"),
+        Column("process", "string", "'in process', or where it runs (the engine core's process, a worker)"),
+        Column("detail", "string", "what it holds: vocabulary size, worker count, device, ...; missing if nothing"),
+    ),
+    "What a vLLM engine is made of, from the user's LLM object down to the served torch model.",
+)
+
 HEALTH = FrameSchema(
     "health",
     (
@@ -342,12 +393,44 @@ HEALTH = FrameSchema(
     "tensor. Rows whose values could not be read (meta) have missing counts and no flags.",
 )
 
+TRACK_HISTORY = FrameSchema(
+    "track_history",
+    (
+        Column("step", "Int64", "optimizer step of the measurement"),
+        Column("since_step", "Int64", "step of the snapshot the change is measured from"),
+        Column("analysis_seconds", "float64", "wall time the measurement took (all metrics)"),
+    ),
+    "Training dynamics (nbinspect.track): one row per measurement. These columns come first, then one float64 "
+    "column per metric key (e.g. 'param_change/norm_l2', 'sparse/kl_at_1e-06'), in the order first reported; "
+    "missing where a metric did not report at that step.",
+)
+
 FRAMES: dict[str, FrameSchema] = {
-    f.name: f for f in (PARAMS, LAYERS, BY_TYPE, FLOW, MEMORY, COMPARE, COMPARE_GROUPS, STATS, HEALTH)
+    f.name: f
+    for f in (
+        PARAMS,
+        LAYERS,
+        BY_TYPE,
+        FLOW,
+        MEMORY,
+        COMPARE,
+        COMPARE_GROUPS,
+        STATS,
+        HEALTH,
+        ENGINE_COMPONENTS,
+        MOE,
+        EXPERT_CHANGES,
+    )
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).
-FRAME_KEYS: dict[str, FrameSchema] = {**FRAMES, "stats_by_module": STATS, "stats_a": STATS, "stats_b": STATS}
+FRAME_KEYS: dict[str, FrameSchema] = {
+    **FRAMES,
+    "stats_by_module": STATS,
+    "stats_a": STATS,
+    "stats_b": STATS,
+    "components": ENGINE_COMPONENTS,
+}
 
 # Every key an Inspection's ``totals`` may hold, with its meaning: the one place they are
 # written (a test checks that every key any analysis produces is listed here).
@@ -364,10 +447,34 @@ STRUCTURE_TOTALS: dict[str, str] = {  # structure.totals: every Inspection has t
 TRACE_TOTALS: dict[str, str] = {  # after a traced forward pass (trace, inspect(input=...), %%inspect_model)
     "flops": "forward FLOPs of the whole model (a multiply-add is 2); None when not counted",
     "backward_flops": "backward FLOPs (trace(backward=True)); None when not counted",
-    "activation_bytes": "bytes autograd saved for backward, each storage once",
+    "activation_bytes": "bytes autograd saved for backward, each storage once (MLX: arrays the calls returned)",
     "input_bytes": "bytes of the input tensors",
     "flops_note": "which floating-point ops ran but are not counted",
     "fake_tensors": "True when the pass ran on fake tensors (meta models): shapes and sizes only",
     "model_calls": "how many times the watched cell called the model (%%inspect_model)",
+    "measured_active_bytes": "MLX: get_active_memory() growth over the evaluated pass (temporaries included)",
+    "measured_peak_bytes": "MLX: get_peak_memory() over the evaluated pass",
 }
-TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS}
+MOE_TOTALS: dict[str, str] = {  # inspect() of a mixture of experts
+    "activated_params": "parameters one token uses: top-k routed experts and all the rest; None when top-k is unknown",
+    "routed_params": "parameters of all routed experts",
+}
+ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the engine does not say
+    "vllm_version": "version of the vllm package",
+    "model_path": "what LLM(model=...) was given: a folder or a hub name",
+    "architecture": "the served model class, e.g. LlamaForCausalLM",
+    "dtype": "the served weights' dtype, e.g. float32",
+    "quantization": "the quantization method; None when the weights are not quantized",
+    "max_model_len": "longest sequence the engine accepts, in tokens",
+    "tensor_parallel_size": "tensor-parallel ranks (parameter counts are the whole model's, frames rank 0's shard)",
+    "pipeline_parallel_size": "pipeline-parallel stages",
+    "kv_cache_block_size": "tokens per KV-cache block",
+    "kv_cache_blocks": "KV-cache blocks the engine allocated",
+    "kv_cache_bytes": "bytes of the KV-cache tensors on the first worker",
+    "gpu_memory_utilization": "the memory-utilisation setting (on CPU: the share of RAM for the KV cache)",
+    "kv_cache_memory_bytes": "the KV-cache size the LLM was given, which overrides gpu_memory_utilization; or None",
+    "tokenizer": "tokenizer class",
+    "vocab_size": "tokens the tokenizer knows",
+    "multiprocessing": "True when the engine core runs in another process",
+}
+TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS, **ENGINE_TOTALS, **MOE_TOTALS}

@@ -45,12 +45,16 @@ def model_state(model: torch.nn.Module) -> dict:
         "values": {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()},
         "devices": [str(t.device) for t in model.state_dict().values()],
         "hooks": [(len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()],
+        # plain tensor attributes (what legacy prune/weight_norm/spectral_norm hooks recompute): same objects
+        "attrs": [
+            (i, k, id(v)) for i, m in enumerate(model.modules()) for k, v in vars(m).items() if torch.is_tensor(v)
+        ],
         "rng": torch.get_rng_state(),
     }
 
 
 def assert_unchanged(before: dict, after: dict) -> None:
-    for key in ("modes", "requires_grad", "grads", "devices", "hooks"):
+    for key in ("modes", "requires_grad", "grads", "devices", "hooks", "attrs"):
         assert before[key] == after[key], key
     assert before["values"].keys() == after["values"].keys()
     for name, value in before["values"].items():

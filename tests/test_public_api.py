@@ -4,15 +4,21 @@ import nbinspect
 
 EXPECTED = {
     "CheckpointError",
+    "EngineError",
     "HealthThresholds",
     "health",
     "Comparison",
     "UnsafeCheckpointError",
     "compare",
+    "distributed",
     "load_checkpoint",
     "Inspection",
     "InspectWidget",
+    "MixtureOfExperts",
     "ModelInfo",
+    "expert_changes",
+    "moe",
+    "split_experts",
     "by_type",
     "dump_model_info",
     "examples",
@@ -21,12 +27,14 @@ EXPECTED = {
     "layers",
     "load_ipython_extension",
     "memory",
+    "mlx",
     "params",
     "plot_distributions",
     "stats",
     "totals",
     "trace",
     "TraceError",
+    "track",
 }
 
 

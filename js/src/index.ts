@@ -4,6 +4,7 @@ import type { AnyWidget, Experimental, RenderProps } from "@anywidget/types";
 import type { HistFetcher } from "./detail";
 import { h } from "./dom";
 import { type Hist, PAYLOAD_VERSION, type Payload } from "./payload";
+import { Timeline } from "./timeline";
 import { TreeView } from "./view";
 
 /** InspectWidget's synced traits (nbinspect/widget.py). */
@@ -48,10 +49,12 @@ export function incompatible(payload: Payload | undefined): string | null {
 function render({ model, el, experimental }: Props): () => void {
   const error = h("div", "nbi-error", undefined, { role: "alert", style: "color: var(--jp-error-color1, #d32f2f)" });
   let view: TreeView | null = null;
+  const timeline = new Timeline(el); // metrics over training steps (nbinspect.track), above the tree
   const show = () => {
     const payload = model.get("payload");
     const problem = incompatible(payload);
     error.textContent = problem ?? "";
+    timeline.update(problem ? undefined : payload?.timeline);
     if (problem) {
       view?.destroy();
       view = null;
@@ -78,6 +81,7 @@ function render({ model, el, experimental }: Props): () => void {
     model.off("change:selected", onSelected);
     view?.destroy();
     error.remove();
+    timeline.root.remove();
   };
 }
 

@@ -146,6 +146,19 @@ export interface Totals {
   [key: string]: unknown;
 }
 
+/** One metric over training steps: a number or null per step. */
+export interface TimelineSeries {
+  key: string;
+  values: Num[];
+}
+
+/** Metrics over training steps (nbinspect.track), drawn above the tree. */
+export interface Timeline {
+  title: string;
+  steps: number[];
+  series: TimelineSeries[];
+}
+
 export interface Payload {
   version: number;
   model: { name: string; framework: string };
@@ -156,4 +169,6 @@ export interface Payload {
   tensors: TensorColumns;
   /** Present for a comparison: the two sides' names and the per-component summary. */
   comparison?: { a: string; b: string; components: ComponentColumns };
+  /** Present for nbinspect.track's live widget. */
+  timeline?: Timeline;
 }

@@ -19,9 +19,11 @@ import torch
 
 from ..errors import first_line
 from ..schema import COMPARE, COMPARE_GROUPS
-from ..sources import TensorEntry, ancestors, as_source
+from ..sources import ModelSource, TensorEntry, ancestors, as_source
+from ..sources.dtensor import DistributedSource
 from ..sources.tree import module_paths
 from .components import component, layer_index
+from .distributed import aligned_values, all_reduce_sums, pair_reducer
 from .gc_pause import gc_paused
 
 __all__ = ["DEFAULT_THRESHOLDS", "by_component", "by_layer", "by_module", "compare_frame"]
@@ -147,7 +149,29 @@ def _row(name: str, a: TensorEntry | None, b: TensorEntry | None) -> dict[str, A
     }
 
 
-def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers: _Buffers) -> dict[str, Any]:
+def _across_ranks(
+    a: TensorEntry,
+    b: TensorEntry,
+    thresholds: tuple[float, ...],
+    buffers: _Buffers,
+    sides: tuple[ModelSource, ModelSource, DistributedSource],
+) -> _Sums:
+    """The delta sums of a sharded pair: this rank's share of the elements, added over the ranks."""
+    src_a, src_b, group = sides
+    parts = [s.parts.get(e.name) if isinstance(s, DistributedSource) else None for s, e in ((src_a, a), (src_b, b))]
+    s = _delta_sums(*aligned_values(a, parts[0], b, parts[1]), thresholds, buffers)
+    sums, (max_abs,) = all_reduce_sums(group, [s.n, s.aa, s.bb, s.ab, s.dd, s.d, *s.above], [s.max_abs])
+    n, aa, bb, ab, dd, d, *above = sums
+    return _Sums([round(x) for x in above], round(n), aa, bb, ab, dd, d, max_abs)
+
+
+def _pair(
+    a: TensorEntry,
+    b: TensorEntry,
+    thresholds: tuple[float, ...],
+    buffers: _Buffers,
+    sides: tuple[ModelSource, ModelSource, DistributedSource] | None = None,
+) -> dict[str, Any]:
     if a.shape != b.shape:
         return {"status": "reshaped"}
     if "meta" in (a.device, b.device):
@@ -156,7 +180,10 @@ def _pair(a: TensorEntry, b: TensorEntry, thresholds: tuple[float, ...], buffers
             "it has no values"
         )
     try:
-        s = _delta_sums(a.values(), b.values(), thresholds, buffers)
+        if sides is None:
+            s = _delta_sums(a.values(), b.values(), thresholds, buffers)
+        else:
+            s = _across_ranks(a, b, thresholds, buffers, sides)
     except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(f"compare: tensor {a.name!r} ({a.dtype} vs {b.dtype}): {first_line(exc)}") from exc
     finally:
@@ -188,11 +215,13 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
                     if p not in other:
                         del one[p]
     buffers = _Buffers()
+    group = pair_reducer(src_a, src_b)  # a sharded side: each rank compares its share
+    sides = None if group is None else (src_a, src_b, group)
     rows = []
     with torch.no_grad():
         for name, ta in in_a.items():
             tb = in_b.get(name)
-            extra = {"status": "removed"} if tb is None else _pair(ta, tb, thresholds, buffers)
+            extra = {"status": "removed"} if tb is None else _pair(ta, tb, thresholds, buffers, sides)
             rows.append({**_row(name, ta, tb), **extra})
     rows += [{**_row(name, None, tb), "status": "added"} for name, tb in in_b.items() if name not in in_a]
     frame = COMPARE.build(rows)

@@ -29,7 +29,18 @@ __all__ = ["FlopCounter", "coverage_note"]
 
 aten = torch.ops.aten
 
+
+def _grouped_mm_flops(mat_a: Any, mat_b: Any, *args: Any, out_val: Any = None, **kwargs: Any) -> int:
+    """Grouped matrix multiply (fused mixture-of-experts layers): each output element is a
+    dot product of length K, whichever expert's matrix it used. 2-D x 2-D splits K into the
+    groups (one output per group), so it costs one M x K_total x N multiply."""
+    if mat_a.dim() == 2 and mat_b.dim() == 2:
+        return 2 * mat_a.shape[0] * mat_a.shape[1] * mat_b.shape[1]
+    return 2 * out_val.numel() * mat_a.shape[-1]
+
+
 _EXTRA_FORMULAS = {
+    aten._grouped_mm: _grouped_mm_flops,
     aten._scaled_dot_product_flash_attention_for_cpu: flop_registry[aten._scaled_dot_product_flash_attention],
     aten._scaled_dot_product_flash_attention_for_cpu_backward: flop_registry[
         aten._scaled_dot_product_flash_attention_backward
@@ -81,7 +92,7 @@ _DATA_MOVEMENT = {
 }
 
 _NODE_KEY = "nbinspect_call"
-_FREE, _UNCOUNTED = object(), object()  # op kinds besides a FLOP formula
+_FREE, _UNCOUNTED, _COMPOSITE = object(), object(), object()  # op kinds besides a FLOP formula
 
 
 def _shape_of(value: Any) -> Any:
@@ -145,6 +156,8 @@ class FlopCounter(TorchDispatchMode):
             return _cached(formula)
         if func.is_view or packet in _DATA_MOVEMENT or func.namespace != "aten":
             return _FREE
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+            return _COMPOSITE  # reaches us undecomposed in inference mode (e.g. linear): count its parts
         return _UNCOUNTED
 
     def tag_pending(self) -> None:
@@ -171,10 +184,16 @@ class FlopCounter(TorchDispatchMode):
         kwargs = kwargs or {}
         if self._pending is not None:
             self.tag_pending()
-        out = func(*args, **kwargs)
         kind = self._kind.get(func)
         if kind is None:
             kind = self._kind[func] = self._classify(func)
+        if kind is _COMPOSITE:
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
+            kind = _UNCOUNTED
+        out = func(*args, **kwargs)
         if kind is _FREE:  # views and data movement: their backward does no arithmetic either
             return out
         if kind is _UNCOUNTED:

@@ -26,7 +26,7 @@ from ..errors import TraceError
 from ..schema import MEMORY, MEMORY_COMPONENTS, PARAMETER
 from ..sources import ModelSource, as_source
 from .gc_pause import gc_paused
-from .inputs import split_input
+from .inputs import map_inputs, split_input
 from .trace import run_trace
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "memory_plan"]
@@ -152,6 +152,8 @@ def _trace(model, args, kwargs, batch_size, precision, input_dtype):
     one at the given batch, scaled. Returns (result, scale, how)."""
     dtype, autocast = PRECISIONS[precision]
     options = {"training": True, "input_dtype": input_dtype, "autocast_dtype": autocast}
+    if autocast is None:  # training in `precision` feeds the model floating inputs of that dtype
+        args, kwargs = map_inputs((args, kwargs), lambda t: t.to(dtype) if t.is_floating_point() else t, tuple)
     try:
         result = run_trace(model, args, kwargs, fake=True, param_dtype=dtype, batch_size=batch_size, **options)
         return result, 1.0, "measured on fake tensors"
@@ -182,8 +184,14 @@ def memory_plan(
     input_dtype: torch.dtype | None = None,
 ) -> pd.DataFrame:
     """The memory one training step needs (schema.MEMORY): whole-model rows, then rows per module."""
-    _check(optimizer, precision, master_weights)
     source = as_source(model)
+    if source.framework == "mlx":  # mlx.optimizers' state, no autocast: its own tables, the same frame
+        from .mlx_memory import mlx_memory_plan
+
+        if grad_checkpointing or master_weights:
+            raise ValueError("grad_checkpointing and master_weights are planned for torch models only")
+        return mlx_memory_plan(source, input, batch_size, optimizer, precision, input_dtype)
+    _check(optimizer, precision, master_weights)
     model = source.model
     rows = _tensor_rows(source, optimizer, precision, master_weights)
     notes = {

@@ -9,6 +9,7 @@ once. Nothing in the model changes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
@@ -19,8 +20,11 @@ import torch
 
 from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, as_source
+from ..sources.dtensor import DistributedSource
+from .distributed import combine_moments, on_receiving_rank
 from .gc_pause import gc_paused
 from .moments import Moments, histogram_edges, merge, spread
+from .parallel import parallel_tensor_stats
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
 __all__ = ["stats", "stats_frames", "tensor_stats"]
@@ -44,7 +48,10 @@ _PLAIN = {
 }
 
 
-def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = None) -> pd.DataFrame:
+@on_receiving_rank(0)
+def stats(
+    obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = None, workers: int | None = None
+) -> pd.DataFrame:
     """Weight statistics of `obj` (schema.STATS): a torch module, a ModelSource, a dict of
     name -> tensor, or one tensor.
 
@@ -54,21 +61,24 @@ def stats(obj: Any, bins: int = 64, by: str = "tensor", progress: bool | None = 
     finite range (``hist_sample`` says how many elements were binned: all of them up to
     65,536 per tensor, a strided sample of that size above). A progress bar (tqdm.auto)
     shows after two seconds; ``progress=False`` hides it, ``True`` shows it at once.
+    ``workers=N`` reads the files of a sharded safetensors checkpoint in N local processes.
     """
     if by not in BY:
         raise ValueError(f"stats(by={by!r}): choose one of {BY}")
-    return stats_frames(obj, bins, progress, (by,))[by]
+    return stats_frames(obj, bins, progress, (by,), workers)[by]
 
 
 @gc_paused()
 def stats_frames(
-    obj: Any, bins: int = 64, progress: bool | None = None, by: tuple[str, ...] = BY
+    obj: Any, bins: int = 64, progress: bool | None = None, by: tuple[str, ...] = BY, workers: int | None = None
 ) -> dict[str, pd.DataFrame]:
     """The stats frame for each way in `by` ("tensor", "module"), reading the tensors once."""
     if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
         raise ValueError(f"stats(bins={bins!r}): need a positive integer number of bins")
     source = _stats_source(obj)
-    results = tensor_stats(source, bins, progress)
+    results = tensor_stats(source, bins, progress) if workers is None else parallel_tensor_stats(source, bins, workers)
+    if isinstance(source, DistributedSource):  # each rank read its shards: combine them
+        results = combine_moments(source, results, bins)
     frames = {}
     if "tensor" in by:
         rows = [(t.name, t.module, t.kind, t.dtype, t.numel, *results[t.storage_key]) for t in source.tensors]
@@ -146,6 +156,13 @@ def _skipped(exc: Exception) -> str:
     return f"skipped: {type(exc).__name__}: {exc}"
 
 
+def _watched() -> bool:
+    """Whether someone watches a progress bar: a terminal on stderr, or a notebook (where
+    tqdm.auto draws a widget). Redirected output (logs, pipes, the CLI's captured stderr)
+    gets no bar."""
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
 def _progress(total: int, progress: bool | None):
     from tqdm.auto import tqdm
 
@@ -155,7 +172,7 @@ def _progress(total: int, progress: bool | None):
         unit="B",
         unit_scale=True,
         unit_divisor=1024,
-        disable=progress is False,
+        disable=progress is False or (progress is None and not _watched()),
         delay=0 if progress else PROGRESS_DELAY,
         leave=False,
     )

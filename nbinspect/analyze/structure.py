@@ -12,11 +12,13 @@ from typing import Any
 import pandas as pd
 
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
-from ..sources import TensorEntry, as_source, parent_path
+from ..sources import TensorEntry, as_source
+from .distributed import on_receiving_rank
 
 __all__ = ["by_type", "layers", "params", "totals"]
 
 
+@on_receiving_rank(0)
 def params(model: Any) -> pd.DataFrame:
     """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
     source = as_source(model)
@@ -53,13 +55,16 @@ def _unique_sums(entries: dict[Any, TensorEntry]) -> dict[str, int]:
     return out
 
 
+@on_receiving_rank(0)
 def layers(model: Any) -> pd.DataFrame:
     """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
     source = as_source(model)
     subtree = source.subtree_tensors()
     own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    tied = source.tied()
     for t in source.tensors:
-        own[t.module].setdefault(t.storage_key, t)
+        if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
+            own[t.module].setdefault(t.storage_key, t)
     rows = []
     for index, m in enumerate(source.modules):
         sums = _unique_sums(subtree[m.name])
@@ -67,8 +72,8 @@ def layers(model: Any) -> pd.DataFrame:
             {
                 "index": index,
                 "name": m.name,
-                "parent": parent_path(m.name),
-                "depth": 0 if m.name == "" else m.name.count(".") + 1,
+                "parent": source.parent(m.name),
+                "depth": len(source.ancestors(m.name)) - 1,
                 "type": m.type,
                 "is_leaf": m.is_leaf,
                 "alias_of": m.alias_of,
@@ -85,6 +90,7 @@ def layers(model: Any) -> pd.DataFrame:
     return LAYERS.build(rows)
 
 
+@on_receiving_rank(0)
 def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
@@ -107,6 +113,7 @@ def by_type(model: Any) -> pd.DataFrame:
     return BY_TYPE.build(rows)
 
 
+@on_receiving_rank(0)
 def totals(model: Any) -> dict[str, int]:
     """Model-wide counts (keys: schema.STRUCTURE_TOTALS); shared storage counted once."""
     source = as_source(model)

@@ -20,10 +20,14 @@ put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
 from __future__ import annotations
 
 import contextlib
+import logging
+import operator
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from threading import get_ident
 from typing import Any
 
 import torch
@@ -35,13 +39,18 @@ from torch.nn.modules.module import (
 )
 
 from ..dtypes import dtype_name
-from ..errors import DTYPE_HINT, TraceError
+from ..errors import DTYPE_HINT, TraceError, first_line
+from ..sources.mlx_module import is_mlx_module
 from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
 from .inputs import io_records, map_inputs, tensors_in
 
 __all__ = ["Call", "Recorder", "TraceResult", "finish", "run_trace"]
+
+# Traces swap parameters for fakes, change train flags and restore buffers on modules that
+# other threads may trace too: one at a time (re-entrant, a model may trace inside forward).
+_TRACING = threading.RLock()
 
 
 class Call:
@@ -113,6 +122,7 @@ class Recorder:
         self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
         self.handles: list = []
         self.failures: dict[int, Call] = {}  # id(exception) -> the innermost call it came from
+        self.thread = threading.get_ident()  # calls another thread makes at the same time are not ours
 
     def current(self) -> Call:
         return self.stack[-1] if self.stack else self.outside
@@ -132,7 +142,7 @@ class Recorder:
     def pre(self, module: nn.Module, args: tuple) -> None:
         key = id(module)
         info = self.info.get(key)
-        if info is None:  # not one of this model's modules
+        if info is None or get_ident() != self.thread:  # not one of this model's modules, or not our call
             return
         if len(args) == 1 and isinstance(args[0], torch.Tensor):  # the common case, kept cheap
             shapes, nbytes = [args[0].shape], args[0].nbytes
@@ -153,7 +163,7 @@ class Recorder:
         from torch's ``always_call`` path when the forward (or a hook) raised."""
         key = id(module)
         stack = self.stack
-        if key not in self.info or not stack or stack[-1].module_id != key:
+        if key not in self.info or not stack or stack[-1].module_id != key or get_ident() != self.thread:
             return
         call = stack.pop()
         if len(rest) == 2:
@@ -175,13 +185,23 @@ class Recorder:
             call.status = "interrupted"
 
     def failed_call(self, exc: BaseException) -> Call | None:
-        """The innermost call that raised `exc` or an exception it was raised from."""
+        """The innermost call that raised `exc` or an exception it was raised from. A call
+        that returned and whose own forward hook then raised is found through the traceback:
+        torch had already closed the call, so the exception surfaces in its parent."""
         found, seen = None, set()
-        current: BaseException | None = exc
-        while current is not None and id(current) not in seen:
-            seen.add(id(current))
-            found = self.failures.get(id(current), found)
-            current = current.__cause__ or current.__context__
+        cause: BaseException | None = exc
+        while cause is not None and id(cause) not in seen:
+            seen.add(id(cause))
+            found = self.failures.get(id(cause), found)
+            cause = cause.__cause__ or cause.__context__
+        frames = _module_frames(exc)
+        innermost = next((f for f in reversed(frames) if id(f.f_locals.get("self")) in self.info), None)
+        if innermost is not None and (found is None or id(innermost.f_locals["self"]) != found.module_id):
+            key = id(innermost.f_locals["self"])
+            done = next((c for c in reversed(self.calls) if c.module_id == key and c.status == "ok"), None)
+            if done is not None:
+                done.status = "failed"
+                return done
         return found
 
 
@@ -191,16 +211,24 @@ def _add_inputs(call: Call, kwargs: dict) -> None:
     call.input_bytes += sum({id(t): t.nbytes for t in tensors}.values())
 
 
+def _module_frames(exc: BaseException) -> list:
+    """The frames of ``Module._call_impl`` (and its hook wrapper) in `exc`'s traceback, outermost first."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in ("_call_impl", "inner"):
+            frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
 def _failed_kwargs(exc: BaseException, module_id: int) -> dict:
     """The keyword arguments the failing module got, read from the traceback's frame of
     ``Module._call_impl`` (global pre-hooks are not given them). Empty if not found."""
-    tb = exc.__traceback__
     found: dict = {}
-    while tb is not None:
-        local = tb.tb_frame.f_locals
-        if tb.tb_frame.f_code.co_name in ("_call_impl", "inner") and id(local.get("self")) == module_id:
-            found = local.get("kwargs") or found
-        tb = tb.tb_next
+    for frame in _module_frames(exc):
+        if id(frame.f_locals.get("self")) == module_id:
+            found = frame.f_locals.get("kwargs") or found
     return found if isinstance(found, dict) else {}
 
 
@@ -211,6 +239,10 @@ def _preserved(
     """Restore train/eval flags, buffers changed in place or replaced (BatchNorm running
     stats, num_batches_tracked) and the RNG state, however the block ends."""
     modes = [(m, m.training) for m in modules]
+    # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
+    # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
+    # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
+    attrs = [(m, vars(m).copy()) for m in modules]
     buffers = []
     if real:
         for m in modules:
@@ -229,11 +261,38 @@ def _preserved(
             for m, mode in modes:
                 if m.training is not mode:  # Module.__setattr__ is slow; most flags never changed
                     m.training = mode
+            for m, saved in attrs:
+                _restore_attrs(vars(m), saved)
             for m, name, b, copy in buffers:
                 m._buffers[name] = b
                 if not torch.equal(b, copy):
                     with torch.no_grad(), torch.inference_mode(b.is_inference()):
                         b.copy_(copy)
+
+
+def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
+    """Put a module's plain tensor attributes back as they were (`saved` is a copy of its
+    __dict__): the same objects, and none added."""
+    if len(now) == len(saved) and all(map(operator.is_, now.values(), saved.values())):
+        return  # nothing was replaced, added or removed (values replaced in place keep their order)
+    for k, v in saved.items():
+        if isinstance(v, torch.Tensor) and now.get(k) is not v:
+            now[k] = v
+    for k in [k for k, v in now.items() if isinstance(v, torch.Tensor) and k not in saved]:
+        del now[k]
+
+
+@contextlib.contextmanager
+def _quiet_fake_errors() -> Iterator[None]:
+    """FakeTensorMode logs a full traceback when an op fails on fake tensors; the failure
+    reaches the caller as a one-line TraceError, so the log is only noise on stderr."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    quiet = logging.Filter("-")  # a filter named after no logger rejects every record
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtype]:
@@ -290,8 +349,10 @@ def _failure(recorder: Recorder, exc: Exception, model_name: str) -> str:
         return f"forward of {model_name} failed outside its modules: {type(exc).__name__}: {exc}"
     _add_inputs(failed, _failed_kwargs(exc, failed.module_id))
     where = f"{failed.name} ({failed.type})" if failed.name else f"{model_name} (the root module)"
+    if failed.output_shapes is not None:  # its forward had returned: one of its forward hooks raised
+        where += ", in a forward hook,"
     shapes = " ".join("[" + ", ".join(map(str, s)) + "]" for s in failed.input_shapes) or "no tensors"
-    return f"forward failed in {where} with inputs {shapes}: {type(exc).__name__}: {exc}"
+    return f"forward failed in {where} with inputs {shapes}: {type(exc).__name__}: {first_line(exc)}"
 
 
 def finish(result: TraceResult) -> TraceResult:
@@ -349,6 +410,13 @@ def run_trace(
     whenever the parameters are cast or the batch resized, so the model is never touched.
     Raises :class:`TraceError` naming the module that failed.
     """
+    if is_mlx_module(model):  # MLX has no hooks or dispatch modes: its own recorder, the same result
+        from .mlx_trace import run_mlx_trace
+
+        return run_mlx_trace(
+            model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype, training=training,
+            batch_size=batch_size,
+        )  # fmt: skip
     if not isinstance(model, nn.Module):
         what = "a checkpoint or state_dict (no forward pass to run)" if model is None else type(model).__name__
         raise TypeError(f"tracing needs a live torch.nn.Module, got {what}")
@@ -377,20 +445,30 @@ def run_trace(
         shapes_given.append(shape)
         return resize(torch.zeros(shape, dtype=dtype, device=device))
 
-    with contextlib.ExitStack() as stack:
+    # Inference tensors (made under torch.inference_mode) cannot be saved for backward:
+    # given inputs are cloned into normal ones; a model whose own tensors are inference
+    # tensors runs in inference mode, and what autograd would save is not measured.
+    inference_model = any(t.is_inference() for t in model_tensors)
+    if inference_model and backward:
+        raise ValueError("backward=True needs autograd, and the model's tensors are inference tensors")
+    own_tensor = (lambda t: t.clone() if t.is_inference() else t) if not inference_model else (lambda t: t)
+
+    with _TRACING, contextlib.ExitStack() as stack:  # one trace at a time: they swap and restore shared state
+        stack.enter_context(torch.inference_mode(inference_model))
         stack.enter_context(_preserved(modules, model_tensors, training, real=not use_fake))
         if use_fake:
             from torch._subclasses.fake_tensor import FakeTensorMode
 
+            stack.enter_context(_quiet_fake_errors())
             fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
             stand_in_device = torch.device("cpu") if on_meta else None
             device = stand_in_device or device
             params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
             args, kwargs = map_inputs(
-                (args, kwargs), lambda t: resize(_stand_in(t, fake_mode, stand_in_device, None)), zeros
+                (args, kwargs), lambda t: resize(_stand_in(own_tensor(t), fake_mode, stand_in_device, None)), zeros
             )
         else:
-            args, kwargs = map_inputs((args, kwargs), lambda t: t, zeros)
+            args, kwargs = map_inputs((args, kwargs), own_tensor, zeros)
             params = model_tensors
         inputs = tensors_in((args, kwargs))
         exclude = {storage_id(t) for t in (*params, *inputs)}
@@ -398,8 +476,8 @@ def run_trace(
         meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
-        stack.enter_context(torch.inference_mode(False))
-        stack.enter_context(torch.enable_grad())
+        if not inference_model:
+            stack.enter_context(torch.enable_grad())
         if autocast_dtype is not None:
             stack.enter_context(torch.autocast(device.type, dtype=autocast_dtype))
         stack.enter_context(gc_paused())
@@ -417,7 +495,14 @@ def run_trace(
             result.outputs = io_records(output, "output")
             if backward:
                 _backward(output, [*params, *inputs], counter)
-    return finish(result)
+    finish(result)
+    if inference_model:
+        result.totals["activation_bytes"] = None
+        result.totals["flops_note"] += (
+            " Saved-for-backward bytes not measured: the model's tensors are inference tensors"
+            " (made under torch.inference_mode), so autograd cannot run on them."
+        )
+    return result
 
 
 def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from torch import nn
 
+from ..sources.mlx_module import is_mlx_module
 from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter
 from .trace import Recorder, TraceResult, finish
@@ -25,6 +26,12 @@ __all__ = ["watch"]
 def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
     """Record the model's module calls made inside the block. The yielded result is
     complete once the block has ended (also when it raised: the calls so far)."""
+    if is_mlx_module(model):
+        from .mlx_trace import watch_mlx
+
+        with watch_mlx(model, flops=flops) as result:
+            yield result
+        return
     named_modules = list(model.named_modules())
     recorder = Recorder(named_modules)
     weights = {

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .format import is_missing, trainable_status
 
-__all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "inspection_dict", "json_schema", "jsonable"]
+__all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "inspection_dict", "json_schema", "jsonable", "tensors_by_module"]
 
 SCHEMA_ID = "nbinspect/inspection"
 SCHEMA_VERSION = 1
@@ -41,7 +41,8 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def _tensors_by_module(params: pd.DataFrame) -> dict[str, list[dict]]:
+def tensors_by_module(params: pd.DataFrame) -> dict[str, list[dict]]:
+    """Each module path -> its own tensors (local name, kind, shape, dtype, requires_grad, tied_to)."""
     out: dict[str, list[dict]] = {}
     for row in params.itertuples(index=False):
         out.setdefault(row.module, []).append(
@@ -66,7 +67,7 @@ def inspection_dict(
     io: Mapping[str, Any] | None = None,
 ) -> dict:
     """The export document. `io` holds the model's top-level input/output once traced."""
-    tensors = _tensors_by_module(params)
+    tensors = tensors_by_module(params)
     records = []
     for row in layers.to_dict("records"):
         row["trainable"] = trainable_status(row["trainable_params"], row["frozen_params"]) or None

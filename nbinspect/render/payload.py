@@ -28,7 +28,7 @@ from ..sources import ancestors
 from .format import is_missing
 from .json_export import jsonable
 
-__all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram"]
+__all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram", "timeline"]
 
 STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", "nan", "inf")
 """Stats columns sent per row, in this order, when a stats frame is present."""
@@ -224,11 +224,13 @@ def build_payload(
     totals: Mapping[str, Any],
     frames: Mapping[str, pd.DataFrame],
     sides: tuple[str, str] | None = None,
+    timeline: Mapping[str, Any] | None = None,
 ) -> dict:
     """The widget payload of one inspection (its fields: :mod:`nbinspect.payload_schema`).
     `frames` needs ``layers`` and ``params``; the ``stats``, module stats, ``health`` and
     ``compare`` frames and the layers' trace columns are used when present and left out when
-    absent. `sides` names a comparison's two sides."""
+    absent. `sides` names a comparison's two sides. `timeline` (metrics over training steps,
+    see :func:`timeline`) is added when given."""
     layers, params = frames["layers"], frames["params"]
     module_names = layers["name"].tolist()
     index = {n: i for i, n in enumerate(module_names)}
@@ -289,6 +291,8 @@ def build_payload(
         "tensors": tensors,
         **({"comparison": comparison} if comparison else {}),
     }
+    if timeline is not None:
+        payload["timeline"] = dict(timeline)
     check_payload(payload)
     return payload
 
@@ -305,6 +309,14 @@ def _add_health(
     tensors["problems"] = [jsonable(rows.get(n, {}).get("problems")) for n in tensor_names]
     modules["problems"] = [jsonable(rolled.get(n, {}).get("problems")) for n in module_names]
     modules["problem_tensors"] = [jsonable(rolled.get(n, {}).get("problem_tensors")) for n in module_names]
+
+
+def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
+    """Metrics over training steps for the widget's small plots: ``steps`` and one
+    ``{"key", "values"}`` series per key (missing values as null)."""
+    steps = [int(s) for s in history["step"]] if len(history) else []
+    series = [{"key": k, "values": [_round(jsonable(v)) for v in history[k].tolist()]} for k in keys if k in history]
+    return {"title": title, "steps": steps, "series": series}
 
 
 def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor") -> dict | None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ..sources.tree import UNKNOWN_TYPE
+from .fold import fold_repeats
 from .format import format_bytes, format_count, format_percent, format_shape, is_missing, trainable_status
 
 __all__ = ["health_block", "layer_tree", "summary", "table"]
@@ -43,22 +44,38 @@ def _tree_prefixes(layers: pd.DataFrame) -> list[str]:
 
 
 def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None, title: str = "") -> str:
-    """The module tree as a table, down to `depth` (None: all levels)."""
-    prefixes = _tree_prefixes(layers)
+    """The module tree as a table, down to `depth` (None: all levels). Repeated blocks fold
+    into one row (``0–11 ×12``, their total) over the first block's rows."""
+    folds, hidden = fold_repeats(layers)
+    shown = layers.iloc[[i for i in range(len(layers)) if i not in hidden]]
+    positions = [i for i in range(len(layers)) if i not in hidden]
+    prefixes = _tree_prefixes(shown)
     traced = layers["output_shapes"].notna().any()
     header = ["Module", "Type"] + (["Output shape"] if traced else []) + ["Params", "Share", "Trainable"]
-    rows = []
-    for prefix, row in zip(prefixes, layers.itertuples(index=False)):
+    rows, folded = [], False
+    for position, prefix, row in zip(positions, prefixes, shown.itertuples(index=False)):
         if depth is not None and row.depth > depth:
             continue
-        label = prefix + (row.name.rsplit(".", 1)[-1] if row.name else title or row.type)
+        fold = folds.get(position)
+        folded = folded or fold is not None
+        count = fold.members if fold else 1
+        # the name below its parent, as registered: a child named "a.b" shows as "a.b"
+        local = row.name[len(row.parent) + 1 :] if not is_missing(row.parent) and row.parent else row.name
+        key = fold.label if fold else local
+        label = prefix + (key if row.name else title or row.type)
         kind = row.type if is_missing(row.alias_of) else f"{row.type} (same as {row.alias_of})"
-        share = format_percent(row.params, total_params)
+        params = row.params * count
+        share = format_percent(params, total_params)
         cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
-        cells += [format_count(row.params), share, trainable_status(row.trainable_params, row.frozen_params)]
+        cells += [format_count(params), share, trainable_status(row.trainable_params, row.frozen_params)]
         rows.append(cells)
     right = [False, False] + ([False] if traced else []) + [True, True, False]
-    return table(header, rows, right)
+    note = (
+        "\n(×N: N consecutive blocks of equal structure, their total; the rows under it show the first)"
+        if folded
+        else ""
+    )
+    return table(header, rows, right) + note
 
 
 def _summary_block(totals: Mapping[str, int]) -> str:
@@ -68,6 +85,10 @@ def _summary_block(totals: Mapping[str, int]) -> str:
         ("  trainable", format_count(totals["trainable_params"]), ""),
         ("  non-trainable", format_count(totals["non_trainable_params"]), ""),
     ]
+    activated = totals.get("activated_params")
+    if activated is not None:
+        share = f"{format_percent(activated, unique)} of them: top-k routed experts and all the rest" if unique else ""
+        lines.insert(1, ("  activated per token", format_count(activated), share))
     if by_path != unique:
         lines.append(("  counted by path", format_count(by_path), "shared tensors counted at every path"))
     lines += [

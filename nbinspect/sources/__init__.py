@@ -14,16 +14,21 @@ EXPECTED = "a torch.nn.Module instance, a state_dict, or a checkpoint path"
 
 
 def as_source(obj: Any, name: str | None = None) -> ModelSource:
-    """The source for `obj`: a torch module, a state_dict or training checkpoint dict, or a
+    """The source for `obj`: a torch or MLX module, a state_dict or training checkpoint dict, or a
     checkpoint path (see :func:`load_checkpoint`); a ModelSource is returned as it is."""
     if isinstance(obj, ModelSource):
         return obj
+    from .mlx_module import from_mlx_module, is_mlx_module
+
+    if is_mlx_module(obj):
+        return from_mlx_module(obj, name)
     import torch.nn as nn
 
+    from .dtensor import from_sharded_module, is_sharded_module
     from .torch_module import from_module
 
     if isinstance(obj, nn.Module):
-        return from_module(obj, name)
+        return from_sharded_module(obj, name) if is_sharded_module(obj) else from_module(obj, name)
     if isinstance(obj, (Mapping, str, os.PathLike)):
         from .checkpoint import load_checkpoint
 

@@ -6,6 +6,7 @@ A live torch module, a state_dict, a checkpoint file or an MLX model all become 
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ class ModuleEntry:
     training: bool | None
     attrs: dict[str, Any]
     alias_of: str | None = None  # first path of the same module object
+    parent: str | None = None  # the parent's path, where the dotted name does not say it (a child named "a.b")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,25 @@ class ModelSource:
     model: Any = field(default=None, repr=False, compare=False)  # live model, if there is one
     # What a file held besides the weights (epoch, optimizer summary, load report, ...).
     metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @functools.cached_property
+    def _parents(self) -> dict[str, str]:
+        return {m.name: m.parent for m in self.modules if m.parent is not None}
+
+    def parent(self, path: str) -> str | None:
+        """The parent module's path ('' for a child of the root, None for the root)."""
+        found = self._parents.get(path)
+        return found if found is not None else parent_path(path)
+
+    def ancestors(self, path: str) -> list[str]:
+        """Module paths from the root down to `path` itself, following the real parents
+        (a module named with a dot is one step, not two)."""
+        if not self._parents:
+            return ancestors(path)
+        chain = [path]
+        while (up := self.parent(chain[-1])) is not None:
+            chain.append(up)
+        return chain[::-1]
 
     def unique_tensors(self, kind: str | None = None) -> dict[Hashable, TensorEntry]:
         """Each distinct storage once, at the first path that holds it (tied weights count
@@ -78,7 +99,7 @@ class ModelSource:
         out: dict[str, dict[Hashable, TensorEntry]] = {m.name: {} for m in self.modules}
         for t in self.tensors:
             if kind is None or t.kind == kind:
-                for path in ancestors(t.module):
+                for path in self.ancestors(t.module):
                     out.setdefault(path, {}).setdefault(t.storage_key, t)
         return out
 

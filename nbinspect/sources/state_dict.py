@@ -18,7 +18,8 @@ from torch import nn
 from ..dtypes import dtype_name
 from ..errors import CheckpointError
 from .base import ModelSource
-from .torch_module import from_module, storage_key
+from .limits import MAX_DEPTH, MAX_METADATA_ITEMS, MAX_TENSORS
+from .torch_module import compact, from_module, storage_key, stored_numel
 from .tree import StoredTensor, build_source
 
 __all__ = ["WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]
@@ -32,35 +33,59 @@ def _is_weights(value: Any) -> bool:
     return isinstance(value, Mapping) and any(isinstance(v, (torch.Tensor, Mapping)) for v in value.values())
 
 
-def _tensors_and_bytes(value: Any) -> tuple[int, int]:
-    """(tensors, bytes) anywhere inside nested dicts/lists."""
-    if isinstance(value, torch.Tensor):
-        return 1, value.numel() * value.element_size()
-    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
-    counts = [_tensors_and_bytes(v) for v in items]
-    return sum(c[0] for c in counts), sum(c[1] for c in counts)
+def _contents(value: Any) -> tuple[int, int, str]:
+    """(tensors, bytes, what was cut) inside nested dicts/lists/tuples: each container and
+    each storage once (a shared or self-containing container is not walked again), at most
+    MAX_DEPTH deep and MAX_METADATA_ITEMS items, so a crafted file cannot make this hang."""
+    tensors, storages, seen = 0, {}, set()
+    cut = ""
+    stack = [(value, 0)]
+    walked = 0
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, torch.Tensor):
+            tensors += 1
+            key = storage_key(item)
+            storages[key] = stored_numel(item) * item.element_size()
+            continue
+        if not isinstance(item, (Mapping, list, tuple)) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if depth >= MAX_DEPTH:
+            cut = f"nested deeper than {MAX_DEPTH} levels, not walked further"
+            continue
+        walked += len(item)
+        if walked > MAX_METADATA_ITEMS:
+            cut = f"over {MAX_METADATA_ITEMS:,} items, not walked further"
+            break
+        stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, Mapping) else item))
+    return tensors, sum(storages.values()), cut
 
 
 def describe(value: Any) -> Any:
     """A short, JSON-friendly description of a non-weight checkpoint entry."""
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.layout == torch.strided:
         return value.item()
     if isinstance(value, Mapping) and "param_groups" in value and "state" in value:
-        n, nbytes = _tensors_and_bytes(value["state"])
+        n, nbytes, cut = _contents(value["state"])
         groups = value["param_groups"]
-        hyper = {
-            k: v for k, v in (groups[0] if groups else {}).items() if isinstance(v, (int, float, str)) and k != "params"
-        }
-        return f"optimizer state: {len(groups)} param group(s), {n} tensors, {nbytes:,} bytes; {hyper}"
+        first = groups[0] if isinstance(groups, (list, tuple)) and groups and isinstance(groups[0], Mapping) else {}
+        hyper = {k: v for k, v in first.items() if isinstance(v, (int, float, str)) and k != "params"}
+        count = len(groups) if isinstance(groups, (list, tuple)) else "?"
+        return f"optimizer state: {count} param group(s), {n} tensors, {nbytes:,} bytes; {hyper}" + _cut(cut)
     if isinstance(value, (Mapping, list, tuple)):
-        n, nbytes = _tensors_and_bytes(value)
+        n, nbytes, cut = _contents(value)
         kind = "dict" if isinstance(value, Mapping) else type(value).__name__
-        return f"{kind} of {len(value)} entries ({n} tensors, {nbytes:,} bytes)"
+        return f"{kind} of {len(value)} entries ({n} tensors, {nbytes:,} bytes)" + _cut(cut)
     if isinstance(value, torch.Tensor):
         return f"tensor {list(value.shape)} {dtype_name(value.dtype)}"
     return type(value).__name__
+
+
+def _cut(cut: str) -> str:
+    return f"; {cut}" if cut else ""
 
 
 def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_dict") -> tuple[Any, dict[str, Any]]:
@@ -80,15 +105,52 @@ def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_
     return {k: v for k, v in obj.items() if k not in meta}, meta
 
 
-def _flatten(weights: Mapping, prefix: str, out: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-    for k, v in weights.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, torch.Tensor):
-            out[name] = v
-        elif isinstance(v, Mapping):
-            _flatten(v, name + ".", out, meta)
-        else:
-            meta[name] = describe(v)
+def _flatten(weights: Mapping, origin: str, meta: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """name -> tensor of a nested state_dict, walked without recursion. A dict met a second
+    time (shared, or containing itself) is not expanded again: its names would repeat, or
+    double at each level; `meta` says where. More than MAX_TENSORS names is refused."""
+    out: dict[str, torch.Tensor] = {}
+    first: dict[int, str] = {id(weights): ""}
+    stack: list[tuple[str, Mapping, int]] = [("", weights, 0)]
+    while stack:
+        prefix, mapping, depth = stack.pop()
+        items = []
+        for k, v in mapping.items():
+            name = f"{prefix}{k}"
+            if isinstance(v, torch.Tensor):
+                out[name] = v
+                if len(out) > MAX_TENSORS:
+                    raise CheckpointError(f"{origin}: more than {MAX_TENSORS:,} tensors, over the limit")
+            elif isinstance(v, Mapping):
+                if id(v) in first:
+                    meta[name] = f"the same dict as {first[id(v)] or 'the whole state_dict'!r}, not expanded again"
+                    continue
+                if depth + 1 >= MAX_DEPTH:
+                    raise CheckpointError(f"{origin}: entry {name!r} is nested more than {MAX_DEPTH} levels deep")
+                first[id(v)] = name
+                items.append((name + ".", v, depth + 1))
+            else:
+                meta[name] = describe(v)
+        stack.extend(reversed(items))  # depth first, in the file's order
+    return out
+
+
+def _stored(name: str, t: torch.Tensor, release: Callable[[torch.Tensor], None] | None, stored: bool) -> StoredTensor:
+    """One state_dict tensor. With `stored` (a file's tensor) a broadcast view counts, and
+    is read as, the elements the file holds: ``zeros(1).expand(10**10)`` in a 1.6 KB file is
+    4 bytes, not 40 GB, and its statistics read one element, not ten billion."""
+    values = compact(t.detach()) if stored else t.detach()
+    numel = values.numel()
+    return StoredTensor(
+        name=name,
+        shape=tuple(t.shape),
+        dtype=dtype_name(t.dtype),
+        nbytes=numel * t.element_size(),
+        storage_key=storage_key(t),
+        tensor=values,
+        release_hook=None if release is None or t.layout != torch.strided else partial(release, values),
+        numel=numel,
+    )
 
 
 def stored_tensors(
@@ -96,25 +158,16 @@ def stored_tensors(
     meta: dict[str, Any],
     origin: str,
     release: Callable[[torch.Tensor], None] | None = None,
+    *,
+    stored: bool = False,
 ) -> list[StoredTensor]:
     """The tensors of a (possibly nested) state_dict; non-tensor entries go to `meta`.
-    `release(tensor)`, if given, drops a memory-mapped tensor's pages after use."""
-    tensors: dict[str, torch.Tensor] = {}
-    _flatten(weights, "", tensors, meta)
+    `release(tensor)`, if given, drops a memory-mapped tensor's pages after use; `stored`
+    counts a file's broadcast views by the elements the file holds."""
+    tensors = _flatten(weights, origin, meta)
     if not tensors:
         raise CheckpointError(f"{origin}: no tensors found; top-level keys: {sorted(map(str, weights))[:20]}")
-    return [
-        StoredTensor(
-            name=n,
-            shape=tuple(t.shape),
-            dtype=dtype_name(t.dtype),
-            nbytes=t.numel() * t.element_size(),
-            storage_key=storage_key(t),
-            tensor=t.detach(),
-            release_hook=None if release is None else partial(release, t),
-        )
-        for n, t in tensors.items()
-    ]
+    return [_stored(n, t, release, stored) for n, t in tensors.items()]
 
 
 def from_mapping(

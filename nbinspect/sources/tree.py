@@ -24,7 +24,7 @@ _BUFFER_NAMES = frozenset({"running_mean", "running_var", "num_batches_tracked"}
 _FLOATING = ("float", "bfloat", "complex")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredTensor:
     """One tensor as a file or a state_dict holds it."""
 
@@ -35,6 +35,7 @@ class StoredTensor:
     storage_key: Hashable
     tensor: Any = field(repr=False)  # a tensor, or a zero-argument loader for one
     release_hook: Callable[[], None] | None = field(default=None, repr=False)
+    numel: int | None = None  # elements stored, when not the shape's product (a broadcast view)
 
 
 def natural_key(name: str) -> tuple:
@@ -77,7 +78,7 @@ def build_source(
             shape=t.shape,
             dtype=t.dtype,
             device="cpu",
-            numel=math.prod(t.shape),
+            numel=math.prod(t.shape) if t.numel is None else t.numel,
             nbytes=t.nbytes,
             requires_grad=kind == PARAMETER,
             storage_key=t.storage_key,

@@ -1,0 +1,124 @@
+"""One training-dynamics measurement on a ~124M-parameter model (GPT-2 small shapes, fp32).
+
+    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_track.py [--repeat 5] [--threads N]
+
+What is timed, all in this process, best of `repeat` (the machine is shared: the best run
+is the least disturbed one):
+
+- the floor: one streaming pass that reads the snapshot and the weights once (a float32
+  ``dot`` of each pair of chunks, the chunks nbinspect.track uses);
+- ``ParameterChangeMetrics``: the delta (W_new − W_old streamed, every statistic) and the
+  metric dict made from it; the issue asks for at most 1.5× the floor;
+- taking the next snapshot (a copy of the weights, with its norms);
+- one ``torch.optim.AdamW`` step on the same model (gradients set to random values).
+
+Memory held: the snapshot (float32 and float16) and the scratch buffers of the delta;
+and the peak resident memory the measurement added above what was resident before it
+(the kernel's high-water mark, reset through /proc/self/clear_refs).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from _measure import best_of
+from torch import nn
+
+from nbinspect.track import AnalysisContext, ParameterChangeMetrics, ParameterDelta, ParameterSnapshot
+from nbinspect.track.snapshot import CHUNK
+
+THRESHOLDS = (1e-8, 1e-6, 1e-4)
+
+
+class GPT2Small(nn.Module):
+    """The parameter shapes of GPT-2 small (124,439,808 parameters, head tied to the embedding)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(50257, 768), nn.Embedding(1024, 768)
+        self.h = nn.ModuleList(
+            nn.ModuleDict(
+                {
+                    "ln_1": nn.LayerNorm(768),
+                    "c_attn": nn.Linear(768, 2304),
+                    "c_proj": nn.Linear(768, 768),
+                    "ln_2": nn.LayerNorm(768),
+                    "c_fc": nn.Linear(768, 3072),
+                    "mlp_proj": nn.Linear(3072, 768),
+                }
+            )
+            for _ in range(12)
+        )
+        self.ln_f = nn.LayerNorm(768)
+
+
+def floor(snapshot: ParameterSnapshot, model: nn.Module) -> float:
+    total = 0.0
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            a, b = snapshot.tensors[name], p.detach().view(-1)
+            for start in range(0, a.numel(), CHUNK):
+                total += float(torch.dot(a[start : start + CHUNK], b[start : start + CHUNK]))
+    return total
+
+
+def rss(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    model = GPT2Small()
+    n = sum(p.numel() for p in model.parameters())
+    snapshot = ParameterSnapshot.take(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for p in model.parameters():
+        p.grad = torch.randn_like(p) * 1e-3
+    optimizer.step()  # the model has moved once; AdamW's state exists
+    metric = ParameterChangeMetrics(THRESHOLDS)
+    context = AnalysisContext(model, 1)
+
+    def measure() -> dict:
+        delta = ParameterDelta.between(snapshot, model, 1, THRESHOLDS)
+        return metric.compute(delta, snapshot, context)
+
+    t_floor = best_of(lambda: floor(snapshot, model), args.repeat)
+    t_measure = best_of(measure, args.repeat)
+    t_snapshot = best_of(lambda: ParameterSnapshot.take(model), max(2, args.repeat // 2))
+    t_adamw = best_of(optimizer.step, max(2, args.repeat // 2))
+
+    before = rss("VmRSS:")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the high-water mark to what is resident now
+        measure()
+        added = f"{(rss('VmHWM:') - before) / 2**20:.1f} MiB"
+    except OSError:
+        added = "unavailable (no /proc/self/clear_refs)"
+    delta = ParameterDelta.between(snapshot, model, 1, THRESHOLDS)
+    half = ParameterSnapshot.take(model, dtype=torch.float16)
+    read = 2 * 4 * n / 1e9
+    print(f"model: {n:,} parameters (GPT-2 small shapes, fp32), torch threads {torch.get_num_threads()}")
+    print("machine shared with other work: best of", args.repeat, "runs")
+    print(f"floor (read snapshot + weights once): {t_floor * 1e3:7.1f} ms  ({read / t_floor:.1f} GB/s)")
+    print(f"ParameterChangeMetrics measurement:   {t_measure * 1e3:7.1f} ms  = {t_measure / t_floor:.2f}x the floor")
+    print(f"next snapshot (copy + norms):         {t_snapshot * 1e3:7.1f} ms  = {t_snapshot / t_floor:.2f}x the floor")
+    print(f"one AdamW step:                       {t_adamw * 1e3:7.1f} ms  (measurement = {t_measure / t_adamw:.2f}x)")
+    print(f"snapshot held: {snapshot.nbytes / 2**20:.1f} MiB float32, {half.nbytes / 2**20:.1f} MiB float16")
+    print(f"scratch buffers of the delta: {delta.scratch_bytes / 2**20:.2f} MiB (bound: 64 MiB)")
+    print(f"peak resident memory added by one measurement: {added}")
+
+
+if __name__ == "__main__":
+    main()

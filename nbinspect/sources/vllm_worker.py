@@ -1,0 +1,212 @@
+"""What runs next to the served model inside a vLLM worker: its frames, built where the
+weights are, so only frames cross a process boundary.
+
+vLLM's CPU build packs unquantized linear weights into its GEMM kernel's own layout and
+leaves an empty Parameter behind; such a weight is read back through the layer's kernel
+(its product with identity columns, exact: one nonzero term per output) with its logical
+shape. Checkpoint weights vLLM fuses (q/k/v into ``qkv_proj``, gate/up into
+``gate_up_proj``, as the model's ``packed_modules_mapping`` says) are concatenated from
+the folder the engine loaded before comparing, so they match the served names.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from ..analyze import structure
+from ..analyze.compare import compare_frame
+from ..analyze.stats import stats_frames
+from ..schema import PARAMETER
+from .base import ModelSource, TensorEntry
+from .torch_module import from_module
+
+__all__ = ["InspectWorkerExtension", "fused_checkpoint", "served_source", "worker_report"]
+
+_DEFAULT_FUSED = {"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]}
+_PROBE_COLUMNS = 1024  # identity columns per kernel call when reading a packed weight
+
+
+def _packed_shape(module: nn.Module, weight: torch.Tensor) -> tuple[int, int] | None:
+    """(out, in) of a linear weight vLLM moved into its CPU kernel, else None."""
+    if weight.numel() or not callable(getattr(module, "cpu_linear", None)):
+        return None
+    n, k = getattr(module, "output_size_per_partition", None), getattr(module, "input_size_per_partition", None)
+    return (n, k) if isinstance(n, int) and isinstance(k, int) else None
+
+
+def _read_packed(module: nn.Module, n: int, k: int, dtype: torch.dtype) -> Callable[[], torch.Tensor]:
+    kernel = cast(Callable[..., torch.Tensor], module.cpu_linear)
+
+    def load() -> torch.Tensor:
+        out = torch.empty(n, k, dtype=dtype)
+        with torch.inference_mode():
+            for start in range(0, k, _PROBE_COLUMNS):
+                rows = min(_PROBE_COLUMNS, k - start)
+                probe = torch.zeros(rows, k, dtype=dtype)
+                probe[:, start : start + rows].fill_diagonal_(1)
+                out[:, start : start + rows] = kernel(probe, module.weight, None).t()
+        return out
+
+    return load
+
+
+def served_source(model: nn.Module, name: str | None = None) -> ModelSource:
+    """The served torch model as a source, packed CPU weights at their logical shapes."""
+    source = from_module(model, name)
+    tensors = []
+    for t in source.tensors:
+        module = model.get_submodule(t.module)
+        shape = _packed_shape(module, t.tensor) if t.kind == PARAMETER and t.name.endswith(".weight") else None
+        if shape is not None:
+            numel = shape[0] * shape[1]
+            t = replace(
+                t,
+                shape=shape,
+                numel=numel,
+                nbytes=numel * t.tensor.element_size(),
+                storage_key=("packed", id(module)),
+                tensor=_read_packed(module, *shape, t.tensor.dtype),
+            )
+        tensors.append(t)
+    return replace(source, tensors=tuple(tensors))
+
+
+def _concat(parts: list[TensorEntry]) -> Any:
+    return lambda: torch.cat([p.values() for p in parts], dim=0)
+
+
+def fused_checkpoint(folder: str, served: ModelSource, mapping: dict[str, list[str]] | None) -> ModelSource:
+    """The checkpoint in `folder` with the parts of each fused served weight concatenated
+    under the served name; parts whose fusion is unknown keep their own names."""
+    from .checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(folder)
+    by_name = {t.name: t for t in ckpt.tensors}
+    used: set[str] = set()
+    fused: list[TensorEntry] = []
+    for t in served.tensors:
+        head, _, leaf = t.name.rpartition(".")
+        prefix, _, fused_module = head.rpartition(".")
+        names = [f"{prefix}.{part}.{leaf}" for part in (mapping or _DEFAULT_FUSED).get(fused_module, ())]
+        if t.name in by_name or not names or not all(n in by_name for n in names):
+            continue
+        parts = [by_name[n] for n in names]
+        shapes = [p.shape for p in parts if p.shape]
+        shape = (sum(s[0] for s in shapes), *shapes[0][1:]) if len(shapes) == len(parts) else None
+        numel, nbytes = sum(p.numel for p in parts), sum(p.nbytes for p in parts)
+        fused.append(
+            replace(
+                parts[0],
+                name=t.name,
+                module=t.module,
+                shape=shape,
+                numel=numel,
+                nbytes=nbytes,
+                storage_key=("fused", t.name),
+                tensor=_concat(parts),
+                release_hook=None,
+            )
+        )
+        used.update(names)
+    kept = tuple(t for t in ckpt.tensors if t.name not in used)
+    return replace(ckpt, tensors=kept + tuple(fused))
+
+
+def _kv_cache_bytes(runner: Any) -> int:
+    caches = getattr(runner, "kv_caches", None) or []
+    seen: dict[Any, int] = {}
+    for c in caches if isinstance(caches, (list, tuple)) else caches.values():
+        for t in c if isinstance(c, (list, tuple)) else [c]:
+            if isinstance(t, torch.Tensor):
+                seen[(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())] = t.untyped_storage().nbytes()
+    return sum(seen.values())
+
+
+def _runner_model(worker: Any) -> nn.Module:
+    runner = getattr(worker, "model_runner", None)
+    get_model = getattr(runner, "get_model", None)
+    model = get_model() if callable(get_model) else getattr(runner, "model", None)
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            f"the vLLM worker {type(worker).__name__} holds no torch model at model_runner.get_model() "
+            f"(found {type(model).__name__})"
+        )
+    return model
+
+
+def _global_numel(module: nn.Module, local: str, entry: TensorEntry) -> int:
+    """Elements of a parameter across all tensor-parallel ranks: vLLM's parallel layers keep
+    their unsplit ``output_size``/``input_size`` (heads replicated over ranks included once)."""
+    out, inp = getattr(module, "output_size", None), getattr(module, "input_size", None)
+    heads, kv_heads = getattr(module, "total_num_heads", None), getattr(module, "total_num_kv_heads", None)
+    if isinstance(heads, int) and isinstance(kv_heads, int):  # QKV: output_size counts kv heads per rank
+        head = int(getattr(module, "head_size", 0))
+        out = (heads + kv_heads) * head + kv_heads * getattr(module, "v_head_size", head)
+    if not (isinstance(out, int) and isinstance(inp, int)) or entry.shape is None:
+        return entry.numel
+    if local == "weight" and len(entry.shape) == 2:
+        return out * inp
+    return out if local == "bias" and len(entry.shape) == 1 else entry.numel
+
+
+def _global_sums(model: nn.Module, source: ModelSource) -> dict[str, int]:
+    """Parameter elements and bytes of the whole model, read on one rank."""
+    sums = {"params": 0, "trainable_params": 0, "param_bytes": 0}
+    for t in source.unique_tensors(PARAMETER).values():
+        numel = _global_numel(model.get_submodule(t.module), t.name.rpartition(".")[2], t)
+        sums["params"] += numel
+        sums["trainable_params"] += numel if t.requires_grad else 0
+        sums["param_bytes"] += numel * t.nbytes // t.numel if t.numel else 0
+    return sums
+
+
+def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
+    """The frames of the model this worker serves, pickled (frames only, never weights).
+
+    `options`: ``stats``, ``bins``, ``folder`` (the checkpoint folder to compare with, or None;
+    a tensor-parallel shard is not compared)."""
+    model = _runner_model(worker)
+    source = served_source(model)
+    frames = {
+        "params": structure.params(source),
+        "layers": structure.layers(source),
+        "by_type": structure.by_type(source),
+    }
+    if options.get("stats"):
+        by = stats_frames(source, options.get("bins", 64))
+        frames.update(stats=by["tensor"], stats_by_module=by["module"])
+        if options.get("folder") and getattr(worker.parallel_config, "tensor_parallel_size", 1) == 1:
+            weights = replace(source, tensors=tuple(t for t in source.tensors if t.kind == PARAMETER))
+            mapping = getattr(type(model), "packed_modules_mapping", None)
+            frames["compare"] = compare_frame(fused_checkpoint(options["folder"], weights, mapping), weights)
+    runner = worker.model_runner
+    cache = getattr(worker, "cache_config", None)
+    report = {
+        "frames": frames,
+        "totals": structure.totals(source),
+        "global": _global_sums(model, source),
+        "rank": getattr(worker, "rank", 0),
+        "worker": type(worker).__name__,
+        "model_runner": type(runner).__name__,
+        "model": type(model).__name__,
+        "device": str(getattr(worker, "device", "")),
+        "kv_cache_blocks": getattr(cache, "num_gpu_blocks", None),
+        "kv_cache_block_size": getattr(cache, "block_size", None),
+        "kv_cache_bytes": _kv_cache_bytes(runner),
+    }
+    return pickle.dumps(report)
+
+
+class InspectWorkerExtension:
+    """Mixed into vLLM's worker with ``LLM(..., worker_extension_cls=
+    "nbinspect.sources.vllm_worker.InspectWorkerExtension")``: nbinspect then reaches an
+    engine in another process by method name, without VLLM_ALLOW_INSECURE_SERIALIZATION."""
+
+    def nbinspect_report(self, options: dict[str, Any]) -> bytes:
+        return worker_report(self, options)

@@ -1,0 +1,289 @@
+"""W_new − W_old between a snapshot and the model now: :class:`ParameterDelta`.
+
+A delta is a comparison of two moments of one model, so it is stored as the comparison
+engine's ``compare`` frame (schema.COMPARE: one row per tensor, with the same roll-ups per
+module, component and layer) plus a mergeable :class:`~nbinspect.analyze.moments.Moments`
+of the change of each tensor (mean, std, L1, L2, min, max, exact zeros).
+
+The delta streams: one tensor at a time, in chunks that stay in cache, into reused buffers
+(never the whole model's delta, never a full-size temporary). Each chunk is read once from
+memory; every statistic is a pass over the chunk already in cache: the difference, its
+min/max, sum, sum of squares, the dot with W_old (for the norm of W_new and the cosine),
+then |Δ|, its sum, its non-zeros and the counts above each threshold (a threshold above
+the chunk's largest |Δ| costs nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from ..analyze import compare
+from ..analyze.components import component, layer_index
+from ..analyze.moments import Moments, merge
+from ..dtypes import dtype_name
+from ..schema import COMPARE
+from .snapshot import CHUNK, ParameterSnapshot, trainable_parameters
+
+__all__ = ["ArchitectureChanged", "ParameterDelta"]
+
+
+class ArchitectureChanged(ValueError):
+    """The model's trainable parameters are not those of the snapshot."""
+
+
+@dataclass
+class _Scratch:
+    """Reused chunk buffers, per working dtype: W_new upcast, W_old upcast, the delta; a mask."""
+
+    by_dtype: dict[torch.dtype, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    mask: np.ndarray = field(default_factory=lambda: np.empty(CHUNK, dtype=bool))
+
+    def get(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if dtype not in self.by_dtype:
+            self.by_dtype[dtype] = (
+                torch.empty(CHUNK, dtype=dtype),
+                torch.empty(CHUNK, dtype=dtype),
+                torch.empty(CHUNK, dtype=dtype),
+            )
+        return self.by_dtype[dtype]
+
+    @property
+    def nbytes(self) -> int:
+        return self.mask.nbytes + sum(t.nbytes for bufs in self.by_dtype.values() for t in bufs)
+
+
+def _module_of(name: str) -> str:
+    return name.rpartition(".")[0]
+
+
+def _check_same(snapshot: ParameterSnapshot, live: Mapping[str, torch.Tensor]) -> None:
+    added = [n for n in live if n not in snapshot.tensors]
+    removed = [n for n in snapshot.tensors if n not in live]
+    reshaped = [n for n, p in live.items() if n in snapshot.shapes and p.shape != snapshot.shapes[n]]
+    if added or removed or reshaped:
+        found = (("added", added), ("removed", removed), ("reshaped", reshaped))
+        parts = [f"{what}: {', '.join(names[:3])}{' …' if len(names) > 3 else ''}" for what, names in found if names]
+        raise ArchitectureChanged(
+            f"the model's trainable parameters changed since the snapshot of step {snapshot.step} "
+            f"({'; '.join(parts)}): call reset() after changing the architecture or what is trainable"
+        )
+
+
+def _tensor_change(
+    a: torch.Tensor, b: torch.Tensor, limits: list, scratch: _Scratch
+) -> tuple[Moments, float, list[int]]:
+    """Moments of b − a (flat tensors), the sum of a·(b − a) in float64, and how many |b − a|
+    exceed each limit (ascending). Sums and dots run in torch (BLAS, cascade summation);
+    min/max and the counts in numpy, which does them in fewer passes than torch here."""
+    work = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
+    buf_a, buf_b, buf_d = scratch.get(work)
+    n = a.numel()
+    count = nan = inf = nonzero = 0
+    s = q = ad = abs_sum = 0.0
+    lo, hi = math.inf, -math.inf
+    above = [0] * len(limits)
+    zero = np.zeros((), dtype=np.float64 if work == torch.float64 else np.float32)
+    for start in range(0, n, CHUNK):
+        ca, cb = a[start : start + CHUNK], b[start : start + CHUNK]
+        m = ca.numel()
+        ca = ca if ca.dtype == work and ca.device.type == "cpu" else buf_a[:m].copy_(ca)
+        cb = cb if cb.dtype == work and cb.device.type == "cpu" else buf_b[:m].copy_(cb)
+        d = torch.sub(cb, ca, out=buf_d[:m])
+        values = d.numpy()
+        c_lo, c_hi = float(values.min()), float(values.max())
+        if not (math.isfinite(c_lo) and math.isfinite(c_hi)):
+            finite = torch.isfinite(d)
+            c_nan = int(torch.isnan(d).sum())
+            nan, inf = nan + c_nan, inf + m - int(finite.sum()) - c_nan
+            d, ca = d[finite], ca[finite]
+            if d.numel() == 0:
+                continue
+            values = d.numpy()
+            c_lo, c_hi = float(values.min()), float(values.max())
+        lo, hi = min(lo, c_lo), max(hi, c_hi)
+        count += d.numel()
+        s += float(d.sum())
+        q += float(torch.dot(d, d))
+        ad += float(torch.dot(ca, d))
+        np.abs(values, out=values)
+        abs_sum += float(d.sum())
+        # Counts only where the chunk straddles a threshold: above its largest |Δ| none pass,
+        # below its smallest all do (in training most elements move: one min saves passes).
+        mask, largest, smallest = scratch.mask[: d.numel()], max(-c_lo, c_hi), float(values.min())
+        for k, limit in enumerate([zero, *limits]):
+            if not largest > limit:  # ascending: no element passes this or a larger one
+                break
+            n_above = d.numel() if smallest > limit else int(np.count_nonzero(np.greater(values, limit, out=mask)))
+            if k:
+                above[k - 1] += n_above
+            else:
+                nonzero += n_above
+    if count == 0:
+        return Moments.empty(1, n, nan, inf), 0.0, above
+    mean = s / count
+    hist = np.array([count], np.int64)
+    zeros = count - nonzero
+    moments = Moments(n, count, mean, max(q - s * mean, 0.0), abs_sum, lo, hi, zeros, nan, inf, hist, lo, hi, count)
+    return moments, ad, above
+
+
+def _row(name: str, snapshot: ParameterSnapshot, p: torch.Tensor, m: Moments, ad: float, above: list[int]) -> dict:
+    aa = snapshot.norms_sq[name]
+    dd = m.m2 + m.count * m.mean**2 if m.count else 0.0
+    # ‖W_new‖² and W_old·W_new follow from ‖W_old‖² (taken with the snapshot), W_old·Δ and ‖Δ‖².
+    sums = compare._Sums(above, n=m.numel, aa=aa, bb=max(aa + 2 * ad + dd, 0.0), ab=aa + ad, dd=dd)
+    if m.count:
+        sums.d, sums.max_abs = m.mean * m.count, max(-m.min, m.max)
+    same = m.count == m.numel and m.zeros == m.numel
+    return {
+        "name": name,
+        "module": _module_of(name),
+        "component": component(name),
+        "layer": layer_index(name),
+        "status": "same" if same else "changed",
+        "shape_a": tuple(snapshot.shapes[name]),
+        "shape_b": tuple(p.shape),
+        "dtype_a": dtype_name(snapshot.dtype),
+        "dtype_b": dtype_name(p.dtype),
+        **sums.columns(),
+    }
+
+
+@dataclass(frozen=True)
+class ParameterDelta:
+    """The change of every trainable parameter from a snapshot to the model (or a later
+    snapshot): its statistics are computed once, when the delta is made, and never change."""
+
+    old_step: int
+    new_step: int
+    thresholds: tuple[float, ...]
+    frame: pd.DataFrame  # schema.COMPARE, one row per tensor (a = the snapshot, b = now)
+    moments: Mapping[str, Moments]  # name -> Moments of the change (finite values)
+    scratch_bytes: int  # the largest scratch memory the streaming held
+    _old: ParameterSnapshot = field(repr=False, compare=False)
+    _new: Mapping[str, torch.Tensor] = field(repr=False, compare=False)
+
+    @classmethod
+    def between(
+        cls,
+        old: ParameterSnapshot,
+        new: nn.Module | ParameterSnapshot,
+        step: int | None = None,
+        thresholds: Iterable[float] = compare.DEFAULT_THRESHOLDS,
+    ) -> ParameterDelta:
+        """The delta from snapshot `old` to `new` (a model as it is now, or a later snapshot)."""
+        if isinstance(new, ParameterSnapshot):
+            live: dict[str, torch.Tensor] = {n: new[n] for n in new.tensors}
+            step = new.step if step is None else step
+        else:
+            live = dict(trainable_parameters(new))
+        _check_same(old, live)
+        limits = sorted(float(t) for t in thresholds)
+        scratch = _Scratch()
+        rows, moments = [], {}
+        with torch.no_grad():
+            for name, p in live.items():
+                a, b = old.tensors[name], p.detach().reshape(-1)
+                work_limits = [np.float64(t) if torch.float64 in (a.dtype, b.dtype) else np.float32(t) for t in limits]
+                m, ad, above = _tensor_change(a, b, work_limits, scratch)
+                moments[name] = m
+                rows.append(_row(name, old, p, m, ad, above))
+        frame = COMPARE.build(rows)
+        frame.attrs["thresholds"] = tuple(limits)
+        step = old.step if step is None else step
+        return cls(old.step, step, tuple(limits), frame, MappingProxyType(moments), scratch.nbytes, old, live)
+
+    # ------------------------------------------------------------ the whole model at once
+
+    @property
+    def numel(self) -> int:
+        return int(self.frame["numel"].sum())
+
+    @property
+    def total(self) -> Moments:
+        """Moments of every element of the change, all tensors merged."""
+        return merge(list(self.moments.values())) if self.moments else Moments.empty(1)
+
+    @property
+    def weight_norm(self) -> float:
+        """‖W_old‖ over all tensors."""
+        return math.sqrt(math.fsum(self._old.norms_sq.values()))
+
+    @property
+    def rel_change(self) -> float:
+        """‖Δ‖ / ‖W_old‖ over all tensors (0 when nothing moved, inf when W_old is all zeros)."""
+        l2, w = self.total.l2, self.weight_norm
+        return l2 / w if w > 0 else (0.0 if l2 == 0 else math.inf)
+
+    @property
+    def max_abs(self) -> float:
+        t = self.total
+        return max(-t.min, t.max) if t.count else 0.0
+
+    def changed_ratio(self, threshold: float) -> float:
+        """Fraction of all elements with |Δ| > threshold (one of `thresholds`)."""
+        return self._above(threshold) / self.numel if self.numel else 0.0
+
+    def sparsity(self, threshold: float) -> float:
+        """Fraction of all elements with |Δ| ≤ threshold."""
+        return (self.numel - self._above(threshold)) / self.numel if self.numel else 1.0
+
+    def _above(self, threshold: float) -> int:
+        k = self._index(threshold)
+        return sum(round(f[k] * n) for f, n in zip(self.frame["frac_above"], self.frame["numel"]))
+
+    def _index(self, threshold: float) -> int:
+        for k, t in enumerate(self.thresholds):
+            if math.isclose(t, threshold, rel_tol=1e-12, abs_tol=0.0):
+                return k
+        raise ValueError(
+            f"threshold {threshold:g} was not measured; this delta has {[f'{t:g}' for t in self.thresholds]}"
+        )
+
+    # ------------------------------------------------------------ roll-ups (the compare engine's)
+
+    def by_module(self) -> pd.DataFrame:
+        return compare.by_module(self.frame)
+
+    def by_component(self, per_layer: bool = False) -> pd.DataFrame:
+        return compare.by_component(self.frame, per_layer)
+
+    def by_layer(self) -> pd.DataFrame:
+        return compare.by_layer(self.frame)
+
+    def group_moments(self, key: Mapping[str, Any]) -> dict[Any, Moments]:
+        """Moments of the change merged per group; `key` maps tensor names to a group
+        (names it leaves out, or maps to None, belong to no group)."""
+        groups: dict[Any, list[Moments]] = {}
+        for name, m in self.moments.items():
+            g = key.get(name)
+            if g is not None:
+                groups.setdefault(g, []).append(m)
+        return {g: merge(parts) for g, parts in groups.items()}
+
+    # ------------------------------------------------------------ the values, one tensor at a time
+
+    def tensors(self, dtype: torch.dtype = torch.float32) -> Iterator[tuple[str, torch.Tensor]]:
+        """(name, W_new − W_old in the parameter's shape), one tensor at a time. Read from
+        the model as it is when iterated: iterate before the next optimizer step."""
+        with torch.no_grad():
+            for name, p in self._new.items():
+                old = self._old.tensors[name].to(device=p.device, dtype=dtype)
+                yield name, (p.detach().reshape(-1).to(dtype) - old).view(p.shape)
+
+    def old(self, name: str) -> torch.Tensor:
+        """W_old of one tensor (the snapshot's read-only copy, in the parameter's shape)."""
+        return self._old[name]
+
+    def __repr__(self) -> str:
+        what = f"{len(self.moments)} tensors, ‖Δ‖={self.total.l2:.4g}, ‖Δ‖/‖W‖={self.rel_change:.4g}"
+        return f"<ParameterDelta steps {self.old_step}→{self.new_step}: {what}>"

@@ -1,0 +1,67 @@
+"""Running the user's model for analysis without leaving a trace on it.
+
+:func:`preserved` puts the model in eval mode for the block (no dropout: the outputs compare
+like for like) inside a forked RNG, without autograd, and afterwards restores every
+module's train/eval flag and any buffer the forward pass changed. Weights are never
+written: other parameter values are swapped in with ``torch.func.functional_call``, which
+puts the original tensor objects back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from ..analyze.inputs import split_input, tensors_in
+
+__all__ = ["logits", "preserved", "run"]
+
+
+@contextlib.contextmanager
+def preserved(model: nn.Module) -> Iterator[None]:
+    modules = list(model.modules())
+    modes = [m.training for m in modules]
+    buffers = [(m, n, b, b.clone()) for m in modules for n, b in m._buffers.items() if b is not None]
+    devices = sorted({t.device.index or 0 for _, _, t, _ in buffers if t.device.type == "cuda"})
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        try:
+            model.eval()
+            yield
+        finally:
+            for m, mode in zip(modules, modes):
+                if m.training is not mode:
+                    m.training = mode
+            for m, name, b, copy in buffers:
+                m._buffers[name] = b
+                if not torch.equal(b, copy):
+                    b.copy_(copy)
+
+
+def run(model: nn.Module, inputs: Any, params: Mapping[str, torch.Tensor] | None = None) -> Any:
+    """model(inputs) (a tensor, a tuple of arguments or a dict of keyword arguments), with
+    `params` in place of those parameters when given."""
+    if inputs is None:
+        raise ValueError("this metric runs the model: pass inputs= to on_optimizer_step (e.g. a fixed batch)")
+    args, kwargs = split_input(inputs)
+    if params is None:
+        return model(*args, **kwargs)
+    return functional_call(model, dict(params), args, kwargs)
+
+
+def logits(output: Any) -> torch.Tensor:
+    """The tensor to compare in a model's output: ``logits`` when it has them, else the
+    first floating tensor."""
+    if isinstance(output, torch.Tensor):
+        return output
+    found = output.get("logits") if isinstance(output, Mapping) else getattr(output, "logits", None)
+    if isinstance(found, torch.Tensor):
+        return found
+    for t in tensors_in(output):
+        if t.is_floating_point():
+            return t
+    raise ValueError(f"the model's output ({type(output).__name__}) holds no floating tensor to compare")

@@ -1,0 +1,91 @@
+"""An immutable copy of a model's trainable parameters at one step: :class:`ParameterSnapshot`.
+
+The copies never alias the live tensors (they are new storage, on the chosen device and in
+the chosen dtype) and cannot be changed in place: they are made as inference tensors, which
+torch refuses to modify outside inference mode. The squared L2 norm of each copy is taken
+while its chunks are still in cache, so relative changes later cost no extra pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import torch
+from torch import nn
+
+__all__ = ["CHUNK", "ParameterSnapshot", "trainable_parameters"]
+
+CHUNK = 1 << 18  # elements per chunk: 1 MB of float32 stays in the per-core L2 cache
+
+
+def trainable_parameters(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, parameter) of every trainable floating parameter, shared storage once."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"nbinspect.track needs a torch.nn.Module, got {type(model).__name__}")
+    for name, p in model.named_parameters():
+        if p.requires_grad and p.is_floating_point():
+            yield name, p
+
+
+def _copy(p: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, float]:
+    """A flat copy of `p` and its squared norm, summed chunk by chunk in float64."""
+    flat = p.detach().reshape(-1)
+    out = torch.empty(flat.numel(), device=device, dtype=dtype)
+    norm_sq = 0.0
+    for start in range(0, flat.numel(), CHUNK):
+        chunk = out[start : start + CHUNK]
+        chunk.copy_(flat[start : start + CHUNK])
+        wide = chunk if dtype in (torch.float32, torch.float64) else chunk.float()
+        norm_sq += float(torch.dot(wide, wide))
+    return out, norm_sq
+
+
+@dataclass(frozen=True)
+class ParameterSnapshot:
+    """The trainable parameters of a model at `step`, copied flat (1-D) to `device` in `dtype`."""
+
+    step: int
+    tensors: Mapping[str, torch.Tensor]  # name -> flat copy (read-only mapping of inference tensors)
+    shapes: Mapping[str, torch.Size]
+    norms_sq: Mapping[str, float]  # name -> squared L2 norm of the copy, in float64
+    dtype: torch.dtype
+    device: torch.device
+
+    @classmethod
+    def take(
+        cls, model: nn.Module, step: int = 0, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+    ) -> ParameterSnapshot:
+        """Copy the trainable parameters of `model` (nothing about the model changes)."""
+        if not dtype.is_floating_point:
+            raise ValueError(f"ParameterSnapshot: dtype must be floating point, got {dtype}")
+        device = torch.device(device)
+        tensors, shapes, norms = {}, {}, {}
+        with torch.inference_mode():
+            for name, p in trainable_parameters(model):
+                tensors[name], norms[name] = _copy(p, device, dtype)
+                shapes[name] = p.shape
+        return cls(step, MappingProxyType(tensors), MappingProxyType(shapes), MappingProxyType(norms), dtype, device)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.tensors)
+
+    @property
+    def numel(self) -> int:
+        return sum(t.numel() for t in self.tensors.values())
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the snapshot holds: elements times the snapshot dtype's size."""
+        return sum(t.nbytes for t in self.tensors.values())
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        """The copy of one parameter in its original shape (a view of the read-only copy)."""
+        return self.tensors[name].view(self.shapes[name])
+
+    def __repr__(self) -> str:
+        size = self.nbytes / 2**20
+        what = f"{len(self.tensors)} tensors, {self.numel:,} values, {size:.1f} MiB {self.dtype}"
+        return f"<ParameterSnapshot step {self.step}: {what}>"

@@ -1,0 +1,173 @@
+"""The model_info.json layout: golden records from the format's own examples (with the true
+numbers where its examples are wrong), checked against torch's counters."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import nbinspect
+from nbinspect import examples
+
+TOP_LEVEL = [
+    "model_name",
+    "framework",
+    "model_type",
+    "parameters",
+    "trainable_parameters",
+    "input_info",
+    "output_info",
+    "layers",
+]
+F32 = "torch.float32"
+
+
+def _cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(inplace=True),
+        nn.Flatten(),
+        nn.Dropout(0.25),
+        nn.Linear(16 * 4 * 4, 10),
+    )
+
+
+def test_linear_record_is_the_formats_example():
+    model = nn.Sequential(nn.Linear(10, 20), nn.ReLU(), nn.Linear(20, 5))
+    doc = nbinspect.inspect(model).to_model_info()
+    assert list(doc) == TOP_LEVEL
+    assert doc["layers"][0] == {
+        "layer_index": 0,
+        "name": "0",
+        "type": "Linear",
+        "parameters": 220,
+        "trainable": True,
+        "parameter_shapes": [[20, 10], [20]],
+        "parameter_dtypes": [F32, F32],
+        "in_features": 10,
+        "out_features": 20,
+        "bias": True,
+    }
+    assert doc["layers"][1] == {
+        "layer_index": 1,
+        "name": "1",
+        "type": "ReLU",
+        "parameters": 0,
+        "trainable": False,
+        "parameter_shapes": [],
+        "parameter_dtypes": [],
+        "inplace": False,
+    }
+    assert doc["parameters"] == doc["trainable_parameters"] == 220 + 105
+
+
+def test_conv_batchnorm_dropout_records_with_true_counts():
+    doc = nbinspect.inspect(_cnn(), input=(2, 3, 4, 4)).to_model_info()
+    conv, bn, relu, _flatten, dropout, _linear = doc["layers"]
+    # The format's example says 432 for Conv2d(3, 16, 3): 16*3*3*3 weights + 16 biases = 448.
+    assert conv == {
+        "layer_index": 0,
+        "name": "0",
+        "type": "Conv2d",
+        "parameters": 448,
+        "trainable": True,
+        "parameter_shapes": [[16, 3, 3, 3], [16]],
+        "parameter_dtypes": [F32, F32],
+        "in_channels": 3,
+        "out_channels": 16,
+        "kernel_size": [3, 3],
+        "stride": [1, 1],
+        "padding": [1, 1],
+        "bias": True,
+    }
+    # Running statistics are buffers, listed apart from the 2 * 16 affine parameters.
+    assert bn == {
+        "layer_index": 1,
+        "name": "1",
+        "type": "BatchNorm2d",
+        "parameters": 32,
+        "trainable": True,
+        "parameter_shapes": [[16], [16]],
+        "parameter_dtypes": [F32, F32],
+        "buffer_shapes": [[16], [16], []],
+        "buffer_dtypes": [F32, F32, "torch.int64"],
+        "num_features": 16,
+        "eps": 1e-05,
+        "momentum": 0.1,
+        "affine": True,
+        "track_running_stats": True,
+    }
+    assert relu["inplace"] is True
+    assert {k: dropout[k] for k in ("type", "p", "inplace")} == {"type": "Dropout", "p": 0.25, "inplace": False}
+    assert doc["input_info"] == {"shape": [2, 3, 4, 4], "dtype": F32}
+    assert doc["output_info"] == {"shape": [2, 10], "dtype": F32}
+
+
+def test_counts_agree_with_torch_for_every_module(zoo_name):
+    model = examples.build(zoo_name)
+    doc = nbinspect.inspect(model, stats=False).to_model_info()
+    modules = [(n, m) for n, m in model.named_modules() if n]
+    assert [layer["name"] for layer in doc["layers"]] == [n for n, _ in modules]
+    assert [layer["layer_index"] for layer in doc["layers"]] == list(range(len(modules)))
+    for layer, (_, module) in zip(doc["layers"], modules):
+        own = list(module.parameters(recurse=False))
+        assert layer["parameters"] == sum(p.numel() for p in module.parameters())
+        assert layer["trainable"] == any(p.requires_grad for p in module.parameters())
+        assert layer["parameter_shapes"] == [list(p.shape) for p in own]
+        assert layer["parameter_dtypes"] == [str(p.dtype) for p in own]
+        assert layer["type"] == type(module).__name__
+    unique = {id(p): p for p in model.parameters()}.values()
+    assert doc["parameters"] == sum(p.numel() for p in unique)
+    assert doc["trainable_parameters"] == sum(p.numel() for p in unique if p.requires_grad)
+    assert doc["model_type"] == type(model).__name__ and doc["framework"] == "torch"
+
+
+def test_sequential_counts_its_layers_and_untraced_io_is_null():
+    model = nn.Sequential(nn.Sequential(nn.Linear(2, 3), nn.Tanh()), nn.Linear(3, 1))
+    model[1].requires_grad_(False)
+    doc = nbinspect.inspect(model).to_model_info()
+    inner = doc["layers"][0]
+    assert inner["type"] == "Sequential" and inner["num_layers"] == 2 and inner["parameters"] == 9
+    assert doc["layers"][3]["trainable"] is False
+    assert (doc["parameters"], doc["trainable_parameters"]) == (13, 9)
+    assert doc["input_info"] == doc["output_info"] == {"shape": None, "dtype": None}
+
+
+def test_written_file_is_the_returned_document(tmp_path):
+    path = tmp_path / "model_info.json"
+    doc = nbinspect.inspect(_cnn()).to_model_info(path)
+    assert json.loads(path.read_text()) == doc
+
+
+def test_command_line_writes_model_info(tmp_path):
+    torch.save(_cnn().state_dict(), tmp_path / "cnn.pt")
+    out = tmp_path / "model_info.json"
+    command = Path(sys.executable).with_name("nbinspect")
+    r = subprocess.run(
+        [str(command), "inspect", str(tmp_path / "cnn.pt"), "--model-info", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert list(doc) == TOP_LEVEL and doc["model_name"] == "cnn.pt"
+    assert doc["parameters"] == 448 + 32 + 256 * 10 + 10
+    conv = next(layer for layer in doc["layers"] if layer["name"] == "0")
+    assert conv["parameter_shapes"] == [[16, 3, 3, 3], [16]] and conv["parameters"] == 448
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_dtypes_are_written_as_torch_names(dtype):
+    doc = nbinspect.inspect(nn.Linear(4, 2).to(dtype)).to_model_info()
+    assert doc["layers"] == []  # root excluded
+    model = nn.Sequential(nn.Linear(4, 2).to(dtype))
+    assert nbinspect.inspect(model).to_model_info()["layers"][0]["parameter_dtypes"] == [str(dtype)] * 2
