@@ -101,7 +101,6 @@ MODULE_FIELDS: tuple[Field, ...] = (
     Field("problems", "string?", "weight problems in the subtree (schema.HEALTH), comma-separated", when="stats"),
     Field("problem_tensors", "num?", "distinct tensors below with a problem", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
-    Field("rel_change", "num?", "‖Δ‖ / ‖a‖ over the subtree's compared elements", when="compare"),
     Field("cosine", "num?", "cosine similarity of a and b over the subtree", when="compare"),
     Field("max_abs_delta", "num?", "largest |b - a| in the subtree", when="compare"),
     Field("mean_drift", "num?", "mean(b) - mean(a) over the subtree", when="compare"),

@@ -284,7 +284,7 @@ export const COLUMNS: Column[] = [
   column({
     id: "rel_change",
     label: "Rel. change",
-    title: "‖Δ‖ / ‖a‖ (modules: over the subtree; folds: the largest member)",
+    title: "‖Δ‖ / ‖a‖ (modules: the largest below)",
     width: "112px",
     numeric: true,
     priority: 2,
@@ -292,9 +292,9 @@ export const COLUMNS: Column[] = [
     value: (n) => n.relChange,
     text: (n) => (n.relChange === null ? "" : formatStat(n.relChange)),
   }),
-  compareColumn("cosine", "Cosine", "Cosine similarity of a and b", (n) => n.cosine),
-  compareColumn("max_abs_delta", "Max |Δ|", "Largest |b − a|", (n) => n.maxAbsDelta),
-  compareColumn("mean_drift", "Mean drift", "mean(b) − mean(a)", (n) => n.meanDrift),
+  compareColumn("cosine", "Cosine", "Cosine similarity of a and b (modules: over the subtree)", (n) => n.cosine),
+  compareColumn("max_abs_delta", "Max |Δ|", "Largest |b − a| (modules: in the subtree)", (n) => n.maxAbsDelta),
+  compareColumn("mean_drift", "Mean drift", "mean(b) − mean(a) (modules: over the subtree)", (n) => n.meanDrift),
 ];
 
 /** The initial columns that fit in `width` px, most important first (all when width is 0,

@@ -60,7 +60,8 @@ function summary(n: TreeNode): [string, string][] {
   if (n.problems)
     rows.push(["problems", n.kind === "tensor" ? n.problems : `${n.problems} (${n.problemTensors} tensors)`]);
   if (n.status) rows.push(["status", n.status]);
-  if (n.relChange !== null) rows.push(["rel. change", formatStat(n.relChange)]);
+  if (n.relChange !== null)
+    rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
   if (n.cosine !== null) rows.push(["cosine", formatStat(n.cosine)]);
   if (n.maxAbsDelta !== null) rows.push(["max |Δ|", formatStat(n.maxAbsDelta)]);
   if (n.meanDrift !== null) rows.push(["mean drift", formatStat(n.meanDrift)]);

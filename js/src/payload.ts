@@ -55,8 +55,6 @@ export interface ModuleColumns {
   problem_tensors?: Num[];
   /** why statistics are missing or partial. Present with note. */
   note?: (string | null)[];
-  /** ‖Δ‖ / ‖a‖ over the subtree's compared elements. Present with compare. */
-  rel_change?: Num[];
   /** cosine similarity of a and b over the subtree. Present with compare. */
   cosine?: Num[];
   /** largest |b - a| in the subtree. Present with compare. */

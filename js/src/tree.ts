@@ -145,7 +145,6 @@ export function buildTree(payload: Payload): Tree {
     n.histScope = at(m.hist_scope, i);
     n.problems = at(m.problems, i) || null;
     n.problemTensors = at(m.problem_tensors, i) ?? 0;
-    n.relChange = at(m.rel_change, i);
     n.cosine = at(m.cosine, i);
     n.maxAbsDelta = at(m.max_abs_delta, i);
     n.meanDrift = at(m.mean_drift, i);
@@ -186,10 +185,9 @@ export function buildTree(payload: Payload): Tree {
     owner.children.push(n.id);
   }
   for (let i = 0; i < m.key.length; i++) nodes[i].children.push(...moduleChildren[i]);
-  if (!m.rel_change) {
-    for (let i = m.key.length - 1; i >= 0; i--)
-      for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
-  }
+  // a module's relative change is the largest below it: it shows where a change is, even collapsed
+  for (let i = m.key.length - 1; i >= 0; i--)
+    for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
   return {
     payload,
     nodes,
