@@ -8,7 +8,8 @@ front-end refuses a payload whose ``version`` is not :data:`PAYLOAD_VERSION`.
 Tables travel as column arrays: entry i of every list of ``modules`` (or ``tensors``) describes
 row i. A field with a ``when`` is present only when that data is: ``trace`` after a traced
 forward pass, ``stats`` with weight statistics, ``note`` when a stats row has a note,
-``compare`` for a comparison; the optional top-level ``timeline`` carries metrics over training
+``compare`` for a comparison (with a top-level ``comparison``: both sides' names and the
+per-component summary, :data:`COMPONENT_FIELDS`); the optional top-level ``timeline`` carries metrics over training
 steps (nbinspect.track). To add a column: one :class:`Field` here (with ``source`` when it
 is a frame column copied as is), ``make contract``, and one entry in ``js/src/columns.ts``.
 """
