@@ -14,6 +14,8 @@ __all__ = ["PRELUDE", "best_of", "gb", "run_isolated", "warm"]
 # Imports first, then the baseline RSS: "peak beyond the interpreter" excludes torch itself.
 PRELUDE = """
 import json, time, torch, nbinspect
+nbinspect.stats, nbinspect.compare, nbinspect.inspect  # load the lazy parts before timing
+{setup}
 def _status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
@@ -27,9 +29,11 @@ print(json.dumps({"seconds": _dt, "peak_bytes": _status("VmHWM:") - _base, "base
 """
 
 
-def run_isolated(code: str) -> dict:
-    """{'seconds', 'peak_bytes', 'base_bytes'} of `code` run after PRELUDE in a new process."""
-    out = subprocess.run([sys.executable, "-c", PRELUDE + code + _EPILOGUE], capture_output=True, text=True)
+def run_isolated(code: str, setup: str = "") -> dict:
+    """{'seconds', 'peak_bytes', 'base_bytes'} of `code` run after PRELUDE in a new process;
+    `setup` runs before the baseline RSS is taken (more imports, a warm-up)."""
+    prelude = PRELUDE.replace("{setup}", setup)
+    out = subprocess.run([sys.executable, "-c", prelude + code + _EPILOGUE], capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(out.stderr.strip().splitlines()[-1])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -48,11 +52,12 @@ def gb(n: float) -> str:
     return f"{n / 1e9:.2f}"
 
 
-def best_of(fn, repeat: int) -> float:
-    """The fastest of `repeat` runs of `fn()`, in seconds (the least disturbed by other load)."""
+def best_of(fn, repeat: int, clock=time.perf_counter) -> float:
+    """The fastest of `repeat` runs of `fn()`, in seconds of `clock` (wall time by default;
+    ``time.process_time`` for CPU time): the run least disturbed by other load."""
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times)

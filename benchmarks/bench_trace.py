@@ -1,24 +1,34 @@
-"""Trace overhead per module, and how long a Llama-7B-shaped model takes to trace on meta.
+"""Per-module cost of tracing and inspecting, and a Llama-7B-shaped model traced on meta.
 
-    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_trace.py [--layers 5000]
+    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_trace.py [--layers 5000] [--quick]
 
-Every figure is measured in this run against a baseline from the same run: the plain
-forward pass (grad enabled, as the trace runs it) and the same forward with a global
-no-op pre/post hook pair. The variants run interleaved, one thread, and each figure is
-the best of N in CPU time (``time.process_time``), which other processes on a shared
-machine disturb less than wall time. Reported: microseconds per module above the plain
-forward. For reference, torchinfo 1.8.0 adds about 106 us per module (DESIGN.md).
+Every figure is measured in this run against baselines from the same run, on one
+5,000-module model (``Linear(8, 8)`` layers, input [1, 8]): the plain forward pass (grad
+enabled, as the trace runs it); the same forward with a global no-op pre/post hook pair
+(the floor for seeing every module call from Python) and with a no-op
+``TorchDispatchMode`` as well (the floor for counting FLOPs from torch's own formulas);
+and torchinfo's ``summary`` (optional: ``pip install -e .[bench]``). The variants run
+interleaved on one thread, each figure the best of N in CPU time (``time.process_time``),
+which other processes on a shared machine disturb less than wall time. Reported:
+microseconds per module above the plain forward, and the ratio to torchinfo's.
+
+``inspect()`` without and with statistics is timed on the same model (per module, CPU
+time; it runs no forward pass). The Llama-7B config (transformers) is traced on the meta
+device under FakeTensorMode, wall time, beside the bare forward pass under FakeTensorMode
+as its baseline.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
 import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import nbinspect
 from nbinspect.analyze.trace import run_trace
@@ -46,27 +56,65 @@ def with_noop_hooks(model: nn.Module, x: torch.Tensor) -> None:
         post.remove()
 
 
+class NoOpDispatch(TorchDispatchMode):
+    """Every aten op through Python and straight on: what any FLOP counter built on torch's
+    dispatch pays before counting anything."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def with_noop_dispatch(model: nn.Module, x: torch.Tensor) -> None:
+    with NoOpDispatch():
+        with_noop_hooks(model, x)
+
+
 def bench_hooks(layers: int, repeat: int) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(*(nn.Linear(8, 8) for _ in range(layers)))
     x = torch.randn(1, 8)
     modules = layers + 1
-    results = interleaved(
+    fns = {
+        "plain forward (grad enabled)": lambda: model(x),
+        "floor: global no-op hook pair": lambda: with_noop_hooks(model, x),
+        "floor: hook pair + no-op dispatch mode": lambda: with_noop_dispatch(model, x),
+        "run_trace(flops=False): shapes, saved tensors": lambda: run_trace(model, (x,), flops=False),
+        "run_trace: shapes, saved tensors, FLOPs": lambda: run_trace(model, (x,)),
+        "nbinspect.trace: + structure and frames": lambda: nbinspect.trace(model, x),
+    }
+    try:
+        import torchinfo
+
+        fns["torchinfo.summary"] = lambda: torchinfo.summary(model, input_data=x, verbose=0)
+    except ImportError:
+        print("torchinfo not installed (pip install -e .[bench]): no torchinfo baseline")
+    results = interleaved(fns, repeat)
+    plain = results["plain forward (grad enabled)"][0]
+    per = {name: (best - plain) / modules * 1e6 for name, (best, _) in results.items()}
+    ref = per.get("torchinfo.summary")
+    print(f"{layers} Linear(8, 8) layers ({modules} modules), input [1, 8]; best of {repeat}, CPU time, 1 thread")
+    head = f"  {'':48s} {'best':>9s} {'median':>9s} {'us/module':>10s} {'x plain':>8s}"
+    print(head + (f" {'x torchinfo':>12s}" if ref else ""))
+    for name, (best, median) in results.items():
+        line = f"  {name:48s} {best * 1e3:7.1f}ms {median * 1e3:7.1f}ms {per[name]:10.1f} {best / plain:8.2f}"
+        print(line + (f" {per[name] / ref:12.2f}" if ref else ""))
+    print("  targets: shapes <= 10 us/module, with FLOPs <= 20, nbinspect.trace <= 1/3 of torchinfo's")
+
+    inspected = interleaved(
         {
-            "plain forward (grad enabled)": lambda: model(x),
-            "global no-op hook pair": lambda: with_noop_hooks(model, x),
-            "run_trace(flops=False): shapes, saved tensors": lambda: run_trace(model, (x,), flops=False),
-            "run_trace: shapes, saved tensors, FLOPs": lambda: run_trace(model, (x,)),
-            "nbinspect.trace: + structure and frames": lambda: nbinspect.trace(model, x),
+            "walk: named_modules + parameters (baseline)": lambda: [
+                (n, list(m._parameters.items())) for n, m in model.named_modules()
+            ],
+            "inspect(stats=False)": lambda: nbinspect.inspect(model, stats=False),
+            "inspect() with statistics": lambda: nbinspect.inspect(model),
         },
         repeat,
     )
-    plain = results["plain forward (grad enabled)"][0]
-    print(f"{layers} Linear(8, 8) layers ({modules} modules), input [1, 8]; best of {repeat}, CPU time")
-    print(f"  {'':48s} {'best':>9s} {'median':>9s} {'us/module':>10s} {'x plain':>8s}")
-    for name, (best, median) in results.items():
-        per = (best - plain) / modules * 1e6
-        print(f"  {name:48s} {best * 1e3:7.1f}ms {median * 1e3:7.1f}ms {per:10.1f} {best / plain:8.2f}")
+    walk = inspected["walk: named_modules + parameters (baseline)"][0]
+    print(f"inspect() of the same model, no forward pass; best of {repeat}, CPU time")
+    for name, (best, _) in inspected.items():
+        print(f"  {name:48s} {best * 1e3:7.1f}ms {best / modules * 1e6:8.1f} us/module {best / walk:8.1f}x walk")
+    print("  targets: inspect(stats=False) <= 30 us/module, with statistics <= 60 us/module (+ bandwidth)")
 
 
 def bench_llama(repeat: int) -> None:
@@ -75,6 +123,8 @@ def bench_llama(repeat: int) -> None:
     except ImportError:
         print("transformers not installed: Llama-7B trace skipped")
         return
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     config = LlamaConfig(
         hidden_size=4096,
         intermediate_size=11008,
@@ -86,15 +136,29 @@ def bench_llama(repeat: int) -> None:
     )
     with torch.device("meta"):
         model = LlamaForCausalLM(config)
-    x = (1, 128)
-    walls = []
+
+    def bare_fake_forward() -> None:
+        """The forward alone on fake stand-ins (what any shape trace of this model runs)."""
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            fakes = {n: mode.from_tensor(torch.empty(t.shape, dtype=t.dtype)) for n, t in model.state_dict().items()}
+            ids = mode.from_tensor(torch.zeros(1, 128, dtype=torch.long))
+            torch.func.functional_call(model, fakes, (ids,))
+
+    bare_fake_forward()  # warm both: first calls build FakeTensorMode's caches
+    nbinspect.trace(model, (1, 128), input_dtype=torch.long)
+    walls: dict[str, list[float]] = {"bare forward on fake tensors (baseline)": [], "nbinspect.trace": []}
     for _ in range(repeat):
         start = time.perf_counter()
-        insp = nbinspect.trace(model, x, input_dtype=torch.long)
-        walls.append(time.perf_counter() - start)
-    seconds, median = min(walls), statistics.median(walls)
-    print(f"Llama-7B config on meta, input [1, 128]: {len(insp.layers)} layers, {len(insp.flow)} calls")
-    print(f"  nbinspect.trace, wall time     {seconds:8.2f} s   (median {median:.2f} s of {repeat})")
+        bare_fake_forward()
+        walls["bare forward on fake tensors (baseline)"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        insp = nbinspect.trace(model, (1, 128), input_dtype=torch.long)
+        walls["nbinspect.trace"].append(time.perf_counter() - start)
+    base = min(walls["bare forward on fake tensors (baseline)"])
+    print(f"Llama-7B config on meta, input [1, 128]: {len(insp.layers)} layers, {len(insp.flow)} calls; wall time")
+    for name, w in walls.items():
+        print(f"  {name:40s} {min(w):6.2f} s  (median {statistics.median(w):.2f} s of {repeat}) {min(w) / base:5.2f}x")
+    print("  target: nbinspect.trace <= 1 s (the full traced table)")
     print(f"  parameters {insp.totals['total_params']:,}, forward FLOPs {insp.totals['flops']:,}")
     print(f"  saved for backward {insp.totals['activation_bytes'] / 2**30:.2f} GiB (fake tensors, nothing allocated)")
 
@@ -103,10 +167,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="3 repeats, 1 for the Llama trace")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    bench_hooks(args.layers, args.repeat)
-    bench_llama(3)
+    repeat = 3 if args.quick else args.repeat
+    print(f"torch {torch.__version__}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    bench_hooks(args.layers, repeat)
+    bench_llama(1 if args.quick else 3)
 
 
 if __name__ == "__main__":

@@ -6,19 +6,58 @@ is rendered from those frames.
 
 from __future__ import annotations
 
-from . import examples, mlx, track
-from .analyze.distributed import distributed
-from .analyze.health import HealthThresholds
-from .analyze.stats import stats
-from .analyze.structure import by_type, layers, params, totals
-from .comparison import Comparison, compare
-from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
-from .experts import MixtureOfExperts, expert_changes, moe, split_experts
-from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
-from .model_info import ModelInfo, dump_model_info
-from .render.json_export import json_schema
-from .sources.checkpoint import load_checkpoint
-from .widget import InspectWidget
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time they load on first use
+    from . import examples, mlx, track
+    from .analyze.distributed import distributed
+    from .analyze.health import HealthThresholds
+    from .analyze.stats import stats
+    from .analyze.structure import by_type, layers, params, totals
+    from .comparison import Comparison, compare
+    from .config_inspection import build_on_meta, from_config
+    from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
+    from .experts import MixtureOfExperts, expert_changes, moe, split_experts
+    from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
+    from .model_info import ModelInfo, dump_model_info
+    from .render.json_export import json_schema
+    from .sources.checkpoint import load_checkpoint
+    from .widget import InspectWidget
+
+# Public name -> the module that defines it. `import nbinspect` loads none of them (pandas,
+# anywidget, IPython and matplotlib cost ~1 s): each loads when a name from it is first used.
+_SUBMODULES = ("examples", "mlx", "track")
+_LAZY = {
+    **{name: f".{name}" for name in _SUBMODULES},
+    "distributed": ".analyze.distributed",
+    "HealthThresholds": ".analyze.health",
+    "stats": ".analyze.stats",
+    **dict.fromkeys(("by_type", "layers", "params", "totals"), ".analyze.structure"),
+    **dict.fromkeys(("Comparison", "compare"), ".comparison"),
+    **dict.fromkeys(("build_on_meta", "from_config"), ".config_inspection"),
+    **dict.fromkeys(("CheckpointError", "EngineError", "TraceError", "UnsafeCheckpointError"), ".errors"),
+    **dict.fromkeys(("MixtureOfExperts", "expert_changes", "moe", "split_experts"), ".experts"),
+    **dict.fromkeys(("Inspection", "health", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
+    **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
+    "json_schema": ".render.json_export",
+    "load_checkpoint": ".sources.checkpoint",
+    "InspectWidget": ".widget",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'nbinspect' has no attribute {name!r}")
+    module = _importlib.import_module(_LAZY[name], __name__)
+    value = module if name in _SUBMODULES else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 
@@ -41,12 +80,14 @@ __all__ = [
     "ModelInfo",
     "TraceError",
     "UnsafeCheckpointError",
+    "build_on_meta",
     "by_type",
     "compare",
     "distributed",
     "dump_model_info",
     "examples",
     "expert_changes",
+    "from_config",
     "health",
     "inspect",
     "json_schema",

@@ -17,9 +17,9 @@ from . import examples
 from .analyze.compare import DEFAULT_THRESHOLDS
 from .analyze.memory import OPTIMIZERS
 from .comparison import compare
+from .config_inspection import from_config, with_plan
 from .errors import DTYPE_HINT, first_line
-from .inspection import inspect, memory
-from .render.checkpoint_text import tensor_listing
+from .inspection import Inspection, inspect
 from .render.compare_text import groups_table
 from .sources.checkpoint import load_checkpoint
 from .sources.limits import shown
@@ -86,14 +86,26 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nbinspect", description="See inside PyTorch models and checkpoints.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ins = sub.add_parser("inspect", help="summarise a checkpoint (.pt/.pth/.bin, .safetensors, shard index or folder)")
-    ins.add_argument("path", help="checkpoint file, *.index.json, or folder")
-    ins.add_argument("--model", help="build this model and load the checkpoint into it: package.module:factory")
-    ins.add_argument("--config", help="YAML (or JSON) file of keyword arguments for --model")
+    ins = sub.add_parser(
+        "inspect",
+        help="summarise a checkpoint (.pt/.pth/.bin, .safetensors, shard index or folder), or a model from its config",
+    )
+    ins.add_argument(
+        "path",
+        nargs="?",
+        help="checkpoint file, *.index.json, or folder (with a Hugging Face config.json its model is built); "
+        "leave out to size a model from --model/--config alone",
+    )
+    ins.add_argument("--model", help="build this model (package.module:factory): load the checkpoint into it, or alone")
+    ins.add_argument(
+        "--config",
+        help="YAML (or JSON) file of keyword arguments for --model; alone, a config naming its model "
+        "(_target_, class_path, a Hugging Face config.json)",
+    )
     ins.add_argument(
         "--input-shape",
         type=_shape,
-        help="trace a forward pass with zeros of this shape, e.g. 1,3,224,224 (needs --model)",
+        help="trace a forward pass with zeros of this shape, e.g. 1,3,224,224 (needs a model)",
     )
     ins.add_argument(
         "--input-dtype", type=_dtype, help="dtype of that input, e.g. int64 for token ids (default: the model's)"
@@ -106,7 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ins.add_argument("--depth", type=_count(0), default=3, help="layer tree depth (default 3)")
     ins.add_argument(
-        "--verbose", action="store_true", help="all tree levels and every tensor's name, shape, dtype and size"
+        "--verbose",
+        action="store_true",
+        help="every module (tree and memory plan) and every tensor's name, shape, dtype and size",
     )
     ins.add_argument("--json", metavar="OUT", help="also write the JSON export to OUT")
     ins.add_argument("--html", metavar="OUT", help="also write a standalone HTML page to OUT")
@@ -132,26 +146,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _inspect(args: argparse.Namespace) -> None:
-    if args.model:
-        sys.path.insert(0, os.getcwd())  # --model names the user's own module, as `python -m` would find it
+def _inspection(args: argparse.Namespace) -> Inspection:
+    """The Inspection the options ask for, with its memory plan: from the checkpoint (and the
+    model it knows or --model builds), or from --model/--config alone on meta."""
+    plan = {"input": args.input_shape, "input_dtype": args.input_dtype, "batch_size": args.batch_size}
+    if args.path is None:
+        return from_config(args.model, args.config, optimizer=args.optimizer, **plan)
     source = load_checkpoint(args.path, model=args.model, config=args.config, trust=args.trust, key=args.key)
-    insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype)
-    parts = [insp.summary(depth=None if args.verbose else args.depth)]  # includes the checkpoint's metadata
-    model: Any = source.model if source.model is not None else skeleton(source)
-    plan = memory(
-        model,
-        input=args.input_shape,
-        batch_size=args.batch_size,
-        optimizer=args.optimizer,
-        input_dtype=args.input_dtype,
-    )
-    parts.append(str(plan))
-    if args.input_shape:
-        parts.append(str(insp.flow))
-    if args.verbose:
-        parts.append(tensor_listing(insp.params))
-    print("\n\n".join(parts))
+    if args.input_shape and source.model is None:
+        raise ValueError(f"{args.path}: a checkpoint without its model cannot run a forward pass: pass --model")
+    # statistics only for the page that shows them: the text and JSON do not
+    insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype, stats=bool(args.html))
+    model: Any = source if source.model is not None else skeleton(source)
+    return with_plan(insp, model, optimizer=args.optimizer, **plan)
+
+
+def _inspect(args: argparse.Namespace) -> None:
+    if args.model or args.path is None:
+        # the factory (--model, a config's) is the user's own module, found as `python -m` would find it
+        sys.path.insert(0, os.getcwd())
+    insp = _inspection(args)
+    print(insp.report(depth=args.depth, verbose=args.verbose))
     if args.json:
         insp.to_json(args.json)
     if args.html:
@@ -186,10 +201,10 @@ def _run(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "inspect" and args.input_shape and not args.model:
-        parser.error("--input-shape needs --model: a checkpoint alone cannot run a forward pass")
-    if args.command == "inspect" and args.config and not args.model:
-        parser.error("--config needs --model")
+    if args.command == "inspect" and args.path is None and not (args.model or args.config):
+        parser.error("give a checkpoint path, or --model (and --config) to size a model from its config alone")
+    if args.command == "inspect" and args.path and args.config and not args.model:
+        parser.error("--config with a checkpoint needs --model, the factory it configures")
     try:
         with warnings.catch_warnings():
             if not sys.stderr.isatty():  # a log or a pipe gets the one error line, not library warnings

@@ -23,7 +23,7 @@ from .analyze.trace import TraceResult, run_trace
 from .analyze.trace_frames import flow, layers_with_trace
 from .errors import TraceError
 from .render import json_export, text
-from .render.checkpoint_text import metadata_text
+from .render.checkpoint_text import metadata_text, tensor_listing
 from .render.display import DisplayFrame
 from .render.engine_text import engine_label, engine_text
 from .render.flow import TextFrame, flow_text, memory_html, memory_text
@@ -33,7 +33,7 @@ from .result import Result
 from .sources import as_source
 from .sources.vllm_engine import engine_report, is_vllm_engine
 
-__all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace"]
+__all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
 
 
 class Inspection(Result):
@@ -110,6 +110,26 @@ class Inspection(Result):
             )
         return TextFrame.wrap(self.frames["flow"], lambda f: flow_text(f, self.io, self.totals, self.name))
 
+    @property
+    def memory(self) -> pd.DataFrame:
+        """The training-memory plan (schema.MEMORY) when one was made (:func:`nbinspect.from_config`,
+        the command line); ``print()`` it for the table with the total."""
+        if "memory" not in self.frames:
+            raise ValueError(f"{self.name} has no memory plan: use nbinspect.memory(model, ...)")
+        return TextFrame.wrap(self.frames["memory"], memory_text, memory_html)
+
+    def report(self, depth: int | None = 3, verbose: bool = False) -> str:
+        """Everything as text: the summary, the memory plan and the traced flow when present;
+        `verbose` shows every module (tree, memory) and lists every tensor."""
+        parts = [self.summary(depth=None if verbose else depth)]
+        if "memory" in self.frames:
+            parts.append(memory_text(self.frames["memory"], top=None if verbose else 10))
+        if "flow" in self.frames:
+            parts.append(str(self.flow))
+        if verbose:
+            parts.append(tensor_listing(self.params))
+        return "\n\n".join(parts)
+
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
         problems = text.health_block(self.health, self.problems()) if self.problems() else None
@@ -130,7 +150,12 @@ class Inspection(Result):
 
     def to_dict(self) -> dict:
         """The export document as plain Python (see :func:`nbinspect.json_schema`)."""
-        return json_export.inspection_dict(self.name, self.framework, self.totals, self.layers, self.params, self.io)
+        return json_export.inspection_dict(
+            self.name, self.framework, self.totals, self.layers, self.params, self.io, self.frames.get("memory")
+        )
+
+    def _appendix(self) -> list[str]:
+        return [str(getattr(self, key)) for key in ("memory", "flow") if key in self.frames]
 
     def to_model_info(self, path: str | Path | None = None) -> dict:
         """The ``model_info.json`` document other tools read (layout in
@@ -224,6 +249,14 @@ def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:
     totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
     io = {"input": result.inputs, "output": result.outputs}
     return Inspection(inspection.name, inspection.framework, frames, totals, io, inspection.metadata)
+
+
+def with_memory(inspection: Inspection, plan: pd.DataFrame) -> Inspection:
+    """`inspection` holding a memory plan (from :func:`memory`) as its ``memory`` frame."""
+    frames = {**inspection.frames, "memory": pd.DataFrame(plan)}
+    return Inspection(
+        inspection.name, inspection.framework, frames, inspection.totals, inspection.io, inspection.metadata
+    )
 
 
 def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:

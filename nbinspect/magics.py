@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dis
 import sys
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -67,13 +68,42 @@ class InspectMagics(Magics):
         except Exception as exc:
             raise _fail(f"{what} {expr!r} failed: {type(exc).__name__}: {exc}") from None
 
+    def _factory(self, spec: str | None, local_ns: dict | None) -> Any:
+        """--model: "package.module:factory" as it is, else an expression in scope (a class or function)."""
+        if spec is None or ":" in spec:
+            return spec
+        return self._eval(spec, local_ns, "--model")
+
+    def _config(self, text: str | None, local_ns: dict | None) -> Any:
+        """--config: a file path, else an expression in scope (a dict of keyword arguments)."""
+        if text is None or Path(text).expanduser().exists():
+            return text
+        return self._eval(text, local_ns, "--config (neither a file nor a name in scope)")
+
     def _displayhook_will_show(self) -> bool:
         """True when the value this magic returns goes to IPython's displayhook (the magic is
         the cell's last expression), so displaying it here as well would show it twice."""
         return _result_is_printed() and not self._shell.displayhook.quiet()
 
     @magic_arguments()
-    @argument("expr", help="the model: any expression in the notebook's scope, e.g. model, model.encoder, nets[0]")
+    @argument(
+        "expr",
+        nargs="?",
+        help="the model: any expression in the notebook's scope, e.g. model, model.encoder, nets[0], or a "
+        "checkpoint path; left out with --model/--config",
+    )
+    @argument(
+        "--model",
+        metavar="FACTORY",
+        help="build the model: package.module:factory, or a class or function in scope; alone (on meta, "
+        "nothing allocated) or loading the checkpoint the expression names",
+    )
+    @argument(
+        "--config",
+        metavar="PATH",
+        help="keyword arguments for --model: a YAML/JSON file (or a dict expression); alone, a config naming "
+        "its model (_target_, a Hugging Face config.json)",
+    )
     @argument("--input", metavar="EXPR", help="trace a forward pass with this tensor, tuple or dict expression")
     @argument("--input-shape", metavar="SHAPE", help="trace with zeros of this shape, e.g. 1,3,32,32")
     @argument("--dtype", help="dtype for --input-shape, e.g. int64 for token ids (default: the model's)")
@@ -97,7 +127,15 @@ class InspectMagics(Magics):
         passes the cell's own code makes, with its real inputs; shown after the cell."""
         # IPython hands a line magic its trailing ';' (the "show no Out[]" marker)
         args = parse_argstring(self.inspect_model, line.rstrip().removesuffix(";"))
-        model = self._eval(args.expr, local_ns, "model expression")
+        if args.expr is None and not (args.model or args.config):
+            raise _fail("give a model expression, or --model/--config to size a model from its config alone")
+        if args.expr is None and args.compare:
+            raise _fail("--compare needs weights; a model built from its config alone has none")
+        if cell is not None and (args.expr is None or args.model or args.config):
+            raise _fail(f"%%{MAGIC} traces a live model the cell runs: give its expression, without --model/--config")
+        model = None if args.expr is None else self._eval(args.expr, local_ns, "model expression")
+        factory = self._factory(args.model, local_ns)
+        config = self._config(args.config, local_ns)
         if cell is not None:
             return self._watch_cell(model, cell, args)
         if args.bins < 1:
@@ -113,7 +151,7 @@ class InspectMagics(Magics):
             model_input = _shape(args.input_shape)
         dtype = _dtype(args.dtype)
         other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
-        result, extras = _run(model, model_input, dtype, args, other)
+        result, extras = _run(model, model_input, dtype, args, other, factory, config)
         if result is None:  # a sharded model, on a rank that does not receive the frames
             return None
         self._keep(result, args)
@@ -201,13 +239,21 @@ def _result_is_printed() -> bool:
     return False
 
 
-def _run(model: Any, model_input: Any, dtype: Any, args, other: Any) -> tuple[Any, list]:
+def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: Any, config: Any) -> tuple[Any, list]:
     """The Inspection, plus the memory plan and comparison the options ask for.
     Any failure becomes a one-line UsageError."""
     from .comparison import compare
+    from .config_inspection import from_config
     from .inspection import inspect, memory
+    from .sources.checkpoint import load_checkpoint
 
     try:
+        if model is None:  # the config alone: built on meta, planned
+            plan = {"batch_size": args.batch_size, "optimizer": args.optimizer}
+            result = from_config(factory, config, input=model_input, input_dtype=dtype, **plan)
+            return result, [result.memory]
+        if factory is not None or config is not None:
+            model = load_checkpoint(model, model=factory, config=config)
         prompt = None if args.sample_input is None else _unquoted(args.sample_input)
         result = inspect(
             model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins, sample_input=prompt

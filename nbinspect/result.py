@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .render.display import saved_view
 from .render.html import standalone_html
 from .render.payload import build_payload
-from .widget import InspectWidget, bundle_source
+
+if TYPE_CHECKING:
+    from .widget import InspectWidget
 
 __all__ = ["Result"]
 
@@ -51,6 +53,8 @@ class Result:
 
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
+        from .widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
+
         frames = self._widget_frames()
         return InspectWidget(frames, self.totals, name=self.name, framework=self.framework_label(), sides=self.sides)
 
@@ -76,11 +80,17 @@ class Result:
         """The text a saved notebook shows in place of the widget."""
         return self.summary()
 
+    def _appendix(self) -> list[str]:
+        """Texts the standalone page shows under the widget (an Inspection's memory plan and flow)."""
+        return []
+
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
+        from .widget import bundle_source
+
         payload = build_payload(self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides)
-        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect")
+        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect", self._appendix())
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page

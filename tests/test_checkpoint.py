@@ -296,8 +296,10 @@ def test_bad_model_spec_and_config_are_clear(tmp_path):
     (tmp_path / "cfg.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(ValueError, match="cfg.yaml: config must be a mapping"):
         load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config=tmp_path / "cfg.yaml")
-    with pytest.raises(ValueError, match=r"'MLP'\(\{'bogus': 1\}\) failed: TypeError"):
+    with pytest.raises(ValueError, match=r"^config: MLP does not take 'bogus'$"):  # named before the factory runs
         load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config={"bogus": 1})
+    with pytest.raises(ValueError, match=r"'MLP'\(\{'hidden': \('a',\)\}\) failed: TypeError"):
+        load_checkpoint(tmp_path / "c.pt", model="nbinspect.examples:MLP", config={"hidden": ("a",)})
 
 
 def test_skeleton_gives_the_memory_plan_of_the_real_model(tmp_path):

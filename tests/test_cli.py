@@ -140,7 +140,7 @@ def test_refused_pickle_exit_code_and_trust(files, tmp_path):
         [],
         ["inspect"],
         ["inspect", "x.pt", "--depth", "two"],
-        ["inspect", "x.pt", "--input-shape", "2,16"],
+        ["inspect", "x.pt", "--config", "c.yaml"],
         ["frobnicate"],
         ["compare", "a.pt"],
     ],

@@ -20,6 +20,7 @@ def _inspections():
         model(torch.zeros(1, 4, dtype=torch.long))
     yield "watch", with_trace(inspect(model, stats=False), recorded)
     yield "meta", nbinspect.trace(examples.build("mlp").to("meta"), (2, 32))
+    yield "from_config", nbinspect.from_config(examples.TinyLM, {"n_layer": 1}, input=(2, 8), input_dtype=torch.long)
 
 
 @pytest.mark.parametrize(("route", "insp"), list(_inspections()), ids=lambda v: v if isinstance(v, str) else "")

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbinspect.analyze.moments import Moments, histogram_edges, merge, rebin
+from nbinspect.analyze.moments import Moments, _interp_rows, histogram_edges, merge, merge_groups, rebin
 from nbinspect.analyze.reduce import SAMPLE, batch_moments, tensor_moments
 
 
@@ -233,3 +233,43 @@ def test_rebin_sum_equals_rebinning_each_row_on_its_own():
     result = rebin_sum(counts, lo, hi, new_lo, new_hi)
     assert result.sum() == counts.sum()
     assert np.abs(result - expected).max() <= 1  # linspace vs numpy's edge arithmetic: rounding only
+
+
+def test_merge_groups_is_merge_for_every_group():
+    rng = np.random.default_rng(5)
+    parts = []
+    for i in range(40):
+        values = rng.normal(i % 3, 1 + i % 4, size=50 + i)
+        if i % 7 == 0:
+            values[:3] = np.nan
+        if i % 11 == 0:
+            values[:] = 2.5  # a point mass
+        parts.append(batch_moments([torch.from_numpy(values)], bins=16)[0])
+    parts.append(batch_moments([torch.full((4,), np.nan)], bins=16)[0])  # no finite values
+    groups = [[], [3], [0, 1], [0, 11, 22], list(range(41)), [40, 40], [40, 2], [5, 5, 6]]
+    for group, got in zip(groups, merge_groups(parts, groups)):
+        if not group:
+            assert got is None
+            continue
+        want = merge([parts[i] for i in group])
+        assert np.array_equal(got.hist, want.hist), group
+        for field in ("numel", "count", "zeros", "nan", "inf", "min", "max", "hist_lo", "hist_hi", "hist_sample"):
+            assert getattr(got, field) == getattr(want, field) or (
+                math.isnan(getattr(got, field)) and math.isnan(getattr(want, field))
+            ), field
+        if want.count:
+            assert got.mean == pytest.approx(want.mean, rel=1e-13, abs=1e-15)
+            assert got.m2 == pytest.approx(want.m2, rel=1e-12)
+
+
+def test_rows_interpolate_exactly_as_numpy_interp():
+    rng = np.random.default_rng(6)
+    lo = rng.normal(size=300)
+    hi = lo + rng.random(300) + 0.01
+    new_lo, new_hi = lo - rng.random(300), hi + rng.random(300)
+    xp, x = histogram_edges(lo, hi, 32), histogram_edges(new_lo, new_hi, 32)
+    x[:10] = xp[:10]  # on the edges exactly, and beyond both ends
+    x[10:20, 0], x[10:20, -1] = xp[10:20, 0] - 5, xp[10:20, -1] + 5
+    fp = np.cumsum(rng.integers(0, 9, size=xp.shape), axis=1).astype(float)
+    want = np.stack([np.interp(a, b, c) for a, b, c in zip(x, xp, fp)])
+    assert np.array_equal(_interp_rows(x, xp, fp), want)

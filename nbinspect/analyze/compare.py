@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..schema import COMPARE, COMPARE_GROUPS
 from ..sources import ModelSource, TensorEntry, ancestors, as_source
 from ..sources.dtensor import DistributedSource
 from ..sources.tree import module_paths
+from . import fused
 from .components import component, layer_index
 from .distributed import aligned_values, all_reduce_sums, pair_reducer
 from .gc_pause import gc_paused
@@ -92,6 +94,7 @@ class _Buffers:
 
     by_dtype: dict[torch.dtype, tuple[torch.Tensor, ...]] = field(default_factory=dict)
     mask: np.ndarray = field(default_factory=lambda: np.empty(CHUNK, dtype=bool))
+    kernels: ModuleType | None = None  # the fused kernels (fused.kernels), or None for the torch path
 
     def get(self, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
         if dtype not in self.by_dtype:
@@ -108,6 +111,11 @@ def _delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...],
     """Sums of b - a over same-shape tensors, chunk by chunk. `thresholds` ascending.
     Chunks not already in the working dtype on the CPU are copied into reused buffers."""
     a, b = _flat(a), _flat(b)
+    if buffers.kernels is not None:
+        n, aa, bb, ab, dd, d, max_abs, above = fused.delta_sums(
+            buffers.kernels, a, b, thresholds, lambda dt: buffers.get(dt)[:2]
+        )
+        return _Sums(above, n, aa, bb, ab, dd, d, max_abs)
     wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
     work = torch.float64 if wide else torch.float32
     buf_a, buf_b, buf_d, buf_sq = buffers.get(work)
@@ -214,7 +222,8 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
                 for p in paths:
                     if p not in other:
                         del one[p]
-    buffers = _Buffers()
+    same_shape = [(ta, in_b[name]) for name, ta in in_a.items() if name in in_b and ta.shape == in_b[name].shape]
+    buffers = _Buffers(kernels=fused.kernels(sum(ta.nbytes + tb.nbytes for ta, tb in same_shape)))
     group = pair_reducer(src_a, src_b)  # a sharded side: each rank compares its share
     sides = None if group is None else (src_a, src_b, group)
     rows = []

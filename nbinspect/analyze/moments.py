@@ -21,7 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Moments", "histogram_edges", "merge", "rebin", "rebin_sum", "spread"]
+_ROWS = 512  # histograms re-binned together
+
+__all__ = ["Moments", "histogram_edges", "merge", "merge_groups", "rebin", "rebin_sum", "spread"]
 
 
 class Moments(NamedTuple):
@@ -121,22 +123,110 @@ def rebin_sum(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, new_lo: float,
     and each bin is within one source bin's count of the truth. A point mass (lo == hi) goes
     whole into the bin that holds its value. Vectorized over rows: a module roll-up merges
     thousands of tensors."""
-    bins = counts.shape[1]
-    out = np.zeros(bins, np.int64)
+    k = len(lo)
+    return _rebinned(counts, lo, hi, np.full(k, float(new_lo)), np.full(k, float(new_hi))).sum(axis=0)
+
+
+def _rebinned(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, new_lo: np.ndarray, new_hi: np.ndarray) -> np.ndarray:
+    """Each row of `counts` (over [lo[i], hi[i]]) moved onto its own target range
+    [new_lo[i], new_hi[i]], as :func:`rebin_sum` describes; (k, bins) int64."""
+    k, bins = counts.shape
+    out = np.zeros((k, bins), np.int64)
     same = (lo == new_lo) & (hi == new_hi)
-    out += counts[same].sum(axis=0, dtype=np.int64)
-    new_edges = histogram_edges(new_lo, new_hi, bins)
+    out[same] = counts[same]
     point = ~same & (lo == hi)
     if point.any():
-        index = np.clip(np.searchsorted(new_edges, lo[point], side="right") - 1, 0, bins - 1)
-        np.add.at(out, index, counts[point].sum(axis=1))
-    rest = ~same & ~point
-    if rest.any():
-        edges = histogram_edges(lo[rest], hi[rest], bins).reshape(-1, bins + 1)
+        new_edges = histogram_edges(new_lo[point], new_hi[point], bins).reshape(-1, bins + 1)
+        index = (new_edges <= lo[point][:, None]).sum(axis=1) - 1  # searchsorted(side="right") - 1, per row
+        out[np.flatnonzero(point), np.clip(index, 0, bins - 1)] = counts[point].sum(axis=1)
+    rest = np.flatnonzero(~same & ~point)
+    for start in range(0, len(rest), _ROWS):  # blocks of rows: the temporaries stay in cache
+        rows = rest[start : start + _ROWS]
+        edges = histogram_edges(lo[rows], hi[rows], bins).reshape(-1, bins + 1)
+        new_edges = histogram_edges(new_lo[rows], new_hi[rows], bins).reshape(-1, bins + 1)
         cumulative = np.zeros(edges.shape)
-        np.cumsum(counts[rest], axis=1, out=cumulative[:, 1:])
-        at_new = np.stack([np.interp(new_edges, e, c) for e, c in zip(edges, cumulative)])
-        out += np.diff(np.rint(at_new), axis=1).astype(np.int64).sum(axis=0)
+        np.cumsum(counts[rows], axis=1, out=cumulative[:, 1:])
+        at_new = _interp_rows(new_edges, edges, cumulative)
+        out[rows] = np.diff(np.rint(at_new), axis=1).astype(np.int64)
+    return out
+
+
+def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """numpy.interp(x[i], xp[i], fp[i]) for every row i at once, with numpy's arithmetic
+    (slope * (x - xp[j]) + fp[j] where xp[j] <= x < xp[j + 1]; fp's ends outside xp).
+    Rows of xp are evenly spaced histogram edges, so j is computed, then corrected by one
+    step either way against the edges themselves (rounding moves it by at most one)."""
+    n = xp.shape[1]
+    base = (np.arange(len(xp)) * n)[:, None]
+    flat_x, flat_y = xp.ravel(), fp.ravel()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        guess = np.floor((x - xp[:, :1]) / ((xp[:, -1:] - xp[:, :1]) / (n - 1)))
+    j = np.clip(np.nan_to_num(guess, nan=-1.0), -1, n - 1).astype(np.int64)
+    j -= (j >= 0) & (x < flat_x[base + np.maximum(j, 0)])
+    j += (j < n - 1) & (x >= flat_x[base + np.minimum(j + 1, n - 1)])
+    at = base + np.clip(j, 0, n - 2)
+    x0, x1, y0, y1 = flat_x[at], flat_x[at + 1], flat_y[at], flat_y[at + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = (y1 - y0) / (x1 - x0) * (x - x0) + y0
+    return np.where((j >= 0) & (j < n - 1), value, np.where(j < 0, fp[:, :1], fp[:, -1:]))
+
+
+def merge_groups(parts: Sequence[Moments], groups: Sequence[Sequence[int]]) -> list[Moments | None]:
+    """``merge([parts[i] for i in g])`` for every group `g` of indices into `parts` (None for
+    an empty group), computed for all groups at once: a per-module roll-up merges every
+    module's subtree, thousands of small merges. Counts, min, max and histograms are
+    what :func:`merge` gives; mean and M2 are summed in float64 rather than ``math.fsum``
+    (the same to ~1e-15)."""
+    out: list[Moments | None] = [None] * len(groups)
+    multi = [g for g in range(len(groups)) if len(groups[g]) > 1]
+    for g, members in enumerate(groups):
+        if len(members) == 1:
+            out[g] = parts[members[0]]
+    if not multi:
+        return out
+    bins = parts[0].bins
+    if any(p.bins != bins for p in parts):
+        raise ValueError(f"cannot merge histograms with different bin counts: {sorted({p.bins for p in parts})}")
+    gid = np.concatenate([np.full(len(groups[g]), i) for i, g in enumerate(multi)])
+    pid = np.concatenate([np.asarray(groups[g], np.int64) for g in multi])
+    fields = np.array([(p.numel, p.count, p.mean, p.m2, p.abs_sum, p.min, p.max, p.zeros, p.nan, p.inf) for p in parts])
+    numel, count, mean, m2, abs_sum, low, high, zeros, nan, inf = fields[pid].T
+    k = len(multi)
+
+    def total(values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(gid if where is None else gid[where], values if where is None else values[where], k)
+
+    filled = count > 0
+    g_count = total(count)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g_mean = total(count * mean, filled) / g_count
+        g_m2 = total(m2, filled) + total(count * (mean - g_mean[gid]) ** 2, filled)
+    g_min, g_max = np.full(k, np.inf), np.full(k, -np.inf)
+    np.minimum.at(g_min, gid[filled], low[filled])
+    np.maximum.at(g_max, gid[filled], high[filled])
+    hist_lo = np.array([p.hist_lo for p in parts])[pid]
+    hist_hi = np.array([p.hist_hi for p in parts])[pid]
+    g_lo, g_hi = np.full(k, np.inf), np.full(k, -np.inf)
+    np.minimum.at(g_lo, gid[filled], hist_lo[filled])
+    np.maximum.at(g_hi, gid[filled], hist_hi[filled])
+    hists = np.stack([parts[i].hist for i in pid[filled]]) if filled.any() else np.zeros((0, bins), np.int64)
+    moved = _rebinned(hists, hist_lo[filled], hist_hi[filled], g_lo[gid[filled]], g_hi[gid[filled]])
+    g_hist = np.zeros((k, bins), np.int64)
+    np.add.at(g_hist, gid[filled], moved)
+    samples = np.array([p.hist_sample for p in parts], np.int64)[pid]
+    ints = [total(v).astype(np.int64).tolist() for v in (numel, zeros, nan, inf)]
+    g_sample = np.bincount(gid[filled], samples[filled], k).astype(np.int64).tolist()
+    g_abs = total(abs_sum, filled).tolist()
+    for i, g in enumerate(multi):
+        n, z, na, nf = ints[0][i], ints[1][i], ints[2][i], ints[3][i]
+        c = int(g_count[i])
+        if c == 0:
+            out[g] = Moments.empty(bins, n, na, nf)
+            continue
+        out[g] = Moments(
+            n, c, float(g_mean[i]), float(g_m2[i]), g_abs[i], float(g_min[i]), float(g_max[i]), z, na, nf,
+            g_hist[i], float(g_lo[i]), float(g_hi[i]), g_sample[i],
+        )  # fmt: skip
     return out
 
 

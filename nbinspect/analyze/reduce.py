@@ -16,16 +16,23 @@ the moments:
   the finite count; ``Moments.hist_sample`` says how many elements it was binned from.
   Measured on N(0, 0.02) weights of 1M-100M elements: each bin within ~0.25% of the
   elements of the exact histogram (``benchmarks/bench_stats.py``).
+
+  When a :class:`Workspace` carries the fused kernels (:mod:`.fused`: a run with enough
+  large-tensor bytes, numba installed), a dense large tensor is instead read once by one
+  kernel per thread that takes every sum around a shift (the sample's mean), the min/max
+  and the zero count together; the strided sample and the histogram are the same.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
 import torch
 
+from . import fused
 from .moments import Moments, histogram_edges, merge
 
 __all__ = ["CHUNK", "SAMPLE", "Workspace", "batch_moments", "large_moments", "tensor_moments"]
@@ -41,8 +48,9 @@ class Workspace:
     single-threaded Python workers measured slower on an idle 2-core machine and would have
     to change torch's process-wide thread count while it ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernels: ModuleType | None = None) -> None:
         self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
+        self.kernels = kernels  # the fused kernels (fused.kernels), or None for the torch path
 
     def __enter__(self) -> Workspace:
         return self
@@ -103,8 +111,9 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
     order = [i for indices in groups.values() for i in indices]  # one flatten per dtype
     flatten = torch._C._nn.flatten_dense_tensors
     with torch.no_grad():
-        x = torch.cat([flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()]).numpy()
-    numels = np.array([tensors[i].numel() for i in order], dtype=np.int64)
+        flat = [flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()]
+        x = (flat[0] if len(flat) == 1 else torch.cat(flat)).numpy()
+    numels = np.fromiter((tensors[i].numel() for i in order), np.int64, len(order))
     starts = np.concatenate([[0], np.cumsum(numels)[:-1]])
     finite = np.isfinite(x)
     every = bool(finite.all())
@@ -140,11 +149,8 @@ def _pieces(t: torch.Tensor, size: int) -> list[torch.Tensor]:
     """Views covering `t` once, each at most `size` elements: 1-D slices in memory order
     when the tensor is dense (any dim order), blocks of rows otherwise (the reducer copies
     one block at a time when it flattens it)."""
-    if t.dim() == 0:
-        return [t.reshape(1)]
-    dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride()[d]))
-    if dense.is_contiguous():
-        flat = dense.view(-1)
+    flat = _dense_flat(t)
+    if flat is not None:
         return [flat[i : i + size] for i in range(0, flat.numel(), size)]
     if t[0].numel() > size:
         return [piece for row in t for piece in _pieces(row, size)]
@@ -228,19 +234,54 @@ def _piece_moments(
     return m._replace(numel=n, nan=nan, inf=inf) if n != m.numel else m
 
 
+def _dense_flat(t: torch.Tensor) -> torch.Tensor | None:
+    """`t` as a 1-D view in memory order when its elements fill a block of memory, else None."""
+    if t.dim() == 0:
+        return t.reshape(1)
+    dense = t.permute(sorted(range(t.dim()), key=lambda d: -t.stride()[d]))
+    return dense.view(-1) if dense.is_contiguous() else None
+
+
+def _fused_moments(
+    k: ModuleType, flat: torch.Tensor, cdt: torch.dtype, stride: int, workspace: Workspace, bins: int
+) -> tuple[Moments, np.ndarray]:
+    """(Moments without histogram, float64 sample) of a dense tensor, read once by kernels `k`."""
+    if flat.dtype == cdt and flat.device.type == "cpu":  # numpy: no torch op (its threads spin after one)
+        picked = flat.numpy()[::stride].astype(np.float64)
+    else:
+        sample = workspace.get(cdt, "sample", -(-flat.numel() // stride)).copy_(flat[::stride])
+        picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
+    finite = picked[np.isfinite(picked)]
+    shift = float(finite.mean()) if finite.size else 0.0
+    sums = fused.moment_sums(k, flat, shift, lambda dtype: workspace.get(dtype, "upcast", CHUNK))
+    n, inf = sums.n, sums.n - sums.count - sums.nan
+    if sums.count == 0:
+        return Moments.empty(bins, n, sums.nan, inf), picked
+    mean, m2 = sums.mean_m2()
+    empty = np.zeros(bins, np.int64)
+    return Moments(
+        n, sums.count, mean, m2, sums.abs_sum, sums.lo, sums.hi, sums.zeros, sums.nan, inf, empty, 0, 0, 0
+    ), picked
+
+
 def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     """Statistics of a large real tensor in one chunked pass plus a strided sample."""
     t = t.detach()
     cdt = _compute_dtype(t.dtype)
     stride = _sample_stride(t)
-    sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
-    pieces = _pieces(t, CHUNK)
-    starts = np.cumsum([0] + [p.numel() for p in pieces[:-1]]).tolist()
-    parts = [_piece_moments(piece, cdt, bins, workspace, sample, start, stride) for piece, start in zip(pieces, starts)]
-    total = merge(parts)
+    kernels = workspace.kernels
+    flat = _dense_flat(t) if kernels is not None else None
+    if kernels is not None and flat is not None:  # the fused path: dense tensors (nearly all)
+        total, picked = _fused_moments(kernels, flat, cdt, stride, workspace, bins)
+    else:
+        sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
+        pieces = _pieces(t, CHUNK)
+        starts = np.cumsum([0] + [p.numel() for p in pieces[:-1]]).tolist()
+        parts = [_piece_moments(p, cdt, bins, workspace, sample, start, stride) for p, start in zip(pieces, starts)]
+        total = merge(parts)
+        picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
     if total.count == 0:
         return total
-    picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
     if total.nan or total.inf:
         picked = picked[np.isfinite(picked)]
     counts = _bin_counts(picked, np.zeros(len(picked), np.int64), np.array([total.min]), np.array([total.max]), bins)[0]

@@ -21,9 +21,10 @@ import torch
 from ..schema import PARAMETER, STATS
 from ..sources import ModelSource, TensorEntry, as_source
 from ..sources.dtensor import DistributedSource
+from . import fused
 from .distributed import combine_moments, on_receiving_rank
 from .gc_pause import gc_paused
-from .moments import Moments, histogram_edges, merge, spread
+from .moments import Moments, histogram_edges, merge, merge_groups, spread
 from .parallel import parallel_tensor_stats
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
@@ -111,7 +112,9 @@ def tensor_stats(
                 )
         pending.clear()
 
-    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), Workspace() as workspace:
+    large = sum(t.nbytes for t in unique.values() if t.numel > SAMPLE)
+    workspace = Workspace(fused.kernels(large))
+    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace:
         for key, entry in unique.items():
             try:
                 values, note, implicit = _real_values(entry)
@@ -217,6 +220,21 @@ def _with_zeros(m: Moments, zeros: int, bins: int) -> Moments:
 
 
 _Row = tuple  # (name, module, kind, dtype, numel, Moments | None, note)
+_FIELDS = (
+    "numel",
+    "count",
+    "mean",
+    "m2",
+    "abs_sum",
+    "min",
+    "max",
+    "zeros",
+    "nan",
+    "inf",
+    "hist_sample",
+    "hist_lo",
+    "hist_hi",
+)
 
 
 def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
@@ -224,28 +242,11 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
     names, modules, kinds, dtypes, numels, moments, notes = zip(*rows) if rows else ((),) * 7
     present = np.array([m is not None for m in moments], dtype=bool)
     having = [m for m in moments if m is not None]
-    fields = np.array(
-        [
-            (
-                m.numel,
-                m.count,
-                m.mean,
-                m.m2,
-                m.abs_sum,
-                m.min,
-                m.max,
-                m.zeros,
-                m.nan,
-                m.inf,
-                m.hist_sample,
-                m.hist_lo,
-                m.hist_hi,
-            )
-            for m in having
-        ],
-        dtype=np.float64,
-    ).reshape(-1, 13)
-    numel, count, mean, m2, abs_sum, low, high, zeros, nan, inf, sample, hist_lo, hist_hi = fields.T
+    # Moments is a tuple: transposing the rows gives every field's column at C speed.
+    columns_of = dict(zip(Moments._fields, zip(*having))) if having else dict.fromkeys(Moments._fields, ())
+    numel, count, mean, m2, abs_sum, low, high, zeros, nan, inf, sample, hist_lo, hist_hi = (
+        np.array(columns_of[f], dtype=np.float64) for f in _FIELDS
+    )
     std, l2, abs_mean = spread(count, mean, m2, abs_sum)
     with np.errstate(divide="ignore", invalid="ignore"):
         zero_share = zeros / numel
@@ -287,7 +288,7 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
             }.items()
         },
         **{k: ints(v) for k, v in {"nan": nan, "inf": inf, "hist_sample": sample}.items()},
-        "hist_counts": objects(m.hist for m in having),
+        "hist_counts": objects(columns_of["hist"]),
         "hist_edges": objects(histogram_edges(hist_lo, hist_hi, bins).reshape(-1, bins + 1)),
         "note": notes,
     }
@@ -296,19 +297,22 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
 
 def _module_rows(source: ModelSource, results: Mapping) -> Iterable[_Row]:
     subtree = source.subtree_tensors(PARAMETER)
-    for module in source.modules:
+    position = {key: i for i, key in enumerate(k for k, (m, _) in results.items() if m is not None)}
+    parts = [m for m, _ in results.values() if m is not None]
+    groups = [[position[k] for k in subtree[module.name] if k in position] for module in source.modules]
+    merged = merge_groups(parts, groups)  # every module's subtree at once
+    for module, group, total in zip(source.modules, groups, merged):
         entries = subtree[module.name]
-        measured = [results[k][0] for k in entries if results[k][0] is not None]
-        left_out = len(entries) - len(measured)
+        left_out = len(entries) - len(group)
         note = None
         if not entries:
             note = "no parameters"
         elif left_out:
             reasons = "; ".join(sorted({results[k][1] for k in entries if results[k][0] is None}))
-            note = reasons if not measured else f"{left_out} of {len(entries)} tensors left out ({reasons})"
+            note = reasons if not group else f"{left_out} of {len(entries)} tensors left out ({reasons})"
         dtypes = ", ".join(sorted({t.dtype for t in entries.values()}))
         numel = sum(t.numel for t in entries.values())
-        yield module.name, module.name, "module", dtypes, numel, merge(measured) if measured else None, note
+        yield module.name, module.name, "module", dtypes, numel, total, note
 
 
 def _stats_source(obj: Any) -> ModelSource:

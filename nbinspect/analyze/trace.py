@@ -429,7 +429,8 @@ def run_trace(
     device, model_dtype = _device_dtype(model_tensors)
     dtype = input_dtype or param_dtype or model_dtype
     given = tensors_in((args, kwargs))
-    on_meta = device.type == "meta" or any(t.device.type == "meta" for t in given)
+    # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
+    on_meta = any(t.device.type == "meta" for t in (*model_tensors, *given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
     recorder = Recorder(named_modules)
     name = type(model).__name__

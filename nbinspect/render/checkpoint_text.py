@@ -13,10 +13,19 @@ from .text import table
 __all__ = ["metadata_text", "tensor_listing"]
 
 
+def _short(value: Any, limit: int = 100) -> str:
+    """A carried config (a dict, possibly long) in at most `limit` characters; other values as they are."""
+    if not isinstance(value, (Mapping, list, tuple)):
+        return str(value)
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def metadata_text(metadata: Mapping[str, Any]) -> str:
     """The checkpoint's non-weight entries (epoch, optimizer, ...) and the load report."""
-    rows = [[str(k), str(v)] for k, v in metadata.items() if k != "load_report"]
-    parts = [table(["Checkpoint", ""], rows, [False, False])] if rows else []
+    rows = [[str(k), _short(v)] for k, v in metadata.items() if k != "load_report"]
+    title = "Model" if set(metadata) <= {"model"} else "Checkpoint"  # a model built from a config alone
+    parts = [table([title, ""], rows, [False, False])] if rows else []
     if "load_report" in metadata:
         parts.append("Loading into the model\n" + str(metadata["load_report"]))
     return "\n\n".join(parts)

@@ -116,17 +116,24 @@ def _plan_rows(memory: pd.DataFrame, total_first: bool) -> list[list[str]]:
     return rows[-1:] + rows[:-1] if total_first else rows  # the planner puts the total last
 
 
-def _top_modules(memory: pd.DataFrame, top: int) -> tuple[str, list[list[str]]] | None:
+def _top_modules(memory: pd.DataFrame, top: int | None) -> tuple[str, list[list[str]]] | None:
+    """(title, rows) of the `top` modules holding most, or of every module when `top` is None."""
     per_module = memory[memory["layer"].notna()]
     if not len(per_module):
         return None
-    sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable").head(top)
-    lines = [[name or "(root)", format_bytes(n)] for name, n in sums.items()]
-    return f"Modules holding the most (top {len(lines)} of {per_module['layer'].nunique()})", lines
+    sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable")
+    lines = [[name or "(root)", format_bytes(n)] for name, n in (sums if top is None else sums.head(top)).items()]
+    title = (
+        f"Memory by module ({len(sums)})"
+        if top is None
+        else f"Modules holding the most (top {len(lines)} of {len(sums)})"
+    )
+    return title, lines
 
 
-def memory_text(memory: pd.DataFrame, top: int = 10) -> str:
-    """The whole-model rows of a memory plan in human units, then the `top` modules holding most."""
+def memory_text(memory: pd.DataFrame, top: int | None = 10) -> str:
+    """The whole-model rows of a memory plan in human units, then the `top` modules holding
+    most (every module when `top` is None)."""
     header, right = _PLAN_HEADER
     parts = ["Training memory plan\n" + table(header, _plan_rows(memory, False), right)]
     modules = _top_modules(memory, top)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["standalone_html"]
@@ -40,11 +40,12 @@ _PAGE = """<!DOCTYPE html>
 }}
 body {{ margin: 16px; background: var(--jp-layout-color0); color: var(--jp-ui-font-color1);
   font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }}
+pre.nbinspect-text {{ margin-top: 16px; font-size: 12px; overflow-x: auto; }}
 </style>
 </head>
 <body>
 <div id="nbinspect-root"></div>
-<script type="application/json" id="nbinspect-payload">{payload}</script>
+{appendix}<script type="application/json" id="nbinspect-payload">{payload}</script>
 <script type="text/plain" id="nbinspect-bundle">{bundle}</script>
 <script type="module">
 const text = (id) => document.getElementById(id).textContent;
@@ -76,7 +77,9 @@ def _script_safe(text: str) -> str:
     return _CLOSE.sub(r"<\\/\1", text).replace("<!--", "<\\!--")
 
 
-def standalone_html(payload: Mapping[str, Any], bundle: str, title: str) -> str:
-    """The page: `payload` (JSON-safe, see :mod:`nbinspect.render.payload`) rendered by `bundle`."""
+def standalone_html(payload: Mapping[str, Any], bundle: str, title: str, appendix: Sequence[str] = ()) -> str:
+    """The page: `payload` (JSON-safe, see :mod:`nbinspect.render.payload`) rendered by `bundle`,
+    then the `appendix` texts (memory plan, flow) as preformatted blocks."""
     data = json.dumps(payload, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
-    return _PAGE.format(title=html.escape(title), payload=data, bundle=_script_safe(bundle))
+    blocks = "".join(f'<pre class="nbinspect-text">{html.escape(text)}</pre>\n' for text in appendix)
+    return _PAGE.format(title=html.escape(title), payload=data, bundle=_script_safe(bundle), appendix=blocks)

@@ -65,8 +65,10 @@ def inspection_dict(
     layers: pd.DataFrame,
     params: pd.DataFrame,
     io: Mapping[str, Any] | None = None,
+    memory: pd.DataFrame | None = None,
 ) -> dict:
-    """The export document. `io` holds the model's top-level input/output once traced."""
+    """The export document. `io` holds the model's top-level input/output once traced;
+    `memory`, a training-memory plan, adds its rows."""
     tensors = tensors_by_module(params)
     records = []
     for row in layers.to_dict("records"):
@@ -74,14 +76,15 @@ def inspection_dict(
         row["tensors"] = tensors.get(row["name"], [])
         records.append(row)
     io = io or {}
-    return jsonable(
-        {
-            "schema": SCHEMA_ID,
-            "schema_version": SCHEMA_VERSION,
-            "model": {"name": name, "framework": framework},
-            "totals": dict(totals),
-            "input": io.get("input"),
-            "output": io.get("output"),
-            "layers": records,
-        }
-    )
+    document = {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "model": {"name": name, "framework": framework},
+        "totals": dict(totals),
+        "input": io.get("input"),
+        "output": io.get("output"),
+        "layers": records,
+    }
+    if memory is not None:
+        document["memory"] = memory.to_dict("records")
+    return jsonable(document)

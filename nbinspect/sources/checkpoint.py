@@ -19,8 +19,8 @@ from torch import nn
 from ..errors import CheckpointError, first_line
 from .base import ModelSource
 from .dcp import is_dcp_folder, read_dcp
+from .known_model import with_model
 from .limits import MAX_TENSORS, inside, regular_file, shown
-from .model_loader import load_into
 from .npz_file import is_npz, read_npz
 from .pages import drop_tensor_pages
 from .safetensors_file import read_safetensors
@@ -171,15 +171,20 @@ def load_checkpoint(
     `key` picks the weights entry of a training checkpoint (default: the first of
     ``model_state_dict``, ``state_dict``, ``model``, ``ema``, ``module``).
 
-    Without `model` the module tree comes from the dotted names (types unknown). With
-    `model` (a class, a factory, or ``"pkg.module:factory"``) called with `config` (a dict,
-    or a YAML/JSON file of keyword arguments), the weights are loaded into a fresh model
-    and ``metadata["load_report"]`` lists missing, unexpected and mismatched keys.
+    With `model` (a class, a factory, or ``"pkg.module:factory"``) called with `config` (a
+    dict, or a YAML/JSON file of keyword arguments; default the config the checkpoint
+    carries), the weights are loaded into a fresh model and ``metadata["load_report"]``
+    lists missing, unexpected and mismatched keys. Without `model`, a checkpoint that knows
+    its model (a Hugging Face ``config.json`` beside it, or a recorded factory and config,
+    followed with `trust=True`) gets that model built on meta with the file's tensors
+    attached lazily (see :mod:`.known_model`); otherwise the tree comes from the dotted
+    names (types unknown).
     """
+    path = checkpoint if isinstance(checkpoint, (str, os.PathLike)) else None
     if isinstance(checkpoint, Mapping):
         source = from_mapping(checkpoint, name, key=key)
-    elif isinstance(checkpoint, (str, os.PathLike)):
-        source = from_path(checkpoint, trust=trust, key=key, name=name)
+    elif path is not None:
+        source = from_path(path, trust=trust, key=key, name=name)
     else:
         raise TypeError(f"load_checkpoint expected a path or a state_dict, got {type(checkpoint).__name__}")
-    return source if model is None else load_into(source, model, config)
+    return with_model(source, path, model=model, config=config, trust=trust)

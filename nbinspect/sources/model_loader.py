@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 from ..dtypes import dtype_name
 from ..errors import first_line
 from .base import ModelSource
+from .meta_build import call_factory
 from .torch_module import from_module
 
 __all__ = ["LoadReport", "load_into", "read_config", "resolve_factory"]
@@ -102,17 +102,9 @@ def load_into(source: ModelSource, factory: str | type | Callable[..., Any], con
     """Build the model, copy the checkpoint's matching weights in, and return the model's
     source, with the checkpoint's metadata and ``metadata["load_report"]``."""
     build = resolve_factory(factory)
-    kwargs = read_config(config)
-    try:
-        model = build(**kwargs)
-    except Exception as exc:  # user code: say which factory failed, with what
-        raise ValueError(
-            f"model {getattr(build, '__name__', build)!r}({kwargs}) failed: {type(exc).__name__}: {exc}"
-        ) from exc
-    if not isinstance(model, nn.Module):
-        raise ValueError(
-            f"model {getattr(build, '__name__', build)!r} returned a {type(model).__name__}, not a torch.nn.Module"
-        )
+    model = call_factory(
+        build, read_config(config), where=str(config) if isinstance(config, (str, os.PathLike)) else "config"
+    )
     target = model.state_dict()
     entries = {t.name: t for t in source.tensors}
     matched: dict[str, torch.Tensor] = {}

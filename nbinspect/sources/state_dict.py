@@ -22,9 +22,12 @@ from .limits import MAX_DEPTH, MAX_METADATA_ITEMS, MAX_TENSORS
 from .torch_module import compact, from_module, storage_key, stored_numel
 from .tree import StoredTensor, build_source
 
-__all__ = ["WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]
+__all__ = ["CONFIG_KEYS", "WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]
 
 WEIGHT_KEYS = ("model_state_dict", "state_dict", "model", "ema", "module")
+# entries holding the model's constructor arguments (Lightning saves ``hyper_parameters``):
+# kept as plain data in the metadata, so the model can be rebuilt from them
+CONFIG_KEYS = ("config", "hparams", "hyper_parameters")
 
 
 def _is_weights(value: Any) -> bool:
@@ -62,8 +65,26 @@ def _contents(value: Any) -> tuple[int, int, str]:
     return tensors, sum(storages.values()), cut
 
 
-def describe(value: Any) -> Any:
-    """A short, JSON-friendly description of a non-weight checkpoint entry."""
+def _plain(value: Any, depth: int = 0) -> bool:
+    """JSON-like data (a config), nested at most 32 deep: a file cannot make this recurse without end."""
+    if depth > 32:
+        return False
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    return isinstance(value, (bool, int, float, str)) or value is None
+
+
+def _is_config(key: Any, value: Any) -> bool:
+    return key in CONFIG_KEYS and isinstance(value, Mapping) and _plain(value)
+
+
+def describe(value: Any, key: Any = None) -> Any:
+    """A short, JSON-friendly description of a non-weight checkpoint entry (a config entry
+    of plain data is kept as it is)."""
+    if _is_config(key, value):
+        return dict(value)
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     if isinstance(value, torch.Tensor) and value.numel() == 1 and value.layout == torch.strided:
@@ -99,9 +120,11 @@ def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_
         chosen = next((k for k in WEIGHT_KEYS if k in obj and _is_weights(obj[k])), None)
     if chosen is not None:
         meta = {"weights_key": chosen}
-        meta.update({str(k): describe(v) for k, v in obj.items() if k != chosen})
+        meta.update({str(k): describe(v, k) for k, v in obj.items() if k != chosen})
         return obj[chosen], meta
-    meta = {str(k): describe(v) for k, v in obj.items() if not isinstance(v, (torch.Tensor, Mapping))}
+    meta = {
+        str(k): describe(v, k) for k, v in obj.items() if not isinstance(v, (torch.Tensor, Mapping)) or _is_config(k, v)
+    }
     return {k: v for k, v in obj.items() if k not in meta}, meta
 
 

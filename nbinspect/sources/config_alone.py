@@ -1,0 +1,47 @@
+"""A model from its config alone, built on meta: no checkpoint, no weights allocated.
+
+The config is keyword arguments for a factory (a dict, or a YAML/JSON file), or a Hugging
+Face ``config.json`` (it has a ``model_type``), which names its own transformers class. A
+config file may also name its factory (Hydra's ``_target_``, LightningCLI's
+``_class_path``, jsonargparse's ``class_path`` with ``init_args``); the caller chose the
+file, so that factory is followed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from .hf_config import hf_model, is_hf_config
+from .known_model import carried_config, recorded_factory
+from .meta_build import call_factory, factory_name
+from .model_loader import read_config, resolve_factory
+
+__all__ = ["meta_model"]
+
+
+def meta_model(
+    model: str | type | Callable[..., Any] | None, config: Mapping[str, Any] | str | os.PathLike | None
+) -> tuple[nn.Module, str]:
+    """(the model `model` builds with `config`, parameters on meta; how it was built)."""
+    if model is None and isinstance(config, (str, os.PathLike)) and is_hf_config(config):
+        return hf_model(config)
+    where = Path(config).name if isinstance(config, (str, os.PathLike)) else "config"
+    kwargs = read_config(config)
+    if model is None:
+        wrapped = {"config": kwargs}
+        model = recorded_factory(wrapped)
+        if model is None:
+            raise ValueError(
+                f"{where}: names no model (no _target_, _class_path or class_path, no Hugging Face model_type): "
+                "pass the factory, e.g. --model package.module:factory"
+            )
+        kwargs = (carried_config(wrapped) or ("", {}))[1]
+    build = resolve_factory(model)
+    return call_factory(
+        build, kwargs, meta=True, where=where
+    ), f"{factory_name(build)} with {where}, parameters on meta"

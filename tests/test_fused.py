@@ -1,0 +1,143 @@
+"""The fused one-pass kernels (analyze/fused.py, analyze/kernels.py) against float64
+references and against the torch path they replace: same counts, min, max and
+histograms, moments within 1e-7, also for NaN/Inf, zeros, float32 overflow, every dtype,
+and a tensor split across threads."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import nbinspect
+from nbinspect.analyze import fused
+from nbinspect.analyze.reduce import SAMPLE, Workspace, large_moments
+
+pytest.importorskip("numba")
+KERNELS = fused.kernels(fused.FUSED_ABOVE)
+
+
+@pytest.fixture
+def always_fused(monkeypatch):
+    monkeypatch.setattr(fused, "FUSED_ABOVE", 0)
+    monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
+
+
+def _reference(t: torch.Tensor) -> dict:
+    x = t.double().reshape(-1).numpy()
+    f = x[np.isfinite(x)]
+    return {
+        "mean": f.mean(),
+        "std": f.std(),
+        "abs_mean": np.abs(f).mean(),
+        "min": f.min(),
+        "max": f.max(),
+        "zeros": int((x == 0).sum()),
+        "nan": int(np.isnan(x).sum()),
+        "inf": int(np.isinf(x).sum()),
+    }
+
+
+def _values(dtype: torch.dtype, n: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return (torch.randn(n, generator=g, dtype=torch.float64) * 0.02 + 1).to(dtype)  # far from 0
+    return torch.randint(-100, 100, (n,), generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("special", [False, True])
+def test_fused_moments_match_float64_and_the_torch_path(dtype, special):
+    t = _values(dtype, 3 * SAMPLE + 5, seed=1)
+    t[3] = 0
+    t[-1] = 0
+    if special and dtype.is_floating_point:
+        t[7], t[900], t[-2] = math.nan, math.inf, -math.inf
+    fast = large_moments(t, 64, Workspace(KERNELS))
+    slow = large_moments(t, 64, Workspace())
+    ref = _reference(t)
+    assert (fast.min, fast.max, fast.zeros, fast.nan, fast.inf) == (
+        ref["min"],
+        ref["max"],
+        ref["zeros"],
+        ref["nan"],
+        ref["inf"],
+    )
+    assert abs(fast.mean - ref["mean"]) <= 1e-7 * ref["abs_mean"]
+    assert fast.std == pytest.approx(ref["std"], rel=1e-7)
+    assert fast.abs_mean == pytest.approx(ref["abs_mean"], rel=1e-7)
+    assert np.array_equal(fast.hist, slow.hist) and fast.hist_sample == slow.hist_sample
+    assert (fast.hist_lo, fast.hist_hi) == (slow.hist_lo, slow.hist_hi)
+
+
+def test_min_max_from_bits_cover_signs_and_negative_zero():
+    for values in ([-3.0, -1.0, -2.5] * SAMPLE, [0.5, 2.0] * SAMPLE, [-0.0, 1.0] * SAMPLE, [-0.0, -1.0] * SAMPLE):
+        t = torch.tensor(values)
+        m = large_moments(t, 8, Workspace(KERNELS))
+        assert (m.min, m.max, m.zeros) == (min(values), max(values), values.count(0.0))
+
+
+def test_float32_block_sums_that_overflow_are_redone_in_float64():
+    t = torch.zeros(3 * SAMPLE)
+    t[::3] = 3e19  # squares overflow float32, not float64
+    m = large_moments(t, 16, Workspace(KERNELS))
+    ref = _reference(t)
+    assert m.std == pytest.approx(ref["std"], rel=1e-9) and m.zeros == ref["zeros"]
+
+
+def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch):
+    t = _values(torch.float32, 5 * SAMPLE, seed=2)
+    one = large_moments(t, 64, Workspace(KERNELS))
+    monkeypatch.setattr(fused, "PART", SAMPLE)
+    split = large_moments(t, 64, Workspace(KERNELS))
+    assert (split.min, split.max, split.zeros, split.count) == (one.min, one.max, one.zeros, one.count)
+    assert split.mean == pytest.approx(one.mean, rel=1e-12) and split.m2 == pytest.approx(one.m2, rel=1e-9)
+
+
+def test_stats_frame_is_the_same_on_both_paths(always_fused):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(300, 400), torch.nn.LayerNorm(400), torch.nn.Linear(400, 500))
+    fast = nbinspect.stats(model).set_index("name")
+    fused._loaded["kernels"], saved = None, fused._loaded["kernels"]  # as if numba were missing
+    try:
+        slow = nbinspect.stats(model).set_index("name")
+    finally:
+        fused._loaded["kernels"] = saved
+    for column in ("numel", "min", "max", "zeros", "nan", "inf", "hist_sample"):
+        assert fast[column].tolist() == slow[column].tolist(), column
+    for column in ("std", "l2", "abs_mean"):
+        assert np.allclose(fast[column], slow[column], rtol=1e-7, atol=1e-12), column
+    assert (np.abs(fast["mean"] - slow["mean"]) <= 1e-7 * fast["abs_mean"]).all()  # means near 0
+    assert all(np.array_equal(a, b) for a, b in zip(fast["hist_counts"], slow["hist_counts"]))
+
+
+def test_small_work_never_loads_the_kernels():
+    assert fused.kernels(fused.LOADED_ABOVE - 1) is None
+    assert fused.kernels(fused.FUSED_ABOVE) is KERNELS
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_fused_compare_matches_float64(always_fused, dtype):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(3 * SAMPLE + 1, generator=g, dtype=torch.float64)
+    steps = torch.tensor([0.0, 5e-7, 5e-5, 1e-2], dtype=torch.float64)
+    b = a + steps[torch.randint(0, 4, a.shape, generator=g)]
+    a, b = a.to(dtype), b.to(dtype)
+    b[10] = math.nan
+    thresholds = (-1.0, 1e-8, 1e-6, 1e-4)
+    row = nbinspect.compare({"w": a}, {"w": b}, thresholds=thresholds).frame.iloc[0]
+    x, y = a.double().numpy(), b.double().numpy()
+    d = y - x
+    assert math.isnan(row["max_abs_delta"]) and math.isnan(row["l2_delta"])
+    assert row["l2_a"] == pytest.approx(np.linalg.norm(x), rel=1e-9)
+    assert row["frac_above"] == tuple(float((np.abs(d) > t).mean()) for t in thresholds)
+    b[10] = a[10]
+    row = nbinspect.compare({"w": a}, {"w": b}).frame.iloc[0]
+    d = b.double().numpy() - x
+    assert row["max_abs_delta"] == np.abs(d).max()
+    assert row["l2_delta"] == pytest.approx(np.linalg.norm(d), rel=1e-9)
+    assert row["cosine"] == pytest.approx(
+        x @ b.double().numpy() / np.linalg.norm(x) / np.linalg.norm(b.double()), rel=1e-9
+    )
