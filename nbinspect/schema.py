@@ -7,7 +7,7 @@ JSON export and the tests read column names from these frames.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -87,7 +87,7 @@ class FrameSchema:
             if not expected.issuperset(row):
                 raise ValueError(f"{self.name} row {i}: unknown columns {sorted(set(row) - expected)}")
         # map over dict.get runs in C: a third of the cost of a comprehension on frames of many rows
-        get = dict.get if all(type(row) is dict for row in records) else _get
+        get: Callable[[Any, str], Any] = dict.get if all(type(row) is dict for row in records) else _get
         data = {c.name: _array(list(map(get, records, repeat(c.name))), c.dtype) for c in self.columns}
         return pd.DataFrame(data, columns=self.names)
 
