@@ -81,7 +81,7 @@ def layers(model: Any) -> pd.DataFrame:
                 "is_leaf": m.is_leaf,
                 "alias_of": m.alias_of,
                 "params": sums["params"],
-                "own_params": _unique_sums(own[m.name])["params"],
+                "own_params": sum(t.numel for t in own[m.name].values() if t.kind == PARAMETER),
                 "trainable_params": sums["trainable_params"],
                 "frozen_params": sums["params"] - sums["trainable_params"],
                 "param_bytes": sums["param_bytes"],
