@@ -76,8 +76,9 @@ def test_frames_and_statistics_are_the_whole_models(tmp_path, monkeypatch):
         ref = _reference(folder)
         assert insp.totals["tensor_parallel_size"] == 2
         assert insp.totals["total_params"] == sum(t.numel() for t in ref.values())
-        params = insp.params.set_index("name")
+        params = insp.params[insp.params["kind"] == "parameter"].set_index("name")
         assert {n: tuple(s) for n, s in params["shape"].items()} == {n: tuple(t.shape) for n, t in ref.items()}
+        assert insp.totals["total_params"] == insp.params.loc[insp.params["kind"] == "parameter", "numel"].sum()
         stats = insp.stats.set_index("name")
         for name, tensor in ref.items():  # split, replicated and partly replicated (qkv: 1 kv head, 2 ranks)
             _check(stats.loc[name], tensor)
