@@ -115,7 +115,9 @@ def fused_checkpoint(folder: str, served: ModelSource, mapping: dict[str, list[s
             )
         )
         used.update(names)
-    kept = tuple(t for t in ckpt.tensors if t.name not in used)
+    # the served side is weights only; buffers a known architecture derives from config.json
+    # (rotary inv_freq) are in no file
+    kept = tuple(t for t in ckpt.tensors if t.name not in used and t.kind == PARAMETER)
     return replace(ckpt, tensors=kept + tuple(fused))
 
 
