@@ -141,3 +141,41 @@ def test_fused_compare_matches_float64(always_fused, dtype):
     assert row["cosine"] == pytest.approx(
         x @ b.double().numpy() / np.linalg.norm(x) / np.linalg.norm(b.double()), rel=1e-9
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_change_sums_match_float64(dtype):
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(3 * fused.PART + 7, generator=g, dtype=torch.float64)  # several threads' shares
+    steps = torch.tensor([0.0, -5e-7, 5e-7, -5e-5, 1e-2], dtype=torch.float64)
+    b = (a + steps[torch.randint(0, 5, a.shape, generator=g)]).to(dtype)
+    a = a.to(dtype)
+    thresholds = (0.0, 1e-8, 1e-6, 1e-4)
+    sums = fused.change_sums(KERNELS, a, b, thresholds)
+    x, y = a.double().numpy(), b.double().numpy()
+    d = y - x
+    assert sums is not None
+    assert sums.above == [int((np.abs(d) > t).sum()) for t in thresholds]
+    assert (sums.lo, sums.hi) == (d.min(), d.max())
+    assert sums.s == pytest.approx(d.sum(), rel=1e-9)
+    assert sums.sq == pytest.approx((d * d).sum(), rel=1e-9)
+    assert sums.ad == pytest.approx((x * d).sum(), rel=1e-9)
+    assert sums.abs_sum == pytest.approx(np.abs(d).sum(), rel=1e-9)
+
+
+def test_fused_change_sums_hand_count_and_signs():
+    a = torch.zeros(5, dtype=torch.float32)
+    b = torch.tensor([0.0, -0.0, -3.0, 2e-6, -2e-6])
+    sums = fused.change_sums(KERNELS, a, b, (0.0, 1e-6, 2.5))
+    assert sums is not None and sums.above == [3, 3, 1] and (sums.lo, sums.hi) == (-3.0, float(b[3]))
+    assert sums.abs_sum == pytest.approx(3.000004) and sums.s == pytest.approx(-3.0)
+    b[0] = math.inf
+    assert fused.change_sums(KERNELS, a, b, (0.0,)) is None
+    b[0] = math.nan
+    assert fused.change_sums(KERNELS, a, b, (0.0,)) is None
+
+
+def test_recurring_work_loads_the_kernels_from_the_smaller_size(monkeypatch):
+    monkeypatch.setattr(fused, "_loaded", {})
+    assert fused.kernels(fused.LOADED_ABOVE, recurring=False) is None
+    assert fused.kernels(fused.LOADED_ABOVE, recurring=True) is KERNELS

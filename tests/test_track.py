@@ -32,6 +32,21 @@ from nbinspect.track import (
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
 
 
+@pytest.fixture(params=["torch", "fused"])
+def path(request, monkeypatch):
+    """Each delta test runs on both paths: the torch one and the fused kernel (forced here
+    for small models; a tracker uses it from fused.LOADED_ABOVE bytes when numba loads)."""
+    from nbinspect.analyze import fused
+
+    if request.param == "fused":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(fused, "FUSED_ABOVE", 0)
+        monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
+    else:
+        monkeypatch.setattr(fused, "kernels", lambda nbytes, recurring=False: None)
+    return request.param
+
+
 class Layered(nn.Module):
     """Two numbered layers with q/k projections and an MLP, plus an embedding and a head."""
 
@@ -108,7 +123,7 @@ def test_snapshot_leaves_frozen_parameters_out():
 # ---------------------------------------------------------------- delta and change metrics
 
 
-def test_delta_statistics_match_float64():
+def test_delta_statistics_match_float64(path):
     model = _seeded()
     old = ParameterSnapshot.take(model)
     _move(model)
@@ -133,7 +148,7 @@ def test_delta_statistics_match_float64():
     assert row["cosine"] == pytest.approx(a @ b / np.linalg.norm(a) / np.linalg.norm(b), rel=1e-6)
 
 
-def test_counts_exact_across_chunks_that_all_move_and_chunks_that_straddle():
+def test_counts_exact_across_chunks_that_all_move_and_chunks_that_straddle(path):
     from nbinspect.track.snapshot import CHUNK
 
     model = nn.Linear(1000, 700)  # 700,700 weights: three chunks
@@ -152,7 +167,7 @@ def test_counts_exact_across_chunks_that_all_move_and_chunks_that_straddle():
     assert delta.moments["weight"].zeros == np.count_nonzero(d == 0) >= 5
 
 
-def test_delta_agrees_with_the_comparison_engine():
+def test_delta_agrees_with_the_comparison_engine(path):
     model = _seeded()
     old = ParameterSnapshot.take(model)
     _move(model)
@@ -167,7 +182,7 @@ def test_delta_agrees_with_the_comparison_engine():
     assert list(ours["frac_above"]) == list(engine.loc[ours.index, "frac_above"])
 
 
-def test_change_metrics_keys_and_breakdowns():
+def test_change_metrics_keys_and_breakdowns(path):
     model = _seeded()
     old = ParameterSnapshot.take(model)
     _move(model)
@@ -194,7 +209,7 @@ def test_change_metrics_keys_and_breakdowns():
     assert "param_change/layer_2/mean_abs" not in out
 
 
-def test_nothing_moved():
+def test_nothing_moved(path):
     model = _seeded()
     old = ParameterSnapshot.take(model)
     delta = ParameterDelta.between(old, model, thresholds=THRESHOLDS)

@@ -24,12 +24,22 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
-__all__ = ["FUSED_ABOVE", "LOADED_ABOVE", "PART", "MomentSums", "delta_sums", "kernels", "moment_sums"]
+__all__ = [
+    "FUSED_ABOVE",
+    "LOADED_ABOVE",
+    "PART",
+    "ChangeSums",
+    "MomentSums",
+    "change_sums",
+    "delta_sums",
+    "kernels",
+    "moment_sums",
+]
 
 FUSED_ABOVE = 2 << 30  # bytes of work from which loading the kernels pays off in one call
 LOADED_ABOVE = 64 << 20  # bytes of work from which kernels already loaded are used
@@ -41,10 +51,13 @@ _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
 
-def kernels(nbytes: int) -> ModuleType | None:
+def kernels(nbytes: int, recurring: bool = False) -> ModuleType | None:
     """The kernels module for `nbytes` of work, or None: too little work to pay for loading
-    them (see the module docstring), or numba is not installed or fails to load."""
-    if nbytes < LOADED_ABOVE or (nbytes < FUSED_ABOVE and _loaded.get("kernels") is None):
+    them (see the module docstring), or numba is not installed or fails to load. Work that
+    `recurring`ly comes back in this process (a tracker measuring every N steps) pays for
+    the load once, so it loads them from ``LOADED_ABOVE`` bytes."""
+    load_above = LOADED_ABOVE if recurring else FUSED_ABOVE
+    if nbytes < LOADED_ABOVE or (nbytes < load_above and _loaded.get("kernels") is None):
         return None
     with _lock:
         if "kernels" not in _loaded:
@@ -207,3 +220,44 @@ def _collect(n: int, parts: list[tuple], k: int) -> tuple:
         max_abs = top if math.isnan(top) else max(max_abs, top)
         above += p_above
     return n, aa, bb, ab, dd, d, max_abs, above.tolist()
+
+
+class ChangeSums(NamedTuple):
+    """What :func:`change_sums` measured of d = b - a (exact in float64)."""
+
+    s: float  # sum of d
+    sq: float  # sum of d²
+    ad: float  # sum of a·d
+    abs_sum: float  # sum of |d|
+    lo: float  # min d
+    hi: float  # max d
+    above: list[int]  # count of |d| > t for each threshold
+
+
+def change_sums(k: ModuleType, a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...]) -> ChangeSums | None:
+    """The sums of the change from `a` to `b` (1-D, same length, both float32 or both
+    float64, contiguous on the CPU) in one read of each, split across threads; None when a d
+    is NaN or ±Inf (the caller's careful path counts those)."""
+    limits = np.array(thresholds, np.float64)
+    limit_bits = np.where(limits < 0, -1, np.abs(limits).view(np.int64))
+    x, y = a.numpy(), b.numpy()
+
+    def part(x: np.ndarray, y: np.ndarray) -> tuple:
+        scratch = np.empty(k.BLOCK, np.float64)
+        above = np.zeros(len(limits), np.int64)
+        sums = k.change_sums(x, y, scratch, scratch.view(np.int64), scratch.view(np.uint64), limits, limit_bits, above)
+        return *sums, above
+
+    parts = _run(part, [(x[i:j], y[i:j]) for i, j in _splits(x.size, _threads(x.size))])
+    s = sq = ad = abs_sum = 0.0
+    above = np.zeros(len(limits), np.int64)
+    smin, smax = min(p[4] for p in parts), max(p[5] for p in parts)
+    umin, umax = min(p[6] for p in parts), max(p[7] for p in parts)
+    positive_limit, negative_limit = _limits(np.dtype(np.float64))
+    if smax >= positive_limit or umax >= negative_limit:
+        return None
+    for p in parts:
+        s, sq, ad, abs_sum = s + p[0], sq + p[1], ad + p[2], abs_sum + p[3]
+        above += p[8]
+    lo, hi = decode_extremes(smin, smax, umin, umax, np.dtype(np.float64))
+    return ChangeSums(s, sq, ad, abs_sum, lo, hi, above.tolist())

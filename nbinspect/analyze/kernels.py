@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["BLOCK", "delta_sums", "moments_careful", "moments_fast"]
+__all__ = ["BLOCK", "change_sums", "delta_sums", "moments_careful", "moments_fast"]
 
 BLOCK = 1 << 8  # elements per inner block: summed in the array's own float type, then in float64
 _SUMS = {"reassoc", "nsz", "contract", "arcp"}  # no "nnan"/"ninf": NaN and Inf propagate
@@ -168,3 +168,59 @@ def delta_sums(a, b, scratch, scratch_bits, limits, limit_bits, above):  # pragm
                 count += scratch[j] > limit
             above[k] += count
     return aa, bb, ab, dd, ds, top
+
+
+_CHANGE_SIGNATURES = [
+    f"Tuple((float64, float64, float64, float64, int64, int64, uint64, uint64))"
+    f"({t}[::1], {t}[::1], float64[::1], int64[::1], uint64[::1], float64[::1], int64[::1], int64[::1])"
+    for t in ("float32", "float64")
+]
+_MAGNITUDE = 0x7FFFFFFFFFFFFFFF  # every bit of a float64 but the sign: the bits of |d|
+
+
+@numba.njit(_CHANGE_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
+def change_sums(a, b, scratch, signed, unsigned, limits, limit_bits, above):  # pragma: no cover - compiled
+    """Over two same-length non-empty arrays, with d = b - a exact in float64: the sums of
+    d, d², a·d and |d|, the four integer extremes of the bits of d (as signed and unsigned
+    int64, see :func:`moments_fast`: they give min d, max d and reveal NaN/Inf), and into
+    `above[k]` the count of |d| > limits[k] (ascending, `limit_bits` their bits, -1 for a
+    negative limit). `scratch` holds BLOCK elements, `signed`/`unsigned` are its bits."""
+    n = a.size
+    s = q = ad = sa = 0.0
+    smin = smax = np.int64(0)
+    umin = umax = np.uint64(0)
+    for start in range(0, n, BLOCK):
+        m = min(BLOCK, n - start)
+        for j in range(m):
+            x = np.float64(a[start + j])
+            d = np.float64(b[start + j]) - x
+            s += d
+            q += d * d
+            ad += x * d
+            sa += abs(d)
+            scratch[j] = d
+        bsmin = bsmax = signed[0]
+        bumin = bumax = unsigned[0]
+        block_top = signed[0] & _MAGNITUDE
+        for j in range(m):
+            v = signed[j]
+            w = unsigned[j]
+            bsmin = min(bsmin, v)
+            bsmax = max(bsmax, v)
+            bumin = min(bumin, w)
+            bumax = max(bumax, w)
+            block_top = max(block_top, v & _MAGNITUDE)
+        if start == 0:
+            smin, smax, umin, umax = bsmin, bsmax, bumin, bumax
+        else:
+            smin, smax = min(smin, bsmin), max(smax, bsmax)
+            umin, umax = min(umin, bumin), max(umax, bumax)
+        for k in range(limits.size):
+            if block_top <= limit_bits[k]:  # ascending: no |d| here passes this or a larger limit
+                break
+            limit = limits[k]
+            count = 0
+            for j in range(m):
+                count += abs(scratch[j]) > limit
+            above[k] += count
+    return s, q, ad, sa, smin, smax, umin, umax
