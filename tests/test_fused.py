@@ -151,7 +151,7 @@ def test_fused_change_sums_match_float64(dtype):
     b = (a + steps[torch.randint(0, 5, a.shape, generator=g)]).to(dtype)
     a = a.to(dtype)
     thresholds = (0.0, 1e-8, 1e-6, 1e-4)
-    sums = fused.change_sums(KERNELS, a, b, thresholds)
+    (sums,) = fused.change_sums(KERNELS, [(a, b)], thresholds)
     x, y = a.double().numpy(), b.double().numpy()
     d = y - x
     assert sums is not None
@@ -166,13 +166,14 @@ def test_fused_change_sums_match_float64(dtype):
 def test_fused_change_sums_hand_count_and_signs():
     a = torch.zeros(5, dtype=torch.float32)
     b = torch.tensor([0.0, -0.0, -3.0, 2e-6, -2e-6])
-    sums = fused.change_sums(KERNELS, a, b, (0.0, 1e-6, 2.5))
+    (sums,) = fused.change_sums(KERNELS, [(a, b)], (0.0, 1e-6, 2.5))
     assert sums is not None and sums.above == [3, 3, 1] and (sums.lo, sums.hi) == (-3.0, float(b[3]))
     assert sums.abs_sum == pytest.approx(3.000004) and sums.s == pytest.approx(-3.0)
-    b[0] = math.inf
-    assert fused.change_sums(KERNELS, a, b, (0.0,)) is None
-    b[0] = math.nan
-    assert fused.change_sums(KERNELS, a, b, (0.0,)) is None
+    for bad in (math.inf, -math.inf, math.nan, -math.nan):
+        c = b.clone()
+        c[4] = bad
+        assert fused.change_sums(KERNELS, [(a, c), (a, b)], (0.0,))[0] is None
+    assert fused.change_sums(KERNELS, [(a, b), (b, a)], (0.0,))[1].hi == 3.0  # pairs kept apart
 
 
 def test_recurring_work_loads_the_kernels_from_the_smaller_size(monkeypatch):

@@ -234,30 +234,48 @@ class ChangeSums(NamedTuple):
     above: list[int]  # count of |d| > t for each threshold
 
 
-def change_sums(k: ModuleType, a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...]) -> ChangeSums | None:
-    """The sums of the change from `a` to `b` (1-D, same length, both float32 or both
-    float64, contiguous on the CPU) in one read of each, split across threads; None when a d
-    is NaN or ±Inf (the caller's careful path counts those)."""
+_INF_KEY = 0x7FF0000000000000  # the order key of +Inf; -Inf's is ~_INF_KEY, NaNs lie beyond both
+
+
+def change_sums(
+    k: ModuleType, pairs: list[tuple[torch.Tensor, torch.Tensor]], thresholds: tuple[float, ...]
+) -> list[ChangeSums | None]:
+    """The sums of the change from `a` to `b` for each pair (1-D, same length, both float32
+    or both float64, contiguous on the CPU) in one read of each: every pair split into
+    threads' shares (large tensors) and all shares spread over the threads (small ones run
+    side by side). None for a pair where a d is NaN or ±Inf (the caller's careful path
+    counts those)."""
     limits = np.array(thresholds, np.float64)
     limit_bits = np.where(limits < 0, -1, np.abs(limits).view(np.int64))
-    x, y = a.numpy(), b.numpy()
 
-    def part(x: np.ndarray, y: np.ndarray) -> tuple:
+    def part(index: int, x: np.ndarray, y: np.ndarray) -> tuple:
         scratch = np.empty(k.BLOCK, np.float64)
         above = np.zeros(len(limits), np.int64)
-        sums = k.change_sums(x, y, scratch, scratch.view(np.int64), scratch.view(np.uint64), limits, limit_bits, above)
-        return *sums, above
+        return index, *k.change_sums(x, y, scratch, scratch.view(np.int64), limits, limit_bits, above), above
 
-    parts = _run(part, [(x[i:j], y[i:j]) for i, j in _splits(x.size, _threads(x.size))])
-    s = sq = ad = abs_sum = 0.0
-    above = np.zeros(len(limits), np.int64)
-    smin, smax = min(p[4] for p in parts), max(p[5] for p in parts)
-    umin, umax = min(p[6] for p in parts), max(p[7] for p in parts)
-    positive_limit, negative_limit = _limits(np.dtype(np.float64))
-    if smax >= positive_limit or umax >= negative_limit:
-        return None
-    for p in parts:
-        s, sq, ad, abs_sum = s + p[0], sq + p[1], ad + p[2], abs_sum + p[3]
-        above += p[8]
-    lo, hi = decode_extremes(smin, smax, umin, umax, np.dtype(np.float64))
-    return ChangeSums(s, sq, ad, abs_sum, lo, hi, above.tolist())
+    shares = []
+    for index, (a, b) in enumerate(pairs):
+        x, y = a.numpy(), b.numpy()
+        shares += [(index, x[i:j], y[i:j]) for i, j in _splits(x.size, _threads(x.size))]
+    totals: list[list] = [[0.0, 0.0, 0.0, 0.0, None, None, np.zeros(len(limits), np.int64)] for _ in pairs]
+    for index, s, sq, ad, abs_sum, kmin, kmax, above in _run(part, shares) if shares else []:
+        t = totals[index]
+        t[0], t[1], t[2], t[3] = t[0] + s, t[1] + sq, t[2] + ad, t[3] + abs_sum
+        t[4] = kmin if t[4] is None else min(t[4], kmin)
+        t[5] = kmax if t[5] is None else max(t[5], kmax)
+        t[6] += above
+    return [_change(*t) for t in totals]
+
+
+def _change(
+    s: float, sq: float, ad: float, abs_sum: float, kmin: int, kmax: int, above: np.ndarray
+) -> ChangeSums | None:
+    if kmin <= ~_INF_KEY or kmax >= _INF_KEY:
+        return None  # NaN or ±Inf
+    return ChangeSums(s, sq, ad, abs_sum, _from_key(kmin), _from_key(kmax), above.tolist())
+
+
+def _from_key(key: int) -> float:
+    """The float64 of a kernel's order key (the key flips a negative float's non-sign bits)."""
+    bits = key ^ 0x7FFFFFFFFFFFFFFF if key < 0 else key
+    return float(np.array(bits, np.int64).view(np.float64))

@@ -171,24 +171,32 @@ def delta_sums(a, b, scratch, scratch_bits, limits, limit_bits, above):  # pragm
 
 
 _CHANGE_SIGNATURES = [
-    f"Tuple((float64, float64, float64, float64, int64, int64, uint64, uint64))"
-    f"({t}[::1], {t}[::1], float64[::1], int64[::1], uint64[::1], float64[::1], int64[::1], int64[::1])"
+    f"Tuple((float64, float64, float64, float64, int64, int64))"
+    f"({t}[::1], {t}[::1], float64[::1], int64[::1], float64[::1], int64[::1], int64[::1])"
     for t in ("float32", "float64")
 ]
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF  # every bit of a float64 but the sign: the bits of |d|
 
 
+@numba.njit(["int64(int64)"], inline="always", cache=True)
+def order_key(bits):  # pragma: no cover - compiled
+    """A float64's bits as an integer that orders like the float: negative floats (sign bit
+    set) have their other bits flipped, so a larger magnitude is a smaller key."""
+    return bits ^ ((bits >> 63) & _MAGNITUDE)
+
+
 @numba.njit(_CHANGE_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
-def change_sums(a, b, scratch, signed, unsigned, limits, limit_bits, above):  # pragma: no cover - compiled
+def change_sums(a, b, scratch, bits, limits, limit_bits, above):  # pragma: no cover - compiled
     """Over two same-length non-empty arrays, with d = b - a exact in float64: the sums of
-    d, d², a·d and |d|, the four integer extremes of the bits of d (as signed and unsigned
-    int64, see :func:`moments_fast`: they give min d, max d and reveal NaN/Inf), and into
-    `above[k]` the count of |d| > limits[k] (ascending, `limit_bits` their bits, -1 for a
-    negative limit). `scratch` holds BLOCK elements, `signed`/`unsigned` are its bits."""
+    d, d², a·d and |d|, the smallest and largest order key of d (:func:`order_key`: min d
+    and max d exactly, NaN/Inf beyond the keys of ±Inf), and into `above[k]` the count of
+    |d| > limits[k] (ascending, `limit_bits` their bits, -1 for a negative limit).
+    `scratch` holds BLOCK elements, `bits` is it read as int64. A block whose smallest |d|
+    passes a limit counts whole, one whose largest does not pass it stops the counting
+    (in training most elements move by about the learning rate: most blocks cost no count)."""
     n = a.size
     s = q = ad = sa = 0.0
-    smin = smax = np.int64(0)
-    umin = umax = np.uint64(0)
+    kmin = kmax = np.int64(0)
     for start in range(0, n, BLOCK):
         m = min(BLOCK, n - start)
         for j in range(m):
@@ -199,28 +207,23 @@ def change_sums(a, b, scratch, signed, unsigned, limits, limit_bits, above):  # 
             ad += x * d
             sa += abs(d)
             scratch[j] = d
-        bsmin = bsmax = signed[0]
-        bumin = bumax = unsigned[0]
-        block_top = signed[0] & _MAGNITUDE
+        bmin = bmax = order_key(bits[0])
+        bottom = bits[0] & _MAGNITUDE
         for j in range(m):
-            v = signed[j]
-            w = unsigned[j]
-            bsmin = min(bsmin, v)
-            bsmax = max(bsmax, v)
-            bumin = min(bumin, w)
-            bumax = max(bumax, w)
-            block_top = max(block_top, v & _MAGNITUDE)
-        if start == 0:
-            smin, smax, umin, umax = bsmin, bsmax, bumin, bumax
-        else:
-            smin, smax = min(smin, bsmin), max(smax, bsmax)
-            umin, umax = min(umin, bumin), max(umax, bumax)
+            key = order_key(bits[j])
+            bmin = min(bmin, key)
+            bmax = max(bmax, key)
+            bottom = min(bottom, bits[j] & _MAGNITUDE)
+        kmin, kmax = (bmin, bmax) if start == 0 else (min(kmin, bmin), max(kmax, bmax))
+        top = max(bmax, ~bmin)  # the largest |d|'s bits: ~key of a negative d is its magnitude
         for k in range(limits.size):
-            if block_top <= limit_bits[k]:  # ascending: no |d| here passes this or a larger limit
+            if top <= limit_bits[k]:  # ascending: no |d| here passes this or a larger limit
                 break
-            limit = limits[k]
+            if bottom > limit_bits[k]:
+                above[k] += m
+                continue
             count = 0
             for j in range(m):
-                count += abs(scratch[j]) > limit
+                count += (bits[j] & _MAGNITUDE) > limit_bits[k]
             above[k] += count
-    return s, q, ad, sa, smin, smax, umin, umax
+    return s, q, ad, sa, kmin, kmax

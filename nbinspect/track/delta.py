@@ -5,12 +5,17 @@ engine's ``compare`` frame (schema.COMPARE: one row per tensor, with the same ro
 module, component and layer) plus a mergeable :class:`~nbinspect.analyze.moments.Moments`
 of the change of each tensor (mean, std, L1, L2, min, max, exact zeros).
 
-The delta streams: one tensor at a time, in chunks that stay in cache, into reused buffers
-(never the whole model's delta, never a full-size temporary). Each chunk is read once from
-memory; every statistic is a pass over the chunk already in cache: the difference, its
-min/max, sum, sum of squares, the dot with W_old (for the norm of W_new and the cosine),
-then |Δ|, its sum, its non-zeros and the counts above each threshold (a threshold above
-the chunk's largest |Δ| costs nothing).
+The delta streams (never the whole model's delta, never a full-size temporary). Where the
+fused kernel applies (numba installed, W_old and W_new both float32 or both float64 on the
+CPU, no NaN/Inf in the change; :func:`nbinspect.analyze.fused.kernels` with
+``recurring=True``: from 64 MiB of weights), one read of each tensor computes every
+statistic in blocks that stay in registers and L1 (``kernels.change_sums``), tensors spread
+over the threads. Otherwise (and as the fallback) one tensor at a time, in chunks that stay
+in cache, into reused buffers: each chunk is read once from memory, every statistic a torch
+or numpy pass over the chunk already in cache: the difference, its min/max, sum, sum of
+squares, the dot with W_old (for the norm of W_new and the cosine), then |Δ|, its sum, its
+non-zeros and the counts above each threshold (a threshold above the chunk's largest |Δ|
+costs nothing).
 """
 
 from __future__ import annotations
@@ -132,21 +137,29 @@ def _tensor_change(
     return _moments(n, count, s, q, abs_sum, lo, hi, count - nonzero, nan, inf), ad, above
 
 
-def _fused_change(
-    k: ModuleType, a: torch.Tensor, b: torch.Tensor, limits: list
-) -> tuple[Moments, float, list[int]] | None:
-    """What :func:`_tensor_change` gives, from the fused kernel in one read of a and b (d
-    exact in float64); None where it does not apply: dtypes that differ or that it does not
-    read as they are, or a NaN/Inf in the change (the torch path counts those)."""
-    fits = a.dtype == b.dtype and a.dtype in (torch.float32, torch.float64) and a.numel() > 0
-    if not (fits and a.device.type == b.device.type == "cpu" and a.is_contiguous() and b.is_contiguous()):
-        return None
-    sums = fused.change_sums(k, a, b, (0.0, *limits))  # |d| > 0 counts the elements that moved
-    if sums is None:
-        return None
-    n = a.numel()
-    zeros, above = n - sums.above[0], sums.above[1:]
-    return _moments(n, n, sums.s, sums.sq, sums.abs_sum, sums.lo, sums.hi, zeros, 0, 0), sums.ad, above
+def _fused_changes(
+    k: ModuleType, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]], limits: list
+) -> dict[str, tuple[Moments, float, list[int]]]:
+    """What :func:`_tensor_change` gives, from the fused kernel in one read of each a and b
+    (d exact in float64), for the pairs it applies to: same dtype, float32 or float64,
+    contiguous on the CPU, and no NaN/Inf in the change (the torch path counts those)."""
+    fits = {
+        name: (a, b)
+        for name, (a, b) in pairs.items()
+        if a.dtype == b.dtype in (torch.float32, torch.float64)
+        and a.numel() > 0
+        and a.device.type == b.device.type == "cpu"
+        and a.is_contiguous()
+        and b.is_contiguous()
+    }
+    out = {}
+    # |d| > 0 counts the elements that moved
+    for name, sums in zip(fits, fused.change_sums(k, list(fits.values()), (0.0, *limits))):
+        if sums is not None:
+            n = fits[name][0].numel()
+            zeros, above = n - sums.above[0], sums.above[1:]
+            out[name] = _moments(n, n, sums.s, sums.sq, sums.abs_sum, sums.lo, sums.hi, zeros, 0, 0), sums.ad, above
+    return out
 
 
 def _moments(
@@ -215,9 +228,11 @@ class ParameterDelta:
         k = fused.kernels(sum(old.tensors[n].nbytes + p.nbytes for n, p in live.items()), recurring=True)
         rows, moments = [], {}
         with torch.no_grad():
+            pairs = {name: (old.tensors[name], p.detach().reshape(-1)) for name, p in live.items()}
+            done = _fused_changes(k, pairs, limits) if k is not None else {}
             for name, p in live.items():
-                a, b = old.tensors[name], p.detach().reshape(-1)
-                change = _fused_change(k, a, b, limits) if k is not None else None
+                a, b = pairs[name]
+                change = done.get(name)
                 if change is None:
                     work = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
                     work_limits = [np.float64(t) if work == torch.float64 else np.float32(t) for t in limits]
