@@ -185,6 +185,29 @@ def order_key(bits):  # pragma: no cover - compiled
     return bits ^ ((bits >> 63) & _MAGNITUDE)
 
 
+@numba.njit(inline="always", fastmath=_SUMS, error_model="numpy")
+def _change_block(a, b, start, m, scratch, bits):  # pragma: no cover - compiled
+    """One block of :func:`change_sums`: its sums, the extremes of the order keys of d and
+    the smallest |d|'s bits (d left in `scratch` for the counts)."""
+    s = q = ad = sa = 0.0
+    for j in range(m):
+        x = np.float64(a[start + j])
+        d = np.float64(b[start + j]) - x
+        s += d
+        q += d * d
+        ad += x * d
+        sa += abs(d)
+        scratch[j] = d
+    bmin = bmax = order_key(bits[0])
+    bottom = bits[0] & _MAGNITUDE
+    for j in range(m):
+        key = order_key(bits[j])
+        bmin = min(bmin, key)
+        bmax = max(bmax, key)
+        bottom = min(bottom, bits[j] & _MAGNITUDE)
+    return s, q, ad, sa, bmin, bmax, bottom
+
+
 @numba.njit(_CHANGE_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
 def change_sums(a, b, scratch, bits, limits, limit_bits, above):  # pragma: no cover - compiled
     """Over two same-length non-empty arrays, with d = b - a exact in float64: the sums of
@@ -197,23 +220,15 @@ def change_sums(a, b, scratch, bits, limits, limit_bits, above):  # pragma: no c
     n = a.size
     s = q = ad = sa = 0.0
     kmin = kmax = np.int64(0)
-    for start in range(0, n, BLOCK):
+    full = n // BLOCK
+    for block in range(full + (n % BLOCK > 0)):
+        start = block * BLOCK
+        if block < full:  # a constant trip count once inlined: the loops LLVM vectorizes
+            bs, bq, bad, bsa, bmin, bmax, bottom = _change_block(a, b, start, BLOCK, scratch, bits)
+        else:
+            bs, bq, bad, bsa, bmin, bmax, bottom = _change_block(a, b, start, n - start, scratch, bits)
         m = min(BLOCK, n - start)
-        for j in range(m):
-            x = np.float64(a[start + j])
-            d = np.float64(b[start + j]) - x
-            s += d
-            q += d * d
-            ad += x * d
-            sa += abs(d)
-            scratch[j] = d
-        bmin = bmax = order_key(bits[0])
-        bottom = bits[0] & _MAGNITUDE
-        for j in range(m):
-            key = order_key(bits[j])
-            bmin = min(bmin, key)
-            bmax = max(bmax, key)
-            bottom = min(bottom, bits[j] & _MAGNITUDE)
+        s, q, ad, sa = s + bs, q + bq, ad + bad, sa + bsa
         kmin, kmax = (bmin, bmax) if start == 0 else (min(kmin, bmin), max(kmax, bmax))
         top = max(bmax, ~bmin)  # the largest |d|'s bits: ~key of a negative d is its magnitude
         for k in range(limits.size):
