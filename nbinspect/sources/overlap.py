@@ -1,0 +1,129 @@
+"""Partially overlapping views: tensors whose element sets share some elements but are not
+the same set (a tie). Counts must take each distinct element once.
+
+A live tensor's storage key (``torch_module.storage_key``) already describes the exact
+element set it covers: the first element's address, the element type and either an element
+count (contiguous) or the (size, stride) pairs of the view. The byte span of each set is
+read from the key; only keys whose spans meet another key's span are looked at further, so a
+model without such views pays one sort of its distinct storages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+
+import torch
+
+# Strided views in one overlap group are compared element by element (their offsets listed
+# with torch) up to this many elements in all; past it they are counted per view, with a note.
+MAX_EXACT_ELEMENTS = 1 << 24
+
+_Dims = tuple[tuple[int, int], ...]
+
+
+def _layout(key: Hashable) -> tuple[int, int | _Dims, int] | None:
+    """(address, element count or (size, stride) pairs, element size) of a live view's key;
+    None for keys that are not memory addresses (files, meta tensors, packed weights)."""
+    if not (isinstance(key, tuple) and len(key) == 4 and key[0] == "mem" and isinstance(key[3], torch.dtype)):
+        return None
+    return key[1], key[2], key[3].itemsize
+
+
+def _extent(shape: int | _Dims) -> int:
+    """Elements from the first to one past the last element the view covers."""
+    return shape if isinstance(shape, int) else sum((n - 1) * st for n, st in shape) + 1
+
+
+def _elements(shape: int | _Dims) -> int:
+    if isinstance(shape, int):
+        return shape
+    count = 1
+    for n, _ in shape:
+        count *= n
+    return count
+
+
+def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
+    """Key -> group number for the keys whose byte spans meet another key's span; keys that
+    meet no other (the normal case: every key) are left out."""
+    spans = []
+    for key in keys:
+        layout = _layout(key)
+        if layout is not None:
+            ptr, shape, size = layout
+            spans.append((ptr, ptr + _extent(shape) * size, key))
+    spans.sort(key=lambda s: s[0])
+    out: dict[Hashable, int] = {}
+    run: list[Hashable] = []
+    end = -1
+    for lo, hi, key in spans:
+        if lo >= end:  # a new run of meeting spans starts
+            if len(run) > 1:
+                out.update(dict.fromkeys(run, len(out)))
+            run, end = [], hi
+        run.append(key)
+        end = max(end, hi)
+    if len(run) > 1:
+        out.update(dict.fromkeys(run, len(out)))
+    return out
+
+
+def _new_in_intervals(starts: Sequence[tuple[int, int]]) -> list[int]:
+    """For intervals [lo, hi) in order: how many of each one's points no earlier one covers."""
+    covered: list[tuple[int, int]] = []  # disjoint, sorted
+    out = []
+    for lo, hi in starts:
+        seen = sum(max(0, min(hi, b) - max(lo, a)) for a, b in covered)
+        out.append(hi - lo - seen)
+        merged = []
+        for a, b in covered:
+            if b < lo or a > hi:
+                merged.append((a, b))
+            else:
+                lo, hi = min(lo, a), max(hi, b)
+        covered = sorted([*merged, (lo, hi)])
+    return out
+
+
+def _offsets(start: int, shape: int | _Dims) -> torch.Tensor:
+    if isinstance(shape, int):
+        return torch.arange(start, start + shape)
+    offsets = torch.tensor([start])
+    for n, st in shape:
+        offsets = (offsets[:, None] + torch.arange(n) * st).reshape(-1)
+    return offsets
+
+
+def _new_in_sets(sets: Sequence[tuple[int, int | _Dims]]) -> list[int]:
+    """For element sets (start, shape) in order: how many of each one's elements no earlier
+    one holds, by listing the offsets and keeping each offset's first holder."""
+    order = len(sets)
+    offsets = torch.cat([_offsets(start, shape) * order + i for i, (start, shape) in enumerate(sets)])
+    ranked = offsets.sort().values
+    first = torch.ones(len(ranked), dtype=torch.bool)
+    first[1:] = ranked[1:] // order != ranked[:-1] // order
+    return torch.bincount(ranked[first] % order, minlength=order).tolist()
+
+
+def repeated(keys: Sequence[Hashable]) -> tuple[list[int], str | None]:
+    """For the keys of one overlap group, in counting order: how many elements of each an
+    earlier key already covers (subtract them to count each element once), and a note when
+    the group could not be counted exactly (then nothing is subtracted)."""
+    layouts = [_layout(k) for k in keys]
+    if any(layout is None for layout in layouts):
+        return [0] * len(keys), None
+    ptrs = [layout[0] for layout in layouts if layout]
+    shapes = [layout[1] for layout in layouts if layout]
+    sizes = {layout[2] for layout in layouts if layout}
+    base = min(ptrs)
+    size = sizes.pop()
+    if sizes or any((p - base) % size for p in ptrs):
+        return [0] * len(keys), "views of different element sizes or alignments overlap: counted per view"
+    starts = [(p - base) // size for p in ptrs]
+    if all(isinstance(shape, int) for shape in shapes):
+        new = _new_in_intervals([(s, s + shape) for s, shape in zip(starts, shapes)])  # type: ignore[operator]  # ints here
+    elif sum(_elements(shape) for shape in shapes) <= MAX_EXACT_ELEMENTS:
+        new = _new_in_sets(list(zip(starts, shapes)))
+    else:
+        return [0] * len(keys), f"strided views over {MAX_EXACT_ELEMENTS:,} elements overlap: counted per view"
+    return [_elements(shape) - n for shape, n in zip(shapes, new)], None
