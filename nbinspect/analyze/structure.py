@@ -54,7 +54,7 @@ def _counted(t: TensorEntry, repeated: dict[Any, int]) -> tuple[int, int]:
 def _unique_sums(entries: dict[Any, TensorEntry], repeated: dict[Any, int]) -> dict[str, int]:
     out = {"params": 0, "trainable_params": 0, "param_bytes": 0, "buffer_bytes": 0, "buffer_numel": 0}
     for t in entries.values():
-        numel, nbytes = _counted(t, repeated)
+        numel, nbytes = _counted(t, repeated) if repeated else (t.numel, t.nbytes)
         if t.kind == PARAMETER:
             out["params"] += numel
             out["param_bytes"] += nbytes
@@ -72,13 +72,15 @@ def layers(model: Any) -> pd.DataFrame:
     subtree = source.subtree_tensors()
     own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
     tied = source.tied()
-    repeated = source.repeated_elements(source.unique_tensors())  # own counts: at the first path, as totals
+    overlapping = bool(source.overlap_groups)
+    # own counts take shared elements at their first path, as totals do
+    repeated = source.repeated_elements(source.unique_tensors()) if overlapping else {}
     for t in source.tensors:
         if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
             own[t.module].setdefault(t.storage_key, t)
     rows = []
     for index, m in enumerate(source.modules):
-        sums = _unique_sums(subtree[m.name], source.repeated_elements(subtree[m.name]))
+        sums = _unique_sums(subtree[m.name], source.repeated_elements(subtree[m.name]) if overlapping else {})
         rows.append(
             {
                 "index": index,

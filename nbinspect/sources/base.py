@@ -149,6 +149,8 @@ class ModelSource:
         """Each first path of a storage that shares some (not all) of its elements with
         earlier storages -> those storages' first paths (how they are counted is said too
         when the elements could not be compared exactly)."""
+        if not self.overlap_groups:
+            return {}
         unique = self.unique_tensors()
         out = {}
         for group in self._overlapping(unique):

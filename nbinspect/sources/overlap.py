@@ -31,7 +31,7 @@ def _layout(key: Hashable) -> tuple[int, int | _Dims, int] | None:
 
 def _extent(shape: int | _Dims) -> int:
     """Elements from the first to one past the last element the view covers."""
-    return shape if isinstance(shape, int) else sum((n - 1) * st for n, st in shape) + 1
+    return shape if type(shape) is int else sum((n - 1) * st for n, st in shape) + 1
 
 
 def _elements(shape: int | _Dims) -> int:
@@ -46,26 +46,28 @@ def _elements(shape: int | _Dims) -> int:
 def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
     """Key -> group number for the keys whose byte spans meet another key's span; keys that
     meet no other (the normal case: every key) are left out."""
-    spans = []
-    for key in keys:
-        layout = _layout(key)
-        if layout is not None:
-            ptr, shape, size = layout
-            spans.append((ptr, ptr + _extent(shape) * size, key))
-    spans.sort(key=lambda s: s[0])
-    out: dict[Hashable, int] = {}
-    run: list[Hashable] = []
-    end = -1
-    for lo, hi, key in spans:
-        if lo >= end:  # a new run of meeting spans starts
-            if len(run) > 1:
-                out.update(dict.fromkeys(run, len(out)))
-            run, end = [], hi
-        run.append(key)
-        end = max(end, hi)
-    if len(run) > 1:
-        out.update(dict.fromkeys(run, len(out)))
-    return out
+    found: list[Hashable] = []
+    los: list[int] = []
+    his: list[int] = []
+    for key in keys:  # plain lists of ints: this runs for every distinct storage of every model
+        if type(key) is tuple and len(key) == 4 and key[0] == "mem":
+            _, ptr, shape, dtype = key
+            los.append(ptr)
+            his.append(ptr + (shape if type(shape) is int else _extent(shape)) * dtype.itemsize)
+            found.append(key)
+    order = sorted(range(len(los)), key=los.__getitem__)
+    runs = []  # [start, stop) in `order` of spans that meet one another
+    start, end = 0, -1
+    for j, i in enumerate(order):
+        if los[i] >= end:
+            if j - start > 1:
+                runs.append((start, j))
+            start = j
+        if his[i] > end:
+            end = his[i]
+    if len(order) - start > 1:
+        runs.append((start, len(order)))
+    return {found[i]: group for group, (a, b) in enumerate(runs) for i in order[a:b]}
 
 
 def _new_in_intervals(starts: Sequence[tuple[int, int]]) -> list[int]:
