@@ -12,6 +12,7 @@ import pandas as pd
 from .analyze import compare as _compare
 from .analyze import structure
 from .analyze.distributed import on_receiving_rank
+from .analyze.stats import stats
 from .render.compare_text import comparison_text
 from .render.display import DisplayFrame
 from .render.json_export import jsonable
@@ -34,12 +35,24 @@ class Comparison(Result):
         totals: Mapping[str, Any],
         thresholds: tuple[float, ...],
         framework: str = "torch",
+        sources: tuple[ModelSource, ModelSource] | None = None,
     ):
         self.name_a, self.name_b = name_a, name_b
+        self.sides = (name_a, name_b)
         self.name, self.framework = f"{name_a} -> {name_b}", framework
         self.frames = MappingProxyType(dict(frames))  # compare, and the shown tree's layers and params
         self.totals = MappingProxyType(dict(totals))  # of the shown tree
         self.thresholds = thresholds
+        self._sources = sources  # read again, once, for the widget's before/after histograms
+        self._side_stats: dict[str, pd.DataFrame] | None = None
+
+    def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
+        """The frames plus each side's tensor statistics (the widget's before/after
+        histograms), read once, when the widget is first shown: compare() itself stays one pass."""
+        if self._side_stats is None and self._sources is not None:
+            a, b = self._sources
+            self._side_stats = {"stats_a": stats(a, by="tensor"), "stats_b": stats(b, by="tensor")}
+        return {**self.frames, **(self._side_stats or {})}
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -101,7 +114,13 @@ def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRES
     tree = _union(src_a, src_b)
     frames = {"compare": frame, "layers": structure.layers(tree), "params": structure.params(tree)}
     return Comparison(
-        src_a.name, src_b.name, frames, structure.totals(tree), frame.attrs["thresholds"], src_a.framework
+        src_a.name,
+        src_b.name,
+        frames,
+        structure.totals(tree),
+        frame.attrs["thresholds"],
+        src_a.framework,
+        sources=(src_a, src_b),
     )
 
 

@@ -158,9 +158,10 @@ class InspectMagics(Magics):
         shown_by_ipython = self._displayhook_will_show()
         from IPython.display import display
 
+        compared = args.compare is not None  # the comparison's widget shows the model's tree: one widget
         if args.text:
             print(result.summary(depth=args.depth))
-        elif not shown_by_ipython or extras:
+        elif (not shown_by_ipython or extras) and not compared:
             display(result)  # the model first, then what was asked about it
         for extra in extras:  # memory plan, comparison: after the model itself
             print(extra) if args.text else display(extra)
@@ -265,7 +266,9 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
                 )
             )
         if other is not None:
-            extras.append(compare(model, other))
+            comparison = compare(model, other)
+            comparison.sides = (args.expr, args.compare)  # the title names what the user typed
+            extras.append(comparison)
     except Exception as exc:  # the user's model or input: say what failed, in one line
         raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
     return result, extras

@@ -8,7 +8,8 @@ front-end refuses a payload whose ``version`` is not :data:`PAYLOAD_VERSION`.
 Tables travel as column arrays: entry i of every list of ``modules`` (or ``tensors``) describes
 row i. A field with a ``when`` is present only when that data is: ``trace`` after a traced
 forward pass, ``stats`` with weight statistics, ``note`` when a stats row has a note,
-``compare`` for a comparison; the optional top-level ``timeline`` carries metrics over training
+``compare`` for a comparison (with a top-level ``comparison``: both sides' names and the
+per-component summary, :data:`COMPONENT_FIELDS`); the optional top-level ``timeline`` carries metrics over training
 steps (nbinspect.track). To add a column: one :class:`Field` here (with ``source`` when it
 is a frame column copied as is), ``make contract``, and one entry in ``js/src/columns.ts``.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "COMPONENT_FIELDS",
     "MODULE_FIELDS",
     "PAYLOAD_VERSION",
     "TENSOR_FIELDS",
@@ -29,7 +31,7 @@ __all__ = [
     "typescript",
 ]
 
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = 2
 """Bumped whenever a field changes meaning or goes away; the front-end checks it."""
 
 
@@ -84,12 +86,26 @@ MODULE_FIELDS: tuple[Field, ...] = (
     Field("param_bytes", "num?", "bytes of subtree parameters, shared storage once", "param_bytes"),
     Field("buffer_bytes", "num?", "bytes of subtree buffers, shared storage once", "buffer_bytes"),
     Field("attrs", "attrs?", "layer hyperparameters; null when there are none"),
+    Field("input_shapes", "shapes?", "shapes the module received (first call)", "input_shapes", "trace"),
     Field("output_shapes", "shapes?", "shapes the module returned (first call)", "output_shapes", "trace"),
     Field("flops", "num?", "FLOPs of all calls, subtree", "flops", "trace"),
     Field("activation_bytes", "num?", "bytes autograd saved for backward, subtree", "activation_bytes", "trace"),
     Field("stats", "stats?", "the stat_fields of the subtree's values, in that order", when="stats"),
-    Field("hist", "hist?", "coarse histogram of the subtree's values", when="stats"),
+    Field(
+        "hist",
+        "hist?",
+        "coarse histogram of the subtree's weight matrices (parameters with 2+ dims, tied once), or of "
+        "all its values when it has none: norm scales at 1.0 and zero biases would otherwise swamp it",
+        when="stats",
+    ),
+    Field("hist_scope", "string?", "what `hist` counts: 'weight matrices' or 'all values'", when="stats"),
+    Field("problems", "string?", "weight problems in the subtree (schema.HEALTH), comma-separated", when="stats"),
+    Field("problem_tensors", "num?", "distinct tensors below with a problem", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
+    Field("cosine", "num?", "cosine similarity of a and b over the subtree", when="compare"),
+    Field("max_abs_delta", "num?", "largest |b - a| in the subtree", when="compare"),
+    Field("mean_drift", "num?", "mean(b) - mean(a) over the subtree", when="compare"),
+    Field("differ", "num?", "tensors below whose status is not 'same'", when="compare"),
 )
 
 TENSOR_FIELDS: tuple[Field, ...] = (
@@ -104,9 +120,26 @@ TENSOR_FIELDS: tuple[Field, ...] = (
     Field("tied_to", "string?", "first path holding the same storage; null if not shared", "tied_to"),
     Field("stats", "stats?", "the stat_fields of the tensor's values, in that order", when="stats"),
     Field("hist", "hist?", "coarse histogram of the values", when="stats"),
+    Field("problems", "string?", "weight problems (schema.HEALTH), comma-separated; '' when healthy", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
     Field("compare", "compare?", "[status, relative change] against the other side", when="compare"),
+    Field("cosine", "num?", "cosine similarity of a and b", "cosine", "compare"),
+    Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta", "compare"),
+    Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift", "compare"),
+    Field("hist_a", "hist?", "coarse histogram of the values in a", when="compare"),
+    Field("hist_b", "hist?", "coarse histogram of the values in b (over the same range as hist_a)", when="compare"),
 )
+
+COMPONENT_FIELDS: tuple[Field, ...] = (
+    Field("component", "string", "part of the network (attn.q, mlp.up, norm, ...)", "group"),
+    Field("tensors", "num?", "tensor names in the component", "tensors"),
+    Field("differ", "num?", "tensors whose status is not 'same'", "differ"),
+    Field("rel_change", "num?", "‖Δ‖ / ‖a‖ over the component's compared elements", "rel_change"),
+    Field("cosine", "num?", "cosine similarity of a and b over the component", "cosine"),
+    Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta"),
+    Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift"),
+)
+"""A comparison's per-component summary (``comparison.components``)."""
 
 TOTALS_FIELDS: tuple[Field, ...] = (
     Field("total_params", "num?", "unique parameter elements (shared storage once)"),
@@ -120,7 +153,7 @@ TOTALS_FIELDS: tuple[Field, ...] = (
 """The totals the front-end reads; the payload carries the inspection's other totals too."""
 
 _TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors")
-_OPTIONAL_TOP = ("timeline",)  # metrics over training steps (nbinspect.track's live widget)
+_OPTIONAL_TOP = ("comparison", "timeline")  # comparison: {"a", "b", "components"}; timeline: nbinspect.track
 
 
 def _check_timeline(timeline: Any) -> None:
@@ -172,6 +205,8 @@ def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
         raise ValueError(f"payload: version {payload['version']!r} is not {PAYLOAD_VERSION}")
     _check_table(payload["modules"], MODULE_FIELDS, "modules", deep)
     _check_table(payload["tensors"], TENSOR_FIELDS, "tensors", deep)
+    if "comparison" in payload:
+        _check_table(payload["comparison"]["components"], COMPONENT_FIELDS, "comparison.components", deep)
     if "timeline" in payload:
         _check_timeline(payload["timeline"])
     if deep:
@@ -206,6 +241,8 @@ def typescript() -> str:
         "export interface Hist {\n  e: number[];\n  c: number[];\n}",
         "\n" + _interface("ModuleColumns", "One entry per module, in pre-order.", MODULE_FIELDS, True),
         "\n" + _interface("TensorColumns", "One entry per parameter and buffer path.", TENSOR_FIELDS, True),
+        "\n"
+        + _interface("ComponentColumns", "A comparison's summary, one entry per component.", COMPONENT_FIELDS, True),
         "\n" + _interface("Totals", "Whole-model totals.", TOTALS_FIELDS, False, "  [key: string]: unknown;"),
         "\n/** One metric over training steps: a number or null per step. */",
         "export interface TimelineSeries {\n  key: string;\n  values: Num[];\n}",
@@ -219,6 +256,8 @@ def typescript() -> str:
         "  stat_fields: string[];",
         "  modules: ModuleColumns;",
         "  tensors: TensorColumns;",
+        "  /** Present for a comparison: the two sides' names and the per-component summary. */",
+        "  comparison?: { a: string; b: string; components: ComponentColumns };",
         "  /** Present for nbinspect.track's live widget. */",
         "  timeline?: Timeline;",
         "}",

@@ -29,6 +29,7 @@ class Result:
     framework: str
     frames: Mapping[str, pd.DataFrame]
     totals: Mapping[str, Any]
+    sides: tuple[str, str] | None = None  # a comparison's two sides, named in the widget's title
 
     def summary(self) -> str:
         raise NotImplementedError
@@ -54,7 +55,8 @@ class Result:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         from .widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        return InspectWidget(self.frames, self.totals, name=self.name, framework=self.framework_label())
+        frames = self._widget_frames()
+        return InspectWidget(frames, self.totals, name=self.name, framework=self.framework_label(), sides=self.sides)
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -63,6 +65,10 @@ class Result:
         w = self.widget()
         display(w)
         return w
+
+    def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
+        """The frames the widget and the standalone page show."""
+        return self.frames
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         """The widget, plus a static HTML view of the text summary that a saved notebook keeps
@@ -83,7 +89,7 @@ class Result:
         also written to `path` when given."""
         from .widget import bundle_source
 
-        payload = build_payload(self.name, self.framework_label(), self.totals, self.frames)
+        payload = build_payload(self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides)
         page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect", self._appendix())
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")

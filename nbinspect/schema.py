@@ -431,7 +431,13 @@ FRAMES: dict[str, FrameSchema] = {
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).
-FRAME_KEYS: dict[str, FrameSchema] = {**FRAMES, "stats_by_module": STATS, "components": ENGINE_COMPONENTS}
+FRAME_KEYS: dict[str, FrameSchema] = {
+    **FRAMES,
+    "stats_by_module": STATS,
+    "stats_a": STATS,
+    "stats_b": STATS,
+    "components": ENGINE_COMPONENTS,
+}
 
 # Every key an Inspection's ``totals`` may hold, with its meaning: the one place they are
 # written (a test checks that every key any analysis produces is listed here).

@@ -50,10 +50,12 @@ class InspectWidget(anywidget.AnyWidget):
         *,
         name: str = "model",
         framework: str = "torch",
+        sides: tuple[str, str] | None = None,
         **kwargs: Any,
     ):
         self._frames = dict(frames)
-        super().__init__(_esm=bundle_source(), payload=build_payload(name, framework, totals, self._frames), **kwargs)
+        payload = build_payload(name, framework, totals, self._frames, sides)
+        super().__init__(_esm=bundle_source(), payload=payload, **kwargs)
 
     @command
     def _histogram(self, msg: Mapping[str, Any], buffers: list[bytes]) -> tuple[dict | None, list[bytes]]:

@@ -62,7 +62,8 @@ def _folds() -> dict:
         other.stem.weight.mul_(1.5)
     insp = nbinspect.inspect(model)
     frames = {k: v for k, v in insp.frames.items() if k != "stats_by_module"}
-    return build_payload("Net", "torch", insp.totals, {**frames, "compare": compare_frame(model, other)})
+    frames = {**frames, "compare": compare_frame(model, other)}
+    return build_payload("Net", "torch", insp.totals, frames, sides=("Net", "Net, stem × 1.5"))
 
 
 def payloads() -> dict[str, dict]:
@@ -72,7 +73,9 @@ def payloads() -> dict[str, dict]:
         insp = nbinspect.inspect(examples.build(name), input=examples.example_input(name))
         out[name] = build_payload(insp.name, insp.framework, insp.totals, insp.frames)
     cmp = nbinspect.compare(examples.build("tiny_lm", seed=0), examples.build("tiny_lm", seed=1))
-    out["compare_tiny_lm"] = build_payload("TinyLM", "torch", cmp.totals, cmp.frames)
+    out["compare_tiny_lm"] = build_payload(
+        "TinyLM", "torch", cmp.totals, cmp.frames, ("TinyLM seed 0", "TinyLM seed 1")
+    )
     out["folds"] = _folds()
     return out
 

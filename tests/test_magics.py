@@ -130,6 +130,20 @@ def test_result_is_shown_exactly_once(ip, cell, expected, store_history):
     assert _shown(ip, cell, store_history) == expected
 
 
+@pytest.mark.parametrize(
+    "cell", ["%inspect_model nets[0] --compare other", "c = %inspect_model nets[0] --compare other"]
+)
+def test_compare_shows_one_widget(ip, cell):
+    from IPython.utils.capture import capture_output
+
+    ip.user_ns["other"] = examples.build("mlp", seed=1)
+    with capture_output() as cap:
+        assert ip.run_cell(cell, store_history=False).success
+    widgets = [o for o in cap.outputs if "application/vnd.jupyter.widget-view+json" in o.data]
+    assert len(widgets) == 1 and "<Inspection " not in cap.stdout
+    assert widgets[0].data["text/plain"].startswith("<Comparison")
+
+
 def test_input_shape_and_dtype_trace_a_forward_pass(ip):
     ip.run_cell("lm = examples.build('tiny_lm')")
     insp = ip.run_line_magic("inspect_model", "lm --input-shape 2,16 --dtype int64 --text")

@@ -9,7 +9,7 @@ import pytest
 
 import nbinspect
 from nbinspect import examples, schema
-from nbinspect.payload_schema import MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, check_payload
+from nbinspect.payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, check_payload
 from nbinspect.render.payload import build_payload
 
 from .generate_contract import FIXTURES, TYPES, dump, payloads, same_json, stale
@@ -37,7 +37,10 @@ def test_fixtures_follow_the_contract_in_every_entry(generated):
 def test_copied_fields_name_real_frame_columns():
     for fields, frame in ((MODULE_FIELDS, schema.LAYERS), (TENSOR_FIELDS, schema.PARAMS)):
         for f in fields:
-            assert f.source is None or f.source in frame.names, f.name
+            read_from = schema.COMPARE if f.when == "compare" else frame
+            assert f.source is None or f.source in read_from.names, f.name
+    for f in COMPONENT_FIELDS:
+        assert f.source in schema.COMPARE_GROUPS.names, f.name
 
 
 def test_types_declare_every_field():

@@ -89,7 +89,9 @@ def test_nan_and_inf_travel_as_null():
     insp = nbinspect.inspect(model)
     p = payload_of(insp, stats=stats_frame(model))
     text = strict_json(p)
-    assert "NaN" not in text and "Infinity" not in text
+    bare = text.replace('"NaN', '"').replace('Inf"', '"')  # the problem labels are strings
+    assert "NaN" not in bare and "Infinity" not in bare
+    assert p["tensors"]["problems"][:2] == ["NaN", "Inf"]
     fields = p["stat_fields"]
     weight, bias = p["tensors"]["stats"][:2]
     assert weight[fields.index("mean")] is None and weight[fields.index("nan")] == 2048
@@ -210,3 +212,59 @@ def test_default_inspection_carries_tensor_and_module_stats():
     )
     assert sum(p["modules"]["hist"][features]["c"]) > 0
     assert all(row is not None for row in p["tensors"]["stats"])
+
+
+def test_health_travels_per_tensor_and_rolled_up_per_module():
+    model = examples.build("tiny_lm")
+    with torch.no_grad():
+        model.blocks[1].attn.qkv.weight[0, 0] = float("nan")
+        model.blocks[0].mlp[0].weight.zero_()
+    insp = nbinspect.inspect(model)
+    p = build_payload(insp.name, insp.framework, insp.totals, insp.frames)
+    problems = dict(zip(insp.params["name"], p["tensors"]["problems"]))
+    assert {n: v for n, v in problems.items() if v} == {
+        "blocks.0.mlp.0.weight": "all zero",
+        "blocks.1.attn.qkv.weight": "NaN",
+    }
+    rolled = dict(zip(insp.layers["name"], zip(p["modules"]["problems"], p["modules"]["problem_tensors"])))
+    assert rolled[""] == ("NaN, all zero", 2) and rolled["blocks.1.attn"] == ("NaN", 1)
+    assert rolled["blocks.0.attn"] == ("", 0) and rolled["tok_emb"] == ("", 0)
+
+
+def test_module_histograms_count_the_weight_matrices_only():
+    model = examples.build("tiny_lm")
+    insp = nbinspect.inspect(model)
+    p = build_payload(insp.name, insp.framework, insp.totals, insp.frames)
+    row = insp.layers["name"].tolist().index("blocks.0.attn")
+    hist, scope = p["modules"]["hist"][row], p["modules"]["hist_scope"][row]
+    attn = model.blocks[0].attn
+    matrices = [attn.qkv.weight.detach(), attn.proj.weight.detach()]  # the biases (1 dim) are left out
+    assert scope == "weight matrices"
+    assert sum(hist["c"]) == sum(w.numel() for w in matrices)
+    assert hist["e"][0] == pytest.approx(min(float(w.min()) for w in matrices), rel=1e-5)
+    assert hist["e"][-1] == pytest.approx(max(float(w.max()) for w in matrices), rel=1e-5)
+    norm = insp.layers["name"].tolist().index("blocks.0.ln_1")
+    assert p["modules"]["hist_scope"][norm] == "all values"  # a LayerNorm has no matrix: all its values
+    fine = histogram(insp.frames | {"params": insp.params}, "blocks.0.attn", kind="module")
+    assert sum(fine["c"]) == sum(hist["c"]) and len(fine["c"]) == 64
+
+
+def test_comparison_payload_has_deltas_both_histograms_and_components():
+    a, b = examples.build("mlp"), examples.build("mlp")
+    with torch.no_grad():
+        b.body[0].weight.mul_(2)
+    c = nbinspect.compare(a, b)
+    p = c.widget().payload
+    assert p["comparison"]["a"] == p["comparison"]["b"] == "MLP"
+    j = c.frames["params"]["name"].tolist().index("body.0.weight")
+    w = a.body[0].weight.detach().double()
+    assert p["tensors"]["max_abs_delta"][j] == pytest.approx(float(w.abs().max()), rel=1e-5)
+    assert p["tensors"]["cosine"][j] == pytest.approx(1.0, abs=1e-6)
+    assert p["tensors"]["mean_drift"][j] == pytest.approx(float(w.mean()), rel=1e-4, abs=1e-9)
+    ha, hb = p["tensors"]["hist_a"][j], p["tensors"]["hist_b"][j]
+    assert ha["e"] == hb["e"]  # one range for before and after
+    assert sum(ha["c"]) == sum(hb["c"]) == w.numel()
+    assert hb["e"][-1] == pytest.approx(2 * float(w.max()), rel=1e-5)  # b is twice as wide
+    components = p["comparison"]["components"]
+    assert components["component"] == c.by_component()["group"].tolist()
+    assert sum(components["differ"]) == 1

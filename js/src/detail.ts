@@ -57,9 +57,14 @@ function summary(n: TreeNode): [string, string][] {
   if (n.activation !== null) rows.push(["activation memory", formatBytes(n.activation)]);
   if (n.tiedTo) rows.push(["tied to", n.tiedTo]);
   if (n.aliasOf) rows.push(["alias of", n.aliasOf]);
+  if (n.problems)
+    rows.push(["problems", n.kind === "tensor" ? n.problems : `${n.problems} (${n.problemTensors} tensors)`]);
   if (n.status) rows.push(["status", n.status]);
   if (n.relChange !== null)
     rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
+  if (n.cosine !== null) rows.push(["cosine", formatStat(n.cosine)]);
+  if (n.maxAbsDelta !== null) rows.push(["max |Δ|", formatStat(n.maxAbsDelta)]);
+  if (n.meanDrift !== null) rows.push(["mean drift", formatStat(n.meanDrift)]);
   return rows;
 }
 
@@ -97,6 +102,18 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
   const title = h("h3", "nbi-detail-title", node.kind === "module" && node.path === "" ? node.key : node.path);
   panel.append(title, table("Summary", summary(node)));
   let cancelled = false;
+  if (node.histA || node.histB) {
+    const box = h("div", "nbi-chart-box nbi-before-after");
+    for (const [label, hist] of [
+      ["before (a)", node.histA],
+      ["after (b)", node.histB],
+    ] as const) {
+      box.append(h("div", "nbi-chart-caption", label));
+      if (hist) box.append(chart(hist, { width: 300, height: 130, log: false }));
+      else box.append(h("p", "nbi-hint", "not in this side"));
+    }
+    panel.append(box);
+  }
   if (node.hist) {
     const box = h("div", "nbi-chart-box");
     const toggle = h("label", "nbi-log");
@@ -104,7 +121,12 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
     check.checked = opts.log;
     check.addEventListener("change", () => opts.onLog(check.checked));
     toggle.append(check, document.createTextNode(" log scale"));
-    const draw = (hist: Hist) => box.replaceChildren(chart(hist, { width: 300, height: 170, log: opts.log }), toggle);
+    const scope =
+      node.histScope === "weight matrices"
+        ? h("div", "nbi-chart-caption", "Weight matrices below (norm scales and biases left out)")
+        : "";
+    const draw = (hist: Hist) =>
+      box.replaceChildren(scope, chart(hist, { width: 300, height: 170, log: opts.log }), toggle);
     draw(node.hist);
     panel.append(box);
     const kind = node.kind === "tensor" ? "tensor" : "module";

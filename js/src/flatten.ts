@@ -19,6 +19,8 @@ export interface RowOptions {
   sort: Sort | null;
   query: string;
   mode: Mode;
+  /** Only rows with weight problems (and the rows above them). */
+  problemsOnly?: boolean;
 }
 
 export interface Row {
@@ -41,17 +43,21 @@ export function comparator(value: ValueOf, descending: boolean): (a: TreeNode, b
   };
 }
 
-/** 2 for a node whose path or type contains `query` (case-insensitive), 1 for an ancestor of
- * one, 0 otherwise; all 2 for an empty query. Folds never match themselves. */
-export function matches(tree: Tree, query: string): Uint8Array {
+/** 2 for a node whose path or type contains `query` (case-insensitive) and, with
+ * `problemsOnly`, that has a weight problem; 1 for an ancestor of one, 0 otherwise; all 2 for
+ * an empty query without `problemsOnly`. Folds never match themselves. */
+export function matches(tree: Tree, query: string, problemsOnly = false): Uint8Array {
   const q = query.trim().toLowerCase();
   const out = new Uint8Array(tree.nodes.length);
-  if (!q) return out.fill(2);
+  if (!q && !problemsOnly) return out.fill(2);
   const visit = (id: number): boolean => {
     const n = tree.nodes[id];
     let below = false;
     for (const c of n.children) below = visit(c) || below;
-    const self = n.kind !== "group" && (n.path.toLowerCase().includes(q) || n.type.toLowerCase().includes(q));
+    const self =
+      n.kind !== "group" &&
+      (!problemsOnly || n.problems !== null) &&
+      (n.path.toLowerCase().includes(q) || n.type.toLowerCase().includes(q));
     out[id] = self ? 2 : below ? 1 : 0;
     return out[id] > 0;
   };
@@ -71,8 +77,8 @@ function sortedChildren(tree: Tree, n: TreeNode, sort: Sort | null): number[] {
 /** The visible rows for a view state. While a query is set, only matches and their
  * ancestors show, ancestors expanded. */
 export function flatten(tree: Tree, state: RowOptions): Row[] {
-  const hit = matches(tree, state.query);
-  const filtering = state.query.trim() !== "";
+  const hit = matches(tree, state.query, state.problemsOnly);
+  const filtering = state.query.trim() !== "" || !!state.problemsOnly;
   if (state.mode !== "tree") {
     const picked = tree.nodes.filter(
       (n) =>

@@ -26,6 +26,28 @@ export function niceTicks(lo: number, hi: number, count = 4): number[] {
   return out;
 }
 
+/** The ticks whose labels do not collide: every other one is dropped (0 kept) until the
+ * labels, about `charWidth` px a character, sit apart at `x`. */
+export function spacedTicks(
+  ticks: number[],
+  x: (v: number) => number,
+  label: (v: number) => string,
+  charWidth = 6,
+): number[] {
+  let out = ticks;
+  const fits = (list: number[]) =>
+    list.every(
+      (v, i) =>
+        i === 0 ||
+        Math.abs(x(v) - x(list[i - 1])) >= ((label(v).length + label(list[i - 1]).length) * charWidth) / 2 + 8,
+    );
+  while (out.length > 2 && !fits(out)) {
+    const keep = out.indexOf(0) >= 0 ? out.indexOf(0) % 2 : 0;
+    out = out.filter((_, i) => i % 2 === keep);
+  }
+  return out;
+}
+
 const height = (count: number, top: number, log: boolean) =>
   top <= 0 ? 0 : log ? Math.log10(1 + count) / Math.log10(1 + top) : count / top;
 
@@ -101,13 +123,17 @@ export function chart(h: Hist, { width, height: tall, log }: ChartOptions): SVGS
   const axis = el("g", { class: "nbi-axis" });
   axis.append(el("line", { x1: m.left, x2: m.left + w, y1: m.top + ht, y2: m.top + ht }));
   axis.append(el("line", { x1: m.left, x2: m.left, y1: m.top, y2: m.top + ht }));
-  for (const v of niceTicks(lo, hi, Math.max(3, Math.min(6, Math.floor(w / 55))))) {
+  const xTicks = spacedTicks(niceTicks(lo, hi, Math.max(3, Math.min(6, Math.floor(w / 55)))), x, (v) => formatStat(v));
+  for (const v of xTicks) {
     axis.append(el("line", { x1: x(v), x2: x(v), y1: m.top + ht, y2: m.top + ht + 4 }));
     axis.append(text(formatStat(v), x(v), m.top + ht + 14, "middle"));
   }
-  const yTicks = log
+  const candidates = log
     ? [0, ...[1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9].filter((c) => c <= top)]
     : niceTicks(0, top, 3);
+  // on the log scale 0 and 1 (and the decades of a tall bin) can sit closer than a label's height
+  const yTicks: number[] = [];
+  for (const c of candidates) if (!yTicks.length || Math.abs(y(c) - y(yTicks[yTicks.length - 1])) >= 12) yTicks.push(c);
   for (const c of yTicks) {
     axis.append(el("line", { x1: m.left - 4, x2: m.left, y1: y(c), y2: y(c) }));
     axis.append(text(formatCompact(c), m.left - 6, y(c) + 3, "end"));

@@ -1,6 +1,6 @@
 // Generated from nbinspect/payload_schema.py by `make contract` (tests/generate_contract.py): do not edit.
 
-export const PAYLOAD_VERSION = 1;
+export const PAYLOAD_VERSION = 2;
 
 export type Num = number | null;
 
@@ -35,6 +35,8 @@ export interface ModuleColumns {
   buffer_bytes: Num[];
   /** layer hyperparameters; null when there are none. */
   attrs: (Record<string, unknown> | null)[];
+  /** shapes the module received (first call). Present with trace. */
+  input_shapes?: Shape[];
   /** shapes the module returned (first call). Present with trace. */
   output_shapes?: Shape[];
   /** FLOPs of all calls, subtree. Present with trace. */
@@ -43,10 +45,24 @@ export interface ModuleColumns {
   activation_bytes?: Num[];
   /** the stat_fields of the subtree's values, in that order. Present with stats. */
   stats?: (Num[] | null)[];
-  /** coarse histogram of the subtree's values. Present with stats. */
+  /** coarse histogram of the subtree's weight matrices (parameters with 2+ dims, tied once), or of all its values when it has none: norm scales at 1.0 and zero biases would otherwise swamp it. Present with stats. */
   hist?: (Hist | null)[];
+  /** what `hist` counts: 'weight matrices' or 'all values'. Present with stats. */
+  hist_scope?: (string | null)[];
+  /** weight problems in the subtree (schema.HEALTH), comma-separated. Present with stats. */
+  problems?: (string | null)[];
+  /** distinct tensors below with a problem. Present with stats. */
+  problem_tensors?: Num[];
   /** why statistics are missing or partial. Present with note. */
   note?: (string | null)[];
+  /** cosine similarity of a and b over the subtree. Present with compare. */
+  cosine?: Num[];
+  /** largest |b - a| in the subtree. Present with compare. */
+  max_abs_delta?: Num[];
+  /** mean(b) - mean(a) over the subtree. Present with compare. */
+  mean_drift?: Num[];
+  /** tensors below whose status is not 'same'. Present with compare. */
+  differ?: Num[];
 }
 
 /** One entry per parameter and buffer path. */
@@ -73,10 +89,40 @@ export interface TensorColumns {
   stats?: (Num[] | null)[];
   /** coarse histogram of the values. Present with stats. */
   hist?: (Hist | null)[];
+  /** weight problems (schema.HEALTH), comma-separated; '' when healthy. Present with stats. */
+  problems?: (string | null)[];
   /** why statistics are missing or partial. Present with note. */
   note?: (string | null)[];
   /** [status, relative change] against the other side. Present with compare. */
   compare?: ([string | null, Num] | null)[];
+  /** cosine similarity of a and b. Present with compare. */
+  cosine?: Num[];
+  /** largest |b - a|. Present with compare. */
+  max_abs_delta?: Num[];
+  /** mean(b) - mean(a). Present with compare. */
+  mean_drift?: Num[];
+  /** coarse histogram of the values in a. Present with compare. */
+  hist_a?: (Hist | null)[];
+  /** coarse histogram of the values in b (over the same range as hist_a). Present with compare. */
+  hist_b?: (Hist | null)[];
+}
+
+/** A comparison's summary, one entry per component. */
+export interface ComponentColumns {
+  /** part of the network (attn.q, mlp.up, norm, ...). */
+  component: string[];
+  /** tensor names in the component. */
+  tensors: Num[];
+  /** tensors whose status is not 'same'. */
+  differ: Num[];
+  /** ‖Δ‖ / ‖a‖ over the component's compared elements. */
+  rel_change: Num[];
+  /** cosine similarity of a and b over the component. */
+  cosine: Num[];
+  /** largest |b - a|. */
+  max_abs_delta: Num[];
+  /** mean(b) - mean(a). */
+  mean_drift: Num[];
 }
 
 /** Whole-model totals. */
@@ -119,6 +165,8 @@ export interface Payload {
   stat_fields: string[];
   modules: ModuleColumns;
   tensors: TensorColumns;
+  /** Present for a comparison: the two sides' names and the per-component summary. */
+  comparison?: { a: string; b: string; components: ComponentColumns };
   /** Present for nbinspect.track's live widget. */
   timeline?: Timeline;
 }

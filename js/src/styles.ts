@@ -51,17 +51,39 @@ export const STYLES = `
 .nbi-head { position: sticky; top: 0; z-index: 2; min-width: max-content; }
 .nbi-body { position: relative; min-width: max-content; }
 .nbi-row { display: grid; align-items: center; height: ${24}px; min-width: 100%; }
-.nbi-body > .nbi-row { position: absolute; top: 0; left: 0; right: 0; border-bottom: 1px solid var(--nbi-border); cursor: default; }
+.nbi-body > .nbi-row { position: absolute; top: 0; left: 0; right: 0; border-bottom: 1px solid var(--nbi-border); cursor: default;
+  background: var(--nbi-bg); }
 .nbi-head-row { height: 28px; background: var(--nbi-bg-head); border-bottom: 1px solid var(--nbi-border); }
-.nbi-body > .nbi-row:hover { background: color-mix(in srgb, var(--nbi-accent) 8%, transparent); }
-.nbi-body > .nbi-row.nbi-heat { background: color-mix(in srgb, var(--nbi-warn) var(--nbi-heat), transparent); }
+.nbi-body > .nbi-row:hover { background: color-mix(in srgb, var(--nbi-accent) 8%, var(--nbi-bg)); }
+.nbi-body > .nbi-row.nbi-heat { background: color-mix(in srgb, var(--nbi-warn) var(--nbi-heat), var(--nbi-bg)); }
 .nbi-body > .nbi-row.nbi-selected { background: color-mix(in srgb, var(--nbi-accent) 30%, var(--nbi-bg)); }
-.nbi-cell { padding: 0 6px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.nbi-cell { padding: 0 6px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; position: relative; }
+/* the name column stays in view while the table scrolls sideways (opaque: rows pass below it) */
+.nbi-cell.nbi-col-name { position: sticky; left: 0; z-index: 1; background: inherit; display: flex; align-items: center;
+  gap: 4px; border-right: 1px solid var(--nbi-border); }
+.nbi-resize { position: absolute; top: 0; right: 0; width: 6px; height: 100%; cursor: col-resize; z-index: 2; }
+.nbi-resize:hover { background: var(--nbi-accent); opacity: .4; }
+.nbi-mid { display: flex; min-width: 0; overflow: hidden; }
+.nbi-mid-head { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; flex: 0 1 auto; min-width: 1ch; }
+.nbi-mid-tail { flex: 0 0 auto; white-space: nowrap; }
+.nbi-caret, .nbi-tag, .nbi-problem { flex: none; }
+.nbi-problem { padding: 0 5px; border-radius: 8px; font-size: .8em; line-height: 16px; font-weight: 600;
+  color: var(--jp-error-color1, #d32f2f); background: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 14%, transparent); }
+.nbi-problems { order: 10; flex-basis: 100%; padding: 3px 8px; border-radius: 4px; font-weight: 600;
+  color: var(--jp-error-color1, #d32f2f); background: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 12%, transparent); }
+.nbi-only { display: inline-flex; align-items: center; gap: 4px; }
+.nbi-components { margin: 0 0 6px; }
+.nbi-components > summary { cursor: pointer; font-weight: 600; color: var(--nbi-fg-dim); }
+.nbi-components-table { border-collapse: collapse; font-size: .92em; margin-top: 4px; }
+.nbi-components-table th, .nbi-components-table td { padding: 1px 10px 1px 0; border-bottom: 1px solid var(--nbi-border);
+  text-align: left; }
+.nbi-components-table .nbi-num { text-align: right; }
+.nbi-chart-caption { font-size: .85em; color: var(--nbi-fg-dim); margin: 4px 0 0; }
 .nbi-num { text-align: right; font-variant-numeric: tabular-nums; }
 .nbi-sort { all: unset; cursor: pointer; font-weight: 600; display: block; width: 100%; overflow: hidden; text-overflow: ellipsis; }
 .nbi-arrow { color: var(--nbi-accent); font-size: .8em; }
 .nbi-caret { display: inline-block; width: 14px; text-align: center; cursor: pointer; color: var(--nbi-fg-dim); user-select: none; }
-.nbi-key { font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace); font-size: .95em; }
+.nbi-key { overflow: hidden; text-overflow: ellipsis; font-family: var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace); font-size: .95em; }
 .nbi-kind-tensor .nbi-key { color: var(--nbi-fg-dim); font-style: italic; }
 .nbi-kind-group .nbi-key { font-weight: 600; color: var(--nbi-accent); }
 .nbi-tag { margin-left: 6px; color: var(--nbi-fg-dim); font-size: .85em; }

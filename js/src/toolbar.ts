@@ -4,8 +4,9 @@
 import type { Column } from "./columns";
 import { button, h } from "./dom";
 import type { Mode } from "./flatten";
-import { formatBytes, formatCompact, formatCount } from "./format";
+import { formatBytes, formatCompact, formatCount, formatStat } from "./format";
 import type { Payload } from "./payload";
+import { PROBLEMS } from "./tree";
 
 export interface ToolbarActions {
   query(text: string): void;
@@ -14,6 +15,8 @@ export interface ToolbarActions {
   expandAll(): void;
   collapseAll(): void;
   column(id: string, shown: boolean): void;
+  /** Present when the tree has weight statistics. */
+  problemsOnly?: (on: boolean) => void;
 }
 
 function total(label: string, value: string, title: string): HTMLElement {
@@ -23,12 +26,37 @@ function total(label: string, value: string, title: string): HTMLElement {
   return item;
 }
 
-/** Model name and totals: parameters unique and by path, trainable, memory, FLOPs. */
+/** "2 tensors with NaN", one phrase per problem, counting distinct tensors (a tied path once). */
+export function problemSummary(payload: Payload): string[] {
+  const t = payload.tensors;
+  const counts = new Map<string, number>();
+  (t.problems ?? []).forEach((problems, j) => {
+    if (!problems || t.tied_to[j]) return;
+    for (const p of problems.split(", ")) counts.set(p, (counts.get(p) ?? 0) + 1);
+  });
+  return PROBLEMS.filter((p) => counts.has(p)).map((p) => {
+    const n = counts.get(p) ?? 0;
+    const what = p === "NaN" || p === "Inf" ? `with ${p}` : p;
+    return `${n} tensor${n === 1 ? "" : "s"} ${what}`;
+  });
+}
+
+/** Model name (a comparison: both sides) and totals: parameters unique and by path,
+ * trainable, memory, FLOPs; weight problems first when there are any. */
 export function header(payload: Payload, rootFlops: number | null): HTMLElement {
   const t = payload.totals;
   const box = h("div", "nbi-header");
-  const name = h("span", "nbi-model", payload.model.name);
-  const framework = h("span", "nbi-framework", payload.model.framework);
+  const cmp = payload.comparison;
+  const name = h("span", "nbi-model", cmp ? `${cmp.a} → ${cmp.b}` : payload.model.name);
+  const framework = h(
+    "span",
+    "nbi-framework",
+    cmp ? `comparison (${payload.model.framework})` : payload.model.framework,
+  );
+  const problems = problemSummary(payload);
+  if (problems.length) {
+    box.append(h("span", "nbi-problems", `⚠ ${problems.join(" · ")}`, { role: "status" }));
+  }
   const totals = h("div", "nbi-totals");
   const unique = t.total_params ?? null;
   const byPath = t.total_params_by_path ?? null;
@@ -61,7 +89,37 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
       ),
     );
   totals.append(total("modules", formatCount(t.num_modules ?? null), "distinct module objects, root included"));
-  box.append(name, framework, totals);
+  box.prepend(name, framework);
+  box.append(totals);
+  return box;
+}
+
+/** A comparison's per-component summary, as `print(comparison)` has it; null otherwise. */
+export function components(payload: Payload): HTMLElement | null {
+  const c = payload.comparison?.components;
+  if (!c?.component.length) return null;
+  const box = h("details", "nbi-components");
+  box.open = true;
+  box.append(h("summary", "", "Per component"));
+  const table = h("table", "nbi-components-table");
+  const head = h("tr", "");
+  for (const label of ["Component", "Tensors", "Differ", "Rel. change", "Cosine", "Max |Δ|", "Mean drift"])
+    head.append(h("th", "", label));
+  table.append(head);
+  c.component.forEach((name, i) => {
+    const tr = h("tr", "");
+    tr.append(
+      h("td", "", name),
+      h("td", "nbi-num", formatCount(c.tensors[i])),
+      h("td", "nbi-num", formatCount(c.differ[i])),
+      h("td", "nbi-num", formatStat(c.rel_change[i])),
+      h("td", "nbi-num", formatStat(c.cosine[i])),
+      h("td", "nbi-num", formatStat(c.max_abs_delta[i])),
+      h("td", "nbi-num", formatStat(c.mean_drift[i])),
+    );
+    table.append(tr);
+  });
+  box.append(table);
   return box;
 }
 
@@ -120,5 +178,13 @@ export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number,
   }
   chooser.append(list);
   bar.append(search, mode, depth, expand, collapse, chooser);
+  if (act.problemsOnly) {
+    const only = act.problemsOnly;
+    const label = h("label", "nbi-only");
+    const box = h("input", "", undefined, { type: "checkbox" });
+    box.addEventListener("change", () => only(box.checked));
+    label.append(box, document.createTextNode(" Problems only"));
+    bar.append(label);
+  }
   return bar;
 }

@@ -1,6 +1,7 @@
 // The tree model, part 1: nodes built from the payload, and repeated blocks folded.
 // Pure: no DOM. Nodes live in one array; a node's `children` are ids into it.
 
+import { edgesOf } from "./histogram";
 import type { Hist, ModuleColumns, Num, Payload, Shape, TensorColumns } from "./payload";
 
 export type Kind = "module" | "tensor" | "group";
@@ -24,9 +25,17 @@ export interface TreeNode {
   flops: Num;
   activation: Num;
   shape: Shape;
+  /** A module's input shapes once traced. */
+  inputShape: Shape;
   dtype: string | null;
   stats: Num[] | null;
   hist: Hist | null;
+  /** What a module's `hist` counts: "weight matrices" or "all values". */
+  histScope: string | null;
+  /** Weight problems, comma-separated ("NaN, all zero"); modules and folds: the union below. */
+  problems: string | null;
+  /** Distinct tensors with a problem (a tensor: 1 or 0). */
+  problemTensors: number;
   /** Why stats are missing or changed (from the stats frame's `note`). */
   note: string | null;
   attrs: Record<string, unknown> | null;
@@ -36,6 +45,12 @@ export interface TreeNode {
   status: string | null;
   /** Relative change; for modules and folds the largest among the tensors below. */
   relChange: Num;
+  cosine: Num;
+  maxAbsDelta: Num;
+  meanDrift: Num;
+  /** A tensor's values in a and in b, over one range. */
+  histA: Hist | null;
+  histB: Hist | null;
   /** Index into payload.modules or payload.tensors (-1 for folds). */
   source: number;
   /** Members of a fold. */
@@ -71,9 +86,13 @@ function blank(id: number, kind: Kind, key: string, path: string, depth: number,
     flops: null,
     activation: null,
     shape: null,
+    inputShape: null,
     dtype: null,
     stats: null,
     hist: null,
+    histScope: null,
+    problems: null,
+    problemTensors: 0,
     note: null,
     attrs: null,
     aliasOf: null,
@@ -81,6 +100,11 @@ function blank(id: number, kind: Kind, key: string, path: string, depth: number,
     requiresGrad: null,
     status: null,
     relChange: null,
+    cosine: null,
+    maxAbsDelta: null,
+    meanDrift: null,
+    histA: null,
+    histB: null,
     source: -1,
     count: 0,
   };
@@ -88,6 +112,7 @@ function blank(id: number, kind: Kind, key: string, path: string, depth: number,
 
 const add = (a: Num, b: Num): Num => (a === null ? b : b === null ? a : a + b);
 const maxOf = (a: Num, b: Num): Num => (a === null ? b : b === null ? a : Math.max(a, b));
+const minOf = (a: Num, b: Num): Num => (a === null ? b : b === null ? a : Math.min(a, b));
 
 /** Nodes for every module and tensor, tensors before the child modules of their module. */
 export function buildTree(payload: Payload): Tree {
@@ -114,8 +139,15 @@ export function buildTree(payload: Payload): Tree {
     n.flops = at(m.flops, i);
     n.activation = at(m.activation_bytes, i);
     n.shape = at(m.output_shapes, i);
+    n.inputShape = at(m.input_shapes, i);
     n.stats = at(m.stats, i);
     n.hist = at(m.hist, i);
+    n.histScope = at(m.hist_scope, i);
+    n.problems = at(m.problems, i) || null;
+    n.problemTensors = at(m.problem_tensors, i) ?? 0;
+    n.cosine = at(m.cosine, i);
+    n.maxAbsDelta = at(m.max_abs_delta, i);
+    n.meanDrift = at(m.mean_drift, i);
     n.note = at(m.note, i);
     n.attrs = m.attrs[i];
     n.aliasOf = m.alias_of[i];
@@ -136,7 +168,14 @@ export function buildTree(payload: Payload): Tree {
     n.dtype = t.dtype[j];
     n.stats = at(t.stats, j);
     n.hist = at(t.hist, j);
+    n.problems = at(t.problems, j) || null;
+    n.problemTensors = n.problems ? 1 : 0;
     n.note = at(t.note, j);
+    n.cosine = at(t.cosine, j);
+    n.maxAbsDelta = at(t.max_abs_delta, j);
+    n.meanDrift = at(t.mean_drift, j);
+    n.histA = at(t.hist_a, j);
+    n.histB = at(t.hist_b, j);
     n.tiedTo = t.tied_to[j];
     n.requiresGrad = t.requires_grad[j];
     const cmp = at(t.compare, j);
@@ -146,9 +185,9 @@ export function buildTree(payload: Payload): Tree {
     owner.children.push(n.id);
   }
   for (let i = 0; i < m.key.length; i++) nodes[i].children.push(...moduleChildren[i]);
-  for (let i = m.key.length - 1; i >= 0; i--) {
+  // a module's relative change is the largest below it: it shows where a change is, even collapsed
+  for (let i = m.key.length - 1; i >= 0; i--)
     for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
-  }
   return {
     payload,
     nodes,
@@ -179,6 +218,76 @@ export function tensorField<K extends keyof TensorColumns>(
   key: K,
 ): NonNullable<TensorColumns[K]>[number] | null {
   return n.kind === "tensor" ? (tree.payload.tensors[key]?.[n.source] ?? null) : null;
+}
+
+/** The problem labels in the order Python lists them (nbinspect/analyze/health.py). */
+export const PROBLEMS = ["NaN", "Inf", "all zero", "constant", "exploding", "vanishing"];
+
+/** The statistics of several parts taken together: counts add, moments pool (by element
+ * counts), extremes take the extreme; null when no part has statistics. */
+export function mergeStats(fields: string[], parts: TreeNode[]): Num[] | null {
+  const have = parts.filter((p) => p.stats);
+  if (!have.length || !fields.length) return null;
+  const get = (p: TreeNode, f: string) => {
+    const i = fields.indexOf(f);
+    return i >= 0 ? (p.stats?.[i] ?? null) : null;
+  };
+  const sum = (f: string) => have.reduce<Num>((acc, p) => add(acc, get(p, f)), null);
+  const n = sum("numel") ?? 0;
+  // finite elements weigh the moments; NaN/Inf are counted apart
+  const finite = (p: TreeNode) => (get(p, "numel") ?? 0) - (get(p, "nan") ?? 0) - (get(p, "inf") ?? 0);
+  const total = have.reduce((acc, p) => acc + finite(p), 0);
+  const weighted = (f: string) =>
+    total > 0 ? have.reduce((acc, p) => acc + (get(p, f) ?? 0) * finite(p), 0) / total : null;
+  const mean = weighted("mean");
+  const second =
+    total > 0
+      ? have.reduce((acc, p) => acc + ((get(p, "std") ?? 0) ** 2 + (get(p, "mean") ?? 0) ** 2) * finite(p), 0) / total
+      : null;
+  const value: Record<string, Num> = {
+    numel: n,
+    mean,
+    std: mean !== null && second !== null ? Math.sqrt(Math.max(0, second - mean * mean)) : null,
+    min: have.reduce<Num>((acc, p) => minOf(acc, get(p, "min")), null),
+    max: have.reduce<Num>((acc, p) => maxOf(acc, get(p, "max")), null),
+    abs_mean: weighted("abs_mean"),
+    l2: Math.sqrt(have.reduce((acc, p) => acc + (get(p, "l2") ?? 0) ** 2, 0)),
+    zeros: n > 0 ? have.reduce((acc, p) => acc + (get(p, "zeros") ?? 0) * (get(p, "numel") ?? 0), 0) / n : null,
+    nan: sum("nan"),
+    inf: sum("inf"),
+  };
+  return fields.map((f) => value[f] ?? null);
+}
+
+/** Histograms added on the range that holds them all: each one's cumulative counts are
+ * interpolated at the new edges (as nbinspect/analyze/moments.py rebin_sum does). */
+export function mergeHists(hists: (Hist | null)[]): Hist | null {
+  const have = hists.filter((x): x is Hist => x !== null && x.c.length > 0);
+  if (!have.length) return null;
+  const bins = Math.max(...have.map((x) => x.c.length));
+  const lo = Math.min(...have.map((x) => edgesOf(x)[0]));
+  const hi = Math.max(...have.map((x) => edgesOf(x)[x.c.length]));
+  const out = new Array<number>(bins).fill(0);
+  const at = Array.from({ length: bins + 1 }, (_, i) => lo + ((hi - lo) * i) / bins);
+  for (const x of have) {
+    const e = edgesOf(x);
+    const cum = [0];
+    for (const c of x.c) cum.push(cum[cum.length - 1] + c);
+    const cdf = (v: number) => {
+      if (v <= e[0]) return 0;
+      if (v >= e[e.length - 1]) return cum[cum.length - 1];
+      let k = 0;
+      while (e[k + 1] < v) k++;
+      return cum[k] + ((cum[k + 1] - cum[k]) * (v - e[k])) / (e[k + 1] - e[k] || 1);
+    };
+    let previous = 0;
+    for (let i = 0; i < bins; i++) {
+      const next = Math.round(cdf(at[i + 1]));
+      out[i] += next - previous;
+      previous = next;
+    }
+  }
+  return { e: [lo, hi], c: out };
 }
 
 const isIndex = (key: string) => /^\d+$/.test(key);
@@ -231,7 +340,7 @@ export function foldRepeats(tree: Tree, minRun = 2): Tree {
         )
           b++;
       }
-      if (b - a >= minRun) out.push(makeGroup(nodes, parent, kids.slice(a, b)));
+      if (b - a >= minRun) out.push(makeGroup(nodes, parent, kids.slice(a, b), tree.statFields));
       else out.push(...kids.slice(a, b));
       a = b;
     }
@@ -240,7 +349,7 @@ export function foldRepeats(tree: Tree, minRun = 2): Tree {
   return tree;
 }
 
-function makeGroup(nodes: TreeNode[], parent: TreeNode, members: number[]): number {
+function makeGroup(nodes: TreeNode[], parent: TreeNode, members: number[], statFields: string[]): number {
   const first = nodes[members[0]];
   const last = nodes[members[members.length - 1]];
   const range = `${first.key}–${last.key}`;
@@ -249,6 +358,8 @@ function makeGroup(nodes: TreeNode[], parent: TreeNode, members: number[]): numb
   const g = blank(nodes.length, "group", `${label} ×${members.length}`, path, first.depth, parent.id);
   g.type = first.type;
   g.shape = first.shape;
+  g.inputShape = first.inputShape;
+  g.histScope = first.histScope;
   g.count = members.length;
   g.children = members;
   for (const id of members) {
@@ -261,7 +372,14 @@ function makeGroup(nodes: TreeNode[], parent: TreeNode, members: number[]): numb
     g.flops = add(g.flops, n.flops);
     g.activation = add(g.activation, n.activation);
     g.relChange = maxOf(g.relChange, n.relChange);
+    g.maxAbsDelta = maxOf(g.maxAbsDelta, n.maxAbsDelta);
+    g.problemTensors += n.problemTensors;
   }
+  const labels = new Set(members.flatMap((id) => (nodes[id].problems ?? "").split(", ").filter(Boolean)));
+  g.problems = labels.size ? PROBLEMS.filter((p) => labels.has(p)).join(", ") : null;
+  const parts = members.map((id) => nodes[id]);
+  g.stats = mergeStats(statFields, parts);
+  g.hist = mergeHists(parts.map((p) => p.hist));
   nodes.push(g);
   return g.id;
 }

@@ -6,13 +6,13 @@
 // mutated, so a changed part is a new object).
 
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
-import { COLUMNS, type Column } from "./columns";
+import { COLUMNS, type Column, defaultColumns } from "./columns";
 import { type HistFetcher, renderDetail } from "./detail";
 import { button, h } from "./dom";
 import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row } from "./flatten";
 import type { Payload } from "./payload";
 import { STYLES } from "./styles";
-import { header, toolbar } from "./toolbar";
+import { components, header, toolbar } from "./toolbar";
 import { buildTree, foldRepeats, type Tree, type TreeNode } from "./tree";
 
 export const ROW_HEIGHT = 24;
@@ -38,6 +38,10 @@ export interface ViewState {
   selected: number;
   /** Detail histogram on a log scale. */
   log: boolean;
+  /** Only rows with weight problems. */
+  problemsOnly: boolean;
+  /** Column widths the user dragged, in px, by column id. */
+  widths: Record<string, number>;
 }
 
 /** Highlight strength for a relative change: 0 below 1e-4, full at 1 and above. */
@@ -72,6 +76,10 @@ export class TreeView {
   private readonly changes = new Changes();
   private template: HTMLElement = h("div");
   private cancelDetail = () => {};
+  /** Whether the user chose the columns (else they follow the width). */
+  private chosenColumns = false;
+  // absent outside a browser (jsdom): the columns then stay as first chosen
+  private readonly resize = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => this.fitColumns());
 
   constructor(
     host: HTMLElement,
@@ -103,37 +111,61 @@ export class TreeView {
     });
     this.unmount = this.virtualizer._didMount();
     this.setPayload(payload);
+    this.resize?.observe(this.root);
     this.virtualizer._willUpdate();
     performance.measure("nbinspect:first-render", "nbinspect:render-start");
   }
 
   /** Show another payload: expansion, filter, mode and selection start afresh (the toolbar is
-   * rebuilt); shown columns, sort and log scale stay. */
+   * rebuilt); chosen columns, widths, sort and log scale stay. */
   setPayload(payload: Payload): void {
     const tree = foldRepeats(buildTree(payload));
+    const offered = COLUMNS.filter((c) => c.available(tree));
     this.state = {
       tree,
       expanded: expandedToDepth(tree, 2),
       sort: this.state?.sort ?? null,
       query: "",
       mode: "tree",
-      shown: this.state?.shown ?? new Set(COLUMNS.filter((c) => c.initial).map((c) => c.id)),
+      shown: this.chosenColumns && this.state ? this.state.shown : defaultColumns(offered, this.root.clientWidth),
       selected: -1,
       log: this.state?.log ?? false,
+      problemsOnly: false,
+      widths: this.state?.widths ?? {},
     };
+    this.buildTop();
+    this.render();
+  }
+
+  private buildTop(): void {
+    const { tree, shown } = this.state;
+    const payload = tree.payload;
     const maxDepth = tree.nodes.reduce((d, n) => Math.max(d, n.kind === "module" ? n.depth : 0), 0);
-    this.top.replaceChildren(
+    const parts = [
       header(payload, tree.nodes[tree.root]?.flops ?? null),
-      toolbar(this.available(), this.state.shown, Math.max(1, maxDepth), {
+      toolbar(this.available(), shown, Math.max(1, maxDepth), {
         query: (query) => this.update({ query }),
         mode: (mode) => this.update({ mode }),
         depth: (d) => this.expandToDepth(d),
         expandAll: () => this.expandAll(),
         collapseAll: () => this.collapseAll(),
         column: (id, on) => this.setColumn(id, on),
+        problemsOnly: tree.has.stats ? (on) => this.update({ problemsOnly: on }) : undefined,
       }),
-    );
-    this.render();
+    ];
+    const summary = components(payload);
+    if (summary) parts.push(summary);
+    this.top.replaceChildren(...parts);
+  }
+
+  /** Until the user picks columns, the initial ones that fit the width. */
+  private fitColumns(): void {
+    if (this.chosenColumns) return;
+    const shown = defaultColumns(this.available(), this.root.clientWidth);
+    if ([...shown].join() === [...this.state.shown].join()) return;
+    this.update({ shown });
+    for (const box of this.top.querySelectorAll<HTMLInputElement>("input[data-column]"))
+      box.checked = shown.has(box.dataset.column ?? "");
   }
 
   /** The columns this tree offers. */
@@ -151,6 +183,18 @@ export class TreeView {
     const first = column.numeric;
     if (!cur || cur.column !== id) this.update({ sort: { column: id, descending: first } });
     else this.update({ sort: cur.descending === first ? { column: id, descending: !first } : null });
+    this.virtualizer.scrollToOffset(0); // the top of the new order
+    this.grid.scrollTop = 0;
+  }
+
+  /** Only rows with weight problems (and the rows above them), or every row. */
+  setProblemsOnly(on: boolean): void {
+    this.update({ problemsOnly: on });
+  }
+
+  /** A column's width in px (the user dragged its edge). */
+  setWidth(id: string, px: number): void {
+    this.update({ widths: { ...this.state.widths, [id]: Math.max(40, Math.round(px)) } });
   }
 
   setMode(mode: Mode): void {
@@ -176,6 +220,7 @@ export class TreeView {
   }
 
   setColumn(id: string, shown: boolean): void {
+    this.chosenColumns = true;
     const next = new Set(this.state.shown);
     if (shown) next.add(id);
     else next.delete(id);
@@ -204,6 +249,7 @@ export class TreeView {
   }
 
   destroy(): void {
+    this.resize?.disconnect();
     this.cancelDetail();
     this.unmount();
     this.root.remove();
@@ -220,11 +266,11 @@ export class TreeView {
 
   private render(): void {
     const s = this.state;
-    if (this.changes.since("columns", [s.tree, s.shown])) {
+    if (this.changes.since("columns", [s.tree, s.shown, s.widths])) {
       this.columns = this.available().filter((c) => c.id === "name" || s.shown.has(c.id));
       this.template = this.rowTemplate();
     }
-    if (this.changes.since("rows", [s.tree, s.expanded, s.sort, s.query, s.mode])) this.layoutRows();
+    if (this.changes.since("rows", [s.tree, s.expanded, s.sort, s.query, s.mode, s.problemsOnly])) this.layoutRows();
     if (this.changes.since("head", [this.columns, s.sort])) this.renderHead();
     this.paintRows();
     if (this.changes.since("detail", [s.tree, s.selected, s.log])) this.renderDetailPanel();
@@ -241,7 +287,8 @@ export class TreeView {
     const total = this.virtualizer.getTotalSize();
     this.body.style.height = `${total}px`;
     this.grid.style.height = `${Math.min(VIEW_HEIGHT, total + HEADER_HEIGHT + 2)}px`;
-    this.status.textContent = `${this.rows.length.toLocaleString("en-US")} rows`;
+    const count = this.rows.length;
+    this.status.textContent = `${count.toLocaleString("en-US")} ${count === 1 ? "row" : "rows"}`;
   }
 
   private scrollToSelected(): void {
@@ -250,7 +297,8 @@ export class TreeView {
   }
 
   private gridColumns(): string {
-    return this.columns.map((c) => c.width).join(" ");
+    const { widths } = this.state;
+    return this.columns.map((c) => (widths[c.id] ? `${widths[c.id]}px` : c.width)).join(" ");
   }
 
   private renderHead(): void {
@@ -268,10 +316,30 @@ export class TreeView {
         cell.setAttribute("aria-sort", sort.descending ? "descending" : "ascending");
         sortButton.append(h("span", "nbi-arrow", sort.descending ? " ▼" : " ▲"));
       }
-      cell.append(sortButton);
+      cell.append(sortButton, this.resizeHandle(c.id, cell));
       row.append(cell);
     }
     this.head.replaceChildren(row);
+  }
+
+  /** A drag handle on a header cell's right edge that sets the column's width. */
+  private resizeHandle(id: string, cell: HTMLElement): HTMLElement {
+    const handle = h("span", "nbi-resize", undefined, { "aria-hidden": "true", title: "Drag to resize" });
+    handle.addEventListener("pointerdown", (e) => {
+      e.preventDefault();
+      e.stopPropagation();
+      const start = e.clientX;
+      const width = cell.getBoundingClientRect().width;
+      const move = (m: PointerEvent) => this.setWidth(id, width + m.clientX - start);
+      const up = () => {
+        window.removeEventListener("pointermove", move);
+        window.removeEventListener("pointerup", up);
+      };
+      window.addEventListener("pointermove", move);
+      window.addEventListener("pointerup", up);
+    });
+    handle.addEventListener("click", (e) => e.stopPropagation());
+    return handle;
   }
 
   /** An empty row with one cell per shown column, cloned for every visible row. */

@@ -65,10 +65,13 @@ describe("render", () => {
       "Shape",
       "Memory",
       "Histogram",
-      "mean",
-      "std",
+      "Mean",
+      "Std",
       "Status",
       "Rel. change",
+      "Cosine",
+      "Max |Δ|",
+      "Mean drift",
     ]);
     expect(el.querySelector(".nbi-header")!.textContent).toContain("Net");
   });
@@ -122,7 +125,9 @@ describe("render", () => {
   it("draws an inline histogram for rows with stats and colours changed rows", () => {
     const { row } = mount();
     expect(row("stem.weight")!.querySelector("svg.nbi-spark rect")).not.toBeNull();
-    expect(row("stem")!.querySelector("svg.nbi-spark")).toBeNull();
+    // no module roll-up stats in this fixture: a module's histogram is of its weight matrices
+    expect(row("stem")!.querySelector("svg.nbi-spark")).not.toBeNull();
+    expect(row("stem")!.querySelector(".nbi-col-dist")!.getAttribute("title")).toContain("Weight matrices");
     expect(row("stem.weight")!.classList.contains("nbi-heat")).toBe(true);
     expect(row("head.weight")!.classList.contains("nbi-heat")).toBe(false);
   });

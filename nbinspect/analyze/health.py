@@ -44,11 +44,11 @@ def health_frame(
     """schema.HEALTH from a per-tensor stats frame, the params frame (shapes, ties) and the
     module paths in pre-order."""
     limits = thresholds or HealthThresholds()
-    info = params.set_index("name")[["shape", "tied_to"]]
+    info = dict(zip(params["name"], zip(params["shape"], params["tied_to"])))  # a dict: .loc per row is slow
     rows: list[dict[str, Any]] = []
     subtree: dict[str, dict[str, dict[str, Any]]] = {m: {} for m in modules}
     for r in stats.itertuples(index=False):
-        shape, tied_to = info.loc[r.name] if r.name in info.index else (None, None)
+        shape, tied_to = info.get(r.name, (None, None))
         row = _tensor_row(r, shape, limits)
         rows.append(row)
         if pd.isna(tied_to):  # a tied path holds the same elements again: count them once

@@ -36,6 +36,14 @@ NOTEBOOK = {
             "execution_count": None,
             "source": "w.selected = 'classifier.2'",
         },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "%load_ext nbinspect\nbase, tuned = examples.build('cnn'), examples.build('cnn', seed=1)\n"
+            "%inspect_model base --compare tuned",
+        },
     ],
     "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     "nbformat": 4,
@@ -69,7 +77,7 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     expect(page.locator(".lm-TabBar-tab.jp-mod-current[data-type='document-title']")).to_contain_text(
         "widget.ipynb", timeout=60_000
     )
-    expect(panel.locator(".jp-Cell")).to_have_count(3)
+    expect(panel.locator(".jp-Cell")).to_have_count(4)
 
     run_cell(page, 0)
     grid = page.locator(".jp-OutputArea [role=treegrid]")
@@ -120,3 +128,14 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
         "aria-selected", "true", timeout=30_000
     )
     expect(page.locator(".jp-OutputArea .nbi-detail-title")).to_have_text("classifier.2")
+
+
+def test_the_magics_comparison_is_one_widget_titled_by_both_sides(lab, open_page):
+    page = open_page(f"{lab}/lab/tree/widget.ipynb?reset&token={TOKEN}")
+    expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(4, timeout=60_000)
+    run_cell(page, 0)  # the imports
+    run_cell(page, 3)
+    output = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-OutputArea")
+    expect(output.locator(".nbi-model")).to_have_text("base → tuned", timeout=60_000)
+    expect(output.locator(".nbi")).to_have_count(1)  # not the model's tree above the comparison's
+    expect(output.locator('[role=columnheader][data-column="cosine"]')).to_be_visible()
