@@ -96,3 +96,12 @@ def test_past_the_exact_limit_views_are_counted_per_view_and_said(monkeypatch):
     assert nbinspect.totals(model)["total_params"] == 16  # 8 + 8, as the note says
     note = nbinspect.params(model).set_index("name").loc["b.w", "overlaps"]
     assert note.startswith("a.w (strided views over 8 elements overlap: counted per view")
+
+
+def test_views_of_different_element_sizes_are_counted_per_view_and_said():
+    x = torch.zeros(4)
+    model = _holder(a=nn.Parameter(x[0:2]), b=x.view(torch.int16)[2:6])  # bytes 0..8 and 4..12
+    totals = nbinspect.totals(model)
+    assert (totals["total_params"], totals["buffer_numel"]) == (2, 4)
+    note = nbinspect.params(model).set_index("name").loc["b.w", "overlaps"]
+    assert note == "a.w (views of different element sizes or alignments overlap: counted per view)"

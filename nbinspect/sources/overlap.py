@@ -31,7 +31,7 @@ def _layout(key: Hashable) -> tuple[int, int | _Dims, int] | None:
 
 def _extent(shape: int | _Dims) -> int:
     """Elements from the first to one past the last element the view covers."""
-    return shape if type(shape) is int else sum((n - 1) * st for n, st in shape) + 1
+    return shape if isinstance(shape, int) else sum((n - 1) * st for n, st in shape) + 1
 
 
 def _elements(shape: int | _Dims) -> int:
@@ -122,8 +122,9 @@ def repeated(keys: Sequence[Hashable]) -> tuple[list[int], str | None]:
     if sizes or any((p - base) % size for p in ptrs):
         return [0] * len(keys), "views of different element sizes or alignments overlap: counted per view"
     starts = [(p - base) // size for p in ptrs]
-    if all(isinstance(shape, int) for shape in shapes):
-        new = _new_in_intervals([(s, s + shape) for s, shape in zip(starts, shapes)])  # type: ignore[operator]  # ints here
+    intervals = [(s, s + shape) for s, shape in zip(starts, shapes) if isinstance(shape, int)]
+    if len(intervals) == len(shapes):  # all contiguous: interval arithmetic, any size
+        new = _new_in_intervals(intervals)
     elif sum(_elements(shape) for shape in shapes) <= MAX_EXACT_ELEMENTS:
         new = _new_in_sets(list(zip(starts, shapes)))
     else:
