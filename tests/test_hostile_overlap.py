@@ -105,3 +105,16 @@ def test_views_of_different_element_sizes_are_counted_per_view_and_said():
     assert (totals["total_params"], totals["buffer_numel"]) == (2, 4)
     note = nbinspect.params(model).set_index("name").loc["b.w", "overlaps"]
     assert note == "a.w (views of different element sizes or alignments overlap: counted per view)"
+
+
+def test_many_views_of_one_block_stay_fast_and_exact(monkeypatch):
+    monkeypatch.setattr(overlap, "MAX_PAIRWISE", 4)
+    flat = torch.zeros(20_000)
+    model = nn.Module()
+    for i in range(5_000):  # disjoint 4-element views, then one view over all of them
+        model.register_parameter(f"v{i}", nn.Parameter(flat[4 * i : 4 * i + 4]))
+    model.register_parameter("all", nn.Parameter(flat))
+    assert nbinspect.totals(model)["total_params"] == 20_000
+    overlaps = nbinspect.params(model).set_index("name")["overlaps"]
+    assert overlaps["all"] == "20,000 elements held by earlier views (one of 5,001)"
+    assert overlaps.drop("all").isna().all()

@@ -147,20 +147,23 @@ class ModelSource:
 
     def overlaps(self) -> dict[str, str]:
         """Each first path of a storage that shares some (not all) of its elements with
-        earlier storages -> those storages' first paths (how they are counted is said too
-        when the elements could not be compared exactly)."""
+        earlier storages -> those storages' first paths, compared pair by pair in groups of
+        up to `overlap.MAX_PAIRWISE` views (past it, how many elements were seen before), or
+        why the elements could not be compared exactly."""
         if not self.overlap_groups:
             return {}
         unique = self.unique_tensors()
         out = {}
         for group in self._overlapping(unique):
-            note = self._repeated(tuple(group))[1]
+            repeated, note = self._repeated(tuple(group))
             for i, key in enumerate(group[1:], 1):
-                # the earlier keys this one has elements in common with, pair by pair (if comparable)
-                earlier = group[:i] if note else [k for k in group[:i] if self._repeated((k, key))[0][1]]
-                if earlier:
-                    paths = ", ".join(unique[k].name for k in earlier)
-                    out[unique[key].name] = paths if note is None else f"{paths} ({note})"
+                if note:
+                    out[unique[key].name] = f"{', '.join(unique[k].name for k in group[:i])} ({note})"
+                elif repeated[i] and len(group) > overlap.MAX_PAIRWISE:
+                    out[unique[key].name] = f"{repeated[i]:,} elements held by earlier views (one of {len(group):,})"
+                elif repeated[i]:
+                    earlier = [k for k in group[:i] if self._repeated((k, key))[0][1]]
+                    out[unique[key].name] = ", ".join(unique[k].name for k in earlier)
         return out
 
     def tied(self) -> dict[str, str]:

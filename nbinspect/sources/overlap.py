@@ -10,6 +10,7 @@ model without such views pays one sort of its distinct storages.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Hashable, Iterable, Sequence
 
 import torch
@@ -17,6 +18,9 @@ import torch
 # Strided views in one overlap group are compared element by element (their offsets listed
 # with torch) up to this many elements in all; past it they are counted per view, with a note.
 MAX_EXACT_ELEMENTS = 1 << 24
+# The params frame names, for each view, the earlier views it shares elements with, compared
+# pair by pair in groups up to this size; a larger group says how many elements were repeated.
+MAX_PAIRWISE = 64
 
 _Dims = tuple[tuple[int, int], ...]
 
@@ -70,20 +74,19 @@ def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
     return {found[i]: group for group, (a, b) in enumerate(runs) for i in order[a:b]}
 
 
-def _new_in_intervals(starts: Sequence[tuple[int, int]]) -> list[int]:
-    """For intervals [lo, hi) in order: how many of each one's points no earlier one covers."""
-    covered: list[tuple[int, int]] = []  # disjoint, sorted
+def _new_in_intervals(intervals: Sequence[tuple[int, int]]) -> list[int]:
+    """For intervals [lo, hi) in order: how many of each one's points no earlier one covers.
+    The covered points are kept as disjoint sorted intervals; each new one merges with those
+    it meets (found by bisection), so many views of one block stay fast."""
+    starts: list[int] = []
+    ends: list[int] = []
     out = []
-    for lo, hi in starts:
-        seen = sum(max(0, min(hi, b) - max(lo, a)) for a, b in covered)
-        out.append(hi - lo - seen)
-        merged = []
-        for a, b in covered:
-            if b < lo or a > hi:
-                merged.append((a, b))
-            else:
-                lo, hi = min(lo, a), max(hi, b)
-        covered = sorted([*merged, (lo, hi)])
+    for lo, hi in intervals:
+        a, b = bisect.bisect_right(ends, lo), bisect.bisect_left(starts, hi)
+        out.append(hi - lo - sum(min(hi, ends[k]) - max(lo, starts[k]) for k in range(a, b)))
+        if a < b:
+            lo, hi = min(lo, starts[a]), max(hi, ends[b - 1])
+        starts[a:b], ends[a:b] = [lo], [hi]
     return out
 
 
