@@ -57,8 +57,10 @@ function summary(n: TreeNode): [string, string][] {
   if (n.activation !== null) rows.push(["activation memory", formatBytes(n.activation)]);
   if (n.tiedTo) rows.push(["tied to", n.tiedTo]);
   if (n.aliasOf) rows.push(["alias of", n.aliasOf]);
-  if (n.problems)
-    rows.push(["problems", n.kind === "tensor" ? n.problems : `${n.problems} (${n.problemTensors} tensors)`]);
+  if (n.problems) {
+    const tensorCount = `${n.problemTensors} ${n.problemTensors === 1 ? "tensor" : "tensors"}`;
+    rows.push(["problems", n.kind === "tensor" ? n.problems : `${n.problems} (${tensorCount})`]);
+  }
   if (n.status) rows.push(["status", n.status]);
   if (n.relChange !== null)
     rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
