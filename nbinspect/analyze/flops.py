@@ -181,12 +181,14 @@ class FlopCounter(TorchDispatchMode):
         return self.calls[index if index is not None else 0]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
         if self._pending is not None:
             self.tag_pending()
         kind = self._kind.get(func)
         if kind is None:
             kind = self._kind[func] = self._classify(func)
+        if kind is _FREE:  # views and data movement: no arithmetic, forward or backward (most ops: first)
+            return func(*args, **kwargs) if kwargs else func(*args)
+        kwargs = kwargs or {}
         if kind is _COMPOSITE:
             with self:
                 decomposed = func.decompose(*args, **kwargs)
@@ -194,8 +196,6 @@ class FlopCounter(TorchDispatchMode):
                 return decomposed
             kind = _UNCOUNTED
         out = func(*args, **kwargs)
-        if kind is _FREE:  # views and data movement: their backward does no arithmetic either
-            return out
         if kind is _UNCOUNTED:
             if _floating_out(out):
                 self.uncounted[func._overloadpacket.__name__] += 1

@@ -127,8 +127,8 @@ class MlxRecorder(Recorder):
         if info is None or (self.stack and self.stack[-1].module_id == key):
             return None  # not this model's, or a super().__call__ of the same module
         arrays = _arrays((args, kwargs))
-        n = self.counts.get(key, 0)
-        self.counts[key] = n + 1
+        n = info[2]
+        info[2] = n + 1
         stack = self.stack
         call = Call(
             len(self.calls),

@@ -21,6 +21,7 @@ cards count them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -114,12 +115,13 @@ def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
     own: dict[str, list[TensorEntry]] = {}
     for t in source.tensors:
         own.setdefault(t.module, []).append(t)
-    params = _subtree_params(source)
+    # subtree parameter counts: summed on first use, once a module looks like an expert group
+    params = functools.cache(lambda: _subtree_params(source))
     groups = []
     for m in source.modules:
         layout, size, per_expert = None, _fused_size(m, own.get(m.name, [])), 0
         if size is not None:
-            layout, per_expert = "fused", params.get(m.name, 0) // size
+            layout, per_expert = "fused", params().get(m.name, 0) // size
         else:
             kids = children.get(m.name, [])
             keys = [k.rpartition(".")[2] for k in kids]
@@ -128,14 +130,14 @@ def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
                 and _says_experts(m)
                 and "shared" not in m.name.rpartition(".")[2].lower()
                 and keys == [str(i) for i in range(len(kids))]
-                and len({params.get(k, 0) for k in kids}) == 1
+                and len({params().get(k, 0) for k in kids}) == 1
                 and not any(t.kind == PARAMETER for t in own.get(m.name, []))
             ):
-                layout, size, per_expert = "modules", len(kids), params.get(kids[0], 0)
+                layout, size, per_expert = "modules", len(kids), params().get(kids[0], 0)
         if layout is None or size is None:
             continue
         block = m.name.rpartition(".")[0]
-        shared = sum(params.get(s, 0) for s in children.get(block, []) if "shared" in s.rpartition(".")[2].lower())
+        shared = sum(params().get(s, 0) for s in children.get(block, []) if "shared" in s.rpartition(".")[2].lower())
         k = top_k if top_k is not None else _top_k(source, m.name, by_name, children)
         groups.append(ExpertGroup(m.name, layout, size, per_expert, k, shared))
     return [g for g in groups if not any(g.path.startswith(o.path + ".") for o in groups)]

@@ -28,7 +28,7 @@ from .moments import Moments, histogram_edges, merge, merge_groups, spread
 from .parallel import parallel_tensor_stats
 from .reduce import SAMPLE, Workspace, batch_moments, large_moments
 
-__all__ = ["stats", "stats_frames", "tensor_stats"]
+__all__ = ["frames_of", "stats", "stats_frames", "tensor_stats"]
 
 BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
@@ -80,6 +80,13 @@ def stats_frames(
     results = tensor_stats(source, bins, progress) if workers is None else parallel_tensor_stats(source, bins, workers)
     if isinstance(source, DistributedSource):  # each rank read its shards: combine them
         results = combine_moments(source, results, bins)
+    return frames_of(source, results, bins, by)
+
+
+def frames_of(
+    source: ModelSource, results: Mapping[Any, tuple[Moments | None, str | None]], bins: int, by: tuple[str, ...] = BY
+) -> dict[str, pd.DataFrame]:
+    """The stats frames of `source` from Moments already computed per storage key."""
     frames = {}
     if "tensor" in by:
         rows = [(t.name, t.module, t.kind, t.dtype, t.numel, *results[t.storage_key]) for t in source.tensors]

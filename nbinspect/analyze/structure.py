@@ -79,19 +79,24 @@ def layers(model: Any) -> pd.DataFrame:
         if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
             own[t.module].setdefault(t.storage_key, t)
     rows = []
+    depths: dict[str, int] = {}  # pre-order: a parent's depth is known before its children's
     for index, m in enumerate(source.modules):
         sums = _unique_sums(subtree[m.name], source.repeated_elements(subtree[m.name]) if overlapping else {})
+        parent = source.parent(m.name)
+        depth = depths[m.name] = depths[parent] + 1 if parent in depths else len(source.ancestors(m.name)) - 1
         rows.append(
             {
                 "index": index,
                 "name": m.name,
-                "parent": source.parent(m.name),
-                "depth": len(source.ancestors(m.name)) - 1,
+                "parent": parent,
+                "depth": depth,
                 "type": m.type,
                 "is_leaf": m.is_leaf,
                 "alias_of": m.alias_of,
                 "params": sums["params"],
-                "own_params": _unique_sums(own[m.name], repeated)["params"],
+                "own_params": sum(
+                    t.numel - repeated.get(t.storage_key, 0) for t in own[m.name].values() if t.kind == PARAMETER
+                ),
                 "trainable_params": sums["trainable_params"],
                 "frozen_params": sums["params"] - sums["trainable_params"],
                 "param_bytes": sums["param_bytes"],

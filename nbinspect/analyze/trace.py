@@ -115,10 +115,12 @@ class Recorder:
     nesting stays right when the model catches an exception from one of its modules."""
 
     def __init__(self, named_modules: list[tuple[str, nn.Module]]):
-        self.info = {id(m): (path, type(m).__name__) for path, m in named_modules}
+        # id -> [first path, type name, calls so far]: one lookup per call finds all three
+        self.info: dict[int, list] = {}
+        for path, m in named_modules:
+            self.info.setdefault(id(m), [path, type(m).__name__, 0])
         self.calls: list[Call] = []
         self.stack: list[Call] = []
-        self.counts: dict[int, int] = {}
         self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
         self.handles: list = []
         self.failures: dict[int, Call] = {}  # id(exception) -> the innermost call it came from
@@ -145,25 +147,26 @@ class Recorder:
         if info is None or get_ident() != self.thread:  # not one of this model's modules, or not our call
             return
         if len(args) == 1 and isinstance(args[0], torch.Tensor):  # the common case, kept cheap
-            shapes, nbytes = [args[0].shape], args[0].nbytes
+            x = args[0]
+            shapes, nbytes = [x.shape], x.nbytes
         else:
             tensors = tensors_in(args)
             shapes, nbytes = [t.shape for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
-        stack = self.stack
-        n = self.counts.get(key, 0)
-        self.counts[key] = n + 1
+        stack, calls = self.stack, self.calls
+        n = info[2]
+        info[2] = n + 1
         call = Call(
-            len(self.calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key
+            len(calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key
         )
-        self.calls.append(call)
+        calls.append(call)
         stack.append(call)
 
     def post(self, module: nn.Module, args: tuple, *rest: Any) -> None:
         """``(module, args, kwargs, output)`` after a forward pass; ``(module, args, None)``
         from torch's ``always_call`` path when the forward (or a hook) raised."""
-        key = id(module)
         stack = self.stack
-        if key not in self.info or not stack or stack[-1].module_id != key or get_ident() != self.thread:
+        # the open call is one of this model's modules, so a match means `module` is one too
+        if not stack or stack[-1].module_id != id(module) or get_ident() != self.thread:
             return
         call = stack.pop()
         if len(rest) == 2:
@@ -238,11 +241,10 @@ def _preserved(
 ) -> Iterator[None]:
     """Restore train/eval flags, buffers changed in place or replaced (BatchNorm running
     stats, num_batches_tracked) and the RNG state, however the block ends."""
-    modes = [(m, m.training) for m in modules]
     # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
     # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
     # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
-    attrs = [(m, vars(m).copy()) for m in modules]
+    saved = [(m, m.training, vars(m).copy()) for m in modules]
     buffers = []
     if real:
         for m in modules:
@@ -250,7 +252,7 @@ def _preserved(
                 buffers += [
                     (m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta
                 ]
-    cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+    cuda = sorted({t.device.index or 0 for t in tensors if t.is_cuda})  # is_cuda: no device object per tensor
     with torch.random.fork_rng(devices=cuda):
         try:
             if training is not None:
@@ -258,11 +260,12 @@ def _preserved(
                     m.training = training
             yield
         finally:
-            for m, mode in modes:
+            for m, mode, attrs in saved:
                 if m.training is not mode:  # Module.__setattr__ is slow; most flags never changed
                     m.training = mode
-            for m, saved in attrs:
-                _restore_attrs(vars(m), saved)
+                now = vars(m)
+                if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
+                    _restore_attrs(now, attrs)
             for m, name, b, copy in buffers:
                 m._buffers[name] = b
                 if not torch.equal(b, copy):
@@ -272,9 +275,8 @@ def _preserved(
 
 def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
     """Put a module's plain tensor attributes back as they were (`saved` is a copy of its
-    __dict__): the same objects, and none added."""
-    if len(now) == len(saved) and all(map(operator.is_, now.values(), saved.values())):
-        return  # nothing was replaced, added or removed (values replaced in place keep their order)
+    __dict__): the same objects, and none added. Called only where something changed
+    (values replaced in place keep their order, so the caller's identity check finds them)."""
     for k, v in saved.items():
         if isinstance(v, torch.Tensor) and now.get(k) is not v:
             now[k] = v
@@ -385,6 +387,7 @@ def _backward(output: Any, wrt: list[torch.Tensor], counter: FlopCounter) -> Non
     torch.autograd.grad(outs, wrt, grad_outputs=[torch.ones_like(t) for t in outs], allow_unused=True)
 
 
+@gc_paused()  # from the start: the setup allocates per module and tensor too
 def run_trace(
     model: nn.Module,
     args: tuple = (),
@@ -430,7 +433,7 @@ def run_trace(
     dtype = input_dtype or param_dtype or model_dtype
     given = tensors_in((args, kwargs))
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
-    on_meta = any(t.device.type == "meta" for t in (*model_tensors, *given))
+    on_meta = any(t.is_meta for t in (*model_tensors, *given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
     recorder = Recorder(named_modules)
     name = type(model).__name__
@@ -481,7 +484,6 @@ def run_trace(
             stack.enter_context(torch.enable_grad())
         if autocast_dtype is not None:
             stack.enter_context(torch.autocast(device.type, dtype=autocast_dtype))
-        stack.enter_context(gc_paused())
         stack.callback(recorder.detach)
         recorder.attach()
         with meter, counter if flops else contextlib.nullcontext():

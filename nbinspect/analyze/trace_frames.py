@@ -23,30 +23,35 @@ def _dtypes(dtypes: list | None) -> list | None:
 
 
 def flow(result: TraceResult) -> pd.DataFrame:
-    """One row per module call in execution order (schema.FLOW)."""
-    backward, counted = result.backward, result.flops
-    rows = [
+    """One row per module call in execution order (schema.FLOW), built column by column:
+    no dict per call."""
+    calls, n = result.calls, len(result.calls)
+    missing = [None] * n
+
+    def column(attr: str) -> list:
+        return [getattr(c, attr) for c in calls]
+
+    return FLOW.from_columns(
         {
-            "index": c.index,
-            "name": c.name,
-            "type": c.type,
-            "depth": c.depth,
-            "parent": c.parent,
-            "call": c.call,
-            "input_shapes": _shapes(c.input_shapes),
-            "input_bytes": c.input_bytes,
-            "output_shapes": _shapes(c.output_shapes),
-            "output_dtypes": _dtypes(c.output_dtypes),
-            "flops": c.flops if counted else None,
-            "own_flops": c.own_flops if counted else None,
-            "backward_flops": c.backward_flops if backward else None,
-            "activation_bytes": c.activation_bytes,
-            "own_activation_bytes": c.own_activation_bytes,
-            "status": c.status,
-        }
-        for c in result.calls
-    ]
-    return FLOW.build(rows)
+            "index": column("index"),
+            "name": column("name"),
+            "type": column("type"),
+            "depth": column("depth"),
+            "parent": column("parent"),
+            "call": column("call"),
+            "input_shapes": [_shapes(c.input_shapes) for c in calls],
+            "input_bytes": column("input_bytes"),
+            "output_shapes": [_shapes(c.output_shapes) for c in calls],
+            "output_dtypes": [_dtypes(c.output_dtypes) for c in calls],
+            "flops": column("flops") if result.flops else missing,
+            "own_flops": column("own_flops") if result.flops else missing,
+            "backward_flops": column("backward_flops") if result.backward else missing,
+            "activation_bytes": column("activation_bytes"),
+            "own_activation_bytes": column("own_activation_bytes"),
+            "status": column("status"),
+        },
+        n,
+    )
 
 
 def _per_module(calls: list[Call], backward: bool) -> dict[str, dict]:

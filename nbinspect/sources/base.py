@@ -99,9 +99,13 @@ class ModelSource:
         """For every module path, the distinct storages held in its subtree (the module and
         everything below it): the basis of every per-module roll-up."""
         out: dict[str, dict[Hashable, TensorEntry]] = {m.name: {} for m in self.modules}
+        chains: dict[str, list[str]] = {}  # a module's tensors share its chain of ancestors
         for t in self.tensors:
             if kind is None or t.kind == kind:
-                for path in self.ancestors(t.module):
+                chain = chains.get(t.module)
+                if chain is None:
+                    chain = chains[t.module] = self.ancestors(t.module)
+                for path in chain:
                     out.setdefault(path, {}).setdefault(t.storage_key, t)
         return out
 

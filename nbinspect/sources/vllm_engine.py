@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..errors import EngineError, first_line
 from ..schema import ENGINE_COMPONENTS, ENGINE_TOTALS
+from .vllm_shards import global_moments, to_plain
 from .vllm_worker import InspectWorkerExtension, worker_report
 
 __all__ = ["EngineReport", "engine_report", "is_vllm_engine"]
@@ -74,10 +75,19 @@ def _remote_reports(llm: Any, options: dict[str, Any]) -> list[bytes]:
     return llm.collective_rpc(worker_report, args=(options,))
 
 
+def _global_stats(llm: Any, options: dict[str, Any]) -> Any:
+    """Global Moments of every tensor, merged here from each tensor-parallel rank's share."""
+
+    def ask(step: dict[str, Any]) -> list[Any]:
+        return [pickle.loads(r) for r in _remote_reports(llm, {**options, **step})]
+
+    return to_plain(global_moments(ask, options["bins"]))
+
+
 class EngineReport:
-    """What :func:`engine_report` read: the served model's frames and totals (rank 0's;
-    with tensor parallelism the parameter counts are the whole model's), the engine's facts, its
-    components and the sample generation."""
+    """What :func:`engine_report` read: the served model's frames and totals (with tensor
+    parallelism the whole model's: global shapes, counts and statistics), the engine's facts,
+    its components and the sample generation."""
 
     def __init__(self, name: str, frames: dict[str, pd.DataFrame], totals: dict[str, Any], io: dict[str, Any]):
         self.name, self.frames, self.totals, self.io = name, frames, totals, io
@@ -199,18 +209,6 @@ def _generate(llm: Any, prompt: str, max_tokens: int) -> dict[str, Any]:
     }
 
 
-def _global_totals(report: dict[str, Any]) -> dict[str, Any]:
-    """A tensor-parallel rank's totals with the parameter counts of the whole model (from the
-    layers' unsplit sizes); buffers and modules are per rank."""
-    totals, whole = dict(report["totals"]), report["global"]
-    totals.update(
-        total_params=whole["params"], trainable_params=whole["trainable_params"], param_bytes=whole["param_bytes"]
-    )
-    totals["non_trainable_params"] = whole["params"] - whole["trainable_params"]
-    totals["total_params_by_path"] = whole["params"]
-    return totals
-
-
 def _guard(what: str, step: Callable[[], Any]) -> Any:
     try:
         return step()
@@ -238,7 +236,10 @@ def engine_report(
     if worker is not None:
         raw = [_guard("could not read the served model in the vLLM worker", lambda: worker_report(worker, options))]
     else:
-        raw = _guard("could not reach the vLLM workers through collective_rpc", lambda: _remote_reports(llm, options))
+        reach = "could not reach the vLLM workers through collective_rpc"
+        if stats and llm.llm_engine.vllm_config.parallel_config.tensor_parallel_size > 1:
+            options["moments"] = _guard(reach, lambda: _global_stats(llm, options))
+        raw = _guard(reach, lambda: _remote_reports(llm, options))
     reports = [pickle.loads(r) for r in raw]
     reports.sort(key=lambda r: r["rank"])
     first = reports[0]
@@ -246,7 +247,7 @@ def engine_report(
         "could not read the vLLM engine's configuration",
         lambda: _engine_facts(llm, first, _runs_here(llm)),
     )
-    totals = {**(_global_totals(first) if len(reports) > 1 else first["totals"]), **facts}
+    totals = {**first["totals"], **facts}
     frames = dict(first["frames"])
     frames["components"] = _guard(
         "could not list the engine's components", lambda: _components(llm, first, facts, len(reports))

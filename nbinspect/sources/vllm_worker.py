@@ -21,10 +21,11 @@ from torch import nn
 
 from ..analyze import structure
 from ..analyze.compare import compare_frame
-from ..analyze.stats import stats_frames
+from ..analyze.stats import frames_of, stats_frames
 from ..schema import PARAMETER
 from .base import ModelSource, TensorEntry
 from .torch_module import from_module
+from .vllm_shards import from_plain, rank_histograms, rank_moments, rank_source
 
 __all__ = ["InspectWorkerExtension", "fused_checkpoint", "served_source", "worker_report"]
 
@@ -114,7 +115,9 @@ def fused_checkpoint(folder: str, served: ModelSource, mapping: dict[str, list[s
             )
         )
         used.update(names)
-    kept = tuple(t for t in ckpt.tensors if t.name not in used)
+    # the served side is weights only; buffers a known architecture derives from config.json
+    # (rotary inv_freq) are in no file
+    kept = tuple(t for t in ckpt.tensors if t.name not in used and t.kind == PARAMETER)
     return replace(ckpt, tensors=kept + tuple(fused))
 
 
@@ -140,49 +143,46 @@ def _runner_model(worker: Any) -> nn.Module:
     return model
 
 
-def _global_numel(module: nn.Module, local: str, entry: TensorEntry) -> int:
-    """Elements of a parameter across all tensor-parallel ranks: vLLM's parallel layers keep
-    their unsplit ``output_size``/``input_size`` (heads replicated over ranks included once)."""
-    out, inp = getattr(module, "output_size", None), getattr(module, "input_size", None)
-    heads, kv_heads = getattr(module, "total_num_heads", None), getattr(module, "total_num_kv_heads", None)
-    if isinstance(heads, int) and isinstance(kv_heads, int):  # QKV: output_size counts kv heads per rank
-        head = int(getattr(module, "head_size", 0))
-        out = (heads + kv_heads) * head + kv_heads * getattr(module, "v_head_size", head)
-    if not (isinstance(out, int) and isinstance(inp, int)) or entry.shape is None:
-        return entry.numel
-    if local == "weight" and len(entry.shape) == 2:
-        return out * inp
-    return out if local == "bias" and len(entry.shape) == 1 else entry.numel
+def _tp_rank(worker: Any) -> int:
+    size = int(getattr(worker.parallel_config, "tensor_parallel_size", 1))
+    if size == 1:
+        return 0
+    from vllm.distributed import get_tensor_model_parallel_rank
 
-
-def _global_sums(model: nn.Module, source: ModelSource) -> dict[str, int]:
-    """Parameter elements and bytes of the whole model, read on one rank."""
-    sums = {"params": 0, "trainable_params": 0, "param_bytes": 0}
-    for t in source.unique_tensors(PARAMETER).values():
-        numel = _global_numel(model.get_submodule(t.module), t.name.rpartition(".")[2], t)
-        sums["params"] += numel
-        sums["trainable_params"] += numel if t.requires_grad else 0
-        sums["param_bytes"] += numel * t.nbytes // t.numel if t.numel else 0
-    return sums
+    return int(get_tensor_model_parallel_rank())
 
 
 def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
-    """The frames of the model this worker serves, pickled (frames only, never weights).
+    """The frames of the model this worker serves, pickled (frames only, never weights), with
+    global shapes and counts (see :mod:`.vllm_shards`).
 
     `options`: ``stats``, ``bins``, ``folder`` (the checkpoint folder to compare with, or None;
-    a tensor-parallel shard is not compared)."""
+    a tensor-parallel shard is not compared), ``moments`` (global Moments by name, merged from
+    the ranks' shares: the stats are built from them). ``step`` "moments" or "histograms"
+    (with ``ranges``) answers one round of :func:`.vllm_shards.global_moments` instead."""
     model = _runner_model(worker)
-    source = served_source(model)
+    served = served_source(model)
+    source = rank_source(model, served, _tp_rank(worker))
+    bins = options.get("bins", 64)
+    if options.get("step") == "moments":
+        return pickle.dumps(rank_moments(source, bins))
+    if options.get("step") == "histograms":
+        return pickle.dumps(rank_histograms(source, options["ranges"], bins))
     frames = {
         "params": structure.params(source),
         "layers": structure.layers(source),
         "by_type": structure.by_type(source),
     }
     if options.get("stats"):
-        by = stats_frames(source, options.get("bins", 64))
+        given = options.get("moments")
+        if given is None:
+            by = stats_frames(source, bins)
+        else:
+            merged = from_plain(given)
+            by = frames_of(source, {t.storage_key: merged[t.name] for t in source.tensors}, bins)
         frames.update(stats=by["tensor"], stats_by_module=by["module"])
         if options.get("folder") and getattr(worker.parallel_config, "tensor_parallel_size", 1) == 1:
-            weights = replace(source, tensors=tuple(t for t in source.tensors if t.kind == PARAMETER))
+            weights = replace(served, tensors=tuple(t for t in served.tensors if t.kind == PARAMETER))
             mapping = getattr(type(model), "packed_modules_mapping", None)
             frames["compare"] = compare_frame(fused_checkpoint(options["folder"], weights, mapping), weights)
     runner = worker.model_runner
@@ -190,7 +190,6 @@ def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
     report = {
         "frames": frames,
         "totals": structure.totals(source),
-        "global": _global_sums(model, source),
         "rank": getattr(worker, "rank", 0),
         "worker": type(worker).__name__,
         "model_runner": type(runner).__name__,

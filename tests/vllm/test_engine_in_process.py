@@ -150,9 +150,7 @@ def test_worker_extension_answers_by_method_name(llm, insp):
     (raw,) = llm.collective_rpc("nbinspect_report", args=({"stats": False, "bins": 8, "folder": None},))
     report = pickle.loads(raw)
     assert report["totals"]["total_params"] == insp.totals["total_params"] and "stats" not in report["frames"]
-    # the whole-model count tensor parallelism relies on, from the layers' unsplit sizes
-    assert report["global"]["params"] == insp.totals["total_params"]
-    assert report["global"]["param_bytes"] == insp.totals["param_bytes"]
+    assert report["totals"]["param_bytes"] == insp.totals["param_bytes"]
 
 
 def test_magic_shows_the_engine(llm):
