@@ -143,9 +143,16 @@ PARAMS = FrameSchema(
         Column("bytes", "Int64", "numel times element size"),
         Column("requires_grad", "boolean", "whether the optimizer would train it"),
         Column("tied_to", "string", "first path holding the same storage; missing if not shared"),
+        Column(
+            "overlaps",
+            "string",
+            "first paths of earlier storages this one shares some (not all) elements with "
+            "(partially overlapping views), comma-separated; missing if none",
+        ),
     ),
     "One row per parameter and buffer path. Shared storage appears at each path; "
-    "rows with `tied_to` set are not counted again in totals.",
+    "rows with `tied_to` set are not counted again in totals. Elements a row shares with an "
+    "earlier row (`overlaps`) are counted once, at the earlier row, in totals and layers.",
 )
 
 TRACE_COLUMNS = (

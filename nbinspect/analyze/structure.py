@@ -22,7 +22,7 @@ __all__ = ["by_type", "layers", "params", "totals"]
 def params(model: Any) -> pd.DataFrame:
     """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
     source = as_source(model)
-    tied = source.tied()
+    tied, overlaps = source.tied(), source.overlaps()
     rows = []
     for t in source.tensors:
         rows.append(
@@ -37,21 +37,31 @@ def params(model: Any) -> pd.DataFrame:
                 "bytes": t.nbytes,
                 "requires_grad": t.requires_grad,
                 "tied_to": tied.get(t.name),
+                "overlaps": overlaps.get(t.name),
             }
         )
     return PARAMS.build(rows)
 
 
-def _unique_sums(entries: dict[Any, TensorEntry]) -> dict[str, int]:
+def _counted(t: TensorEntry, repeated: dict[Any, int]) -> tuple[int, int]:
+    """(elements, bytes) of `t` less those an earlier, partially overlapping view holds."""
+    n = repeated.get(t.storage_key, 0)
+    if not n:
+        return t.numel, t.nbytes
+    return t.numel - n, t.nbytes - n * (t.nbytes // t.numel)
+
+
+def _unique_sums(entries: dict[Any, TensorEntry], repeated: dict[Any, int]) -> dict[str, int]:
     out = {"params": 0, "trainable_params": 0, "param_bytes": 0, "buffer_bytes": 0, "buffer_numel": 0}
     for t in entries.values():
+        numel, nbytes = _counted(t, repeated) if repeated else (t.numel, t.nbytes)
         if t.kind == PARAMETER:
-            out["params"] += t.numel
-            out["param_bytes"] += t.nbytes
-            out["trainable_params"] += t.numel if t.requires_grad else 0
+            out["params"] += numel
+            out["param_bytes"] += nbytes
+            out["trainable_params"] += numel if t.requires_grad else 0
         else:
-            out["buffer_bytes"] += t.nbytes
-            out["buffer_numel"] += t.numel
+            out["buffer_bytes"] += nbytes
+            out["buffer_numel"] += numel
     return out
 
 
@@ -62,13 +72,16 @@ def layers(model: Any) -> pd.DataFrame:
     subtree = source.subtree_tensors()
     own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
     tied = source.tied()
+    overlapping = bool(source.overlap_groups)
+    # own counts take shared elements at their first path, as totals do
+    repeated = source.repeated_elements(source.unique_tensors()) if overlapping else {}
     for t in source.tensors:
         if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
             own[t.module].setdefault(t.storage_key, t)
     rows = []
     depths: dict[str, int] = {}  # pre-order: a parent's depth is known before its children's
     for index, m in enumerate(source.modules):
-        sums = _unique_sums(subtree[m.name])
+        sums = _unique_sums(subtree[m.name], source.repeated_elements(subtree[m.name]) if overlapping else {})
         parent = source.parent(m.name)
         depth = depths[m.name] = depths[parent] + 1 if parent in depths else len(source.ancestors(m.name)) - 1
         rows.append(
@@ -81,7 +94,9 @@ def layers(model: Any) -> pd.DataFrame:
                 "is_leaf": m.is_leaf,
                 "alias_of": m.alias_of,
                 "params": sums["params"],
-                "own_params": sum(t.numel for t in own[m.name].values() if t.kind == PARAMETER),
+                "own_params": sum(
+                    t.numel - repeated.get(t.storage_key, 0) for t in own[m.name].values() if t.kind == PARAMETER
+                ),
                 "trainable_params": sums["trainable_params"],
                 "frozen_params": sums["params"] - sums["trainable_params"],
                 "param_bytes": sums["param_bytes"],
@@ -103,12 +118,15 @@ def by_type(model: Any) -> pd.DataFrame:
         if m.alias_of is None:
             groups.setdefault(m.type, {"modules": 0, "params": 0, "param_bytes": 0})["modules"] += 1
     total = 0
-    for t in source.unique_tensors().values():
+    unique = source.unique_tensors()
+    repeated = source.repeated_elements(unique)
+    for t in unique.values():
         if t.kind == PARAMETER:
             g = groups[type_of[t.module]]
-            g["params"] += t.numel
-            g["param_bytes"] += t.nbytes
-            total += t.numel
+            numel, nbytes = _counted(t, repeated)
+            g["params"] += numel
+            g["param_bytes"] += nbytes
+            total += numel
     rows: list[dict[str, Any]] = [
         {"type": name, **g, "share": 100.0 * g["params"] / total} for name, g in groups.items() if g["params"] > 0
     ]
@@ -120,7 +138,8 @@ def by_type(model: Any) -> pd.DataFrame:
 def totals(model: Any) -> dict[str, int]:
     """Model-wide counts (keys: schema.STRUCTURE_TOTALS); shared storage counted once."""
     source = as_source(model)
-    sums = _unique_sums(source.unique_tensors())
+    unique = source.unique_tensors()
+    sums = _unique_sums(unique, source.repeated_elements(unique))
     return {
         "total_params": sums["params"],
         "trainable_params": sums["trainable_params"],

@@ -12,6 +12,8 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import overlap
+
 
 @dataclass(frozen=True, slots=True)
 class TensorEntry:
@@ -105,6 +107,67 @@ class ModelSource:
                     chain = chains[t.module] = self.ancestors(t.module)
                 for path in chain:
                     out.setdefault(path, {}).setdefault(t.storage_key, t)
+        return out
+
+    @functools.cached_property
+    def overlap_groups(self) -> dict[Hashable, int]:
+        """Storage key -> group for the keys whose memory meets another key's (partially
+        overlapping views, see :mod:`.overlap`); empty for almost every model."""
+        return overlap.groups(self.unique_tensors())
+
+    @functools.cached_property
+    def _repeated_cache(self) -> dict[tuple[Hashable, ...], tuple[list[int], str | None]]:
+        return {}
+
+    def _repeated(self, keys: tuple[Hashable, ...]) -> tuple[list[int], str | None]:
+        found = self._repeated_cache.get(keys)
+        if found is None:
+            found = self._repeated_cache[keys] = overlap.repeated(keys)
+        return found
+
+    def _overlapping(self, keys: Iterable[Hashable]) -> list[list[Hashable]]:
+        """`keys` that fall in one overlap group, group by group, in their order; [] at once
+        in the normal case."""
+        if not self.overlap_groups:
+            return []
+        by_group: dict[int, list[Hashable]] = {}
+        for key in keys:
+            group = self.overlap_groups.get(key)
+            if group is not None:
+                by_group.setdefault(group, []).append(key)
+        return [group for group in by_group.values() if len(group) > 1]
+
+    def repeated_elements(self, entries: Iterable[Hashable]) -> dict[Hashable, int]:
+        """For distinct storage keys in counting order (e.g. `unique_tensors()` or one
+        module's `subtree_tensors()`): how many elements of each an earlier key already
+        covers. Partially overlapping views share some elements; subtracting these counts each
+        distinct element once, at the first path that holds it. Empty in the normal case."""
+        out = {}
+        for group in self._overlapping(entries):
+            for key, n in zip(group, self._repeated(tuple(group))[0]):
+                if n:
+                    out[key] = n
+        return out
+
+    def overlaps(self) -> dict[str, str]:
+        """Each first path of a storage that shares some (not all) of its elements with
+        earlier storages -> those storages' first paths, compared pair by pair in groups of
+        up to `overlap.MAX_PAIRWISE` views (past it, how many elements were seen before), or
+        why the elements could not be compared exactly."""
+        if not self.overlap_groups:
+            return {}
+        unique = self.unique_tensors()
+        out = {}
+        for group in self._overlapping(unique):
+            repeated, note = self._repeated(tuple(group))
+            for i, key in enumerate(group[1:], 1):
+                if note:
+                    out[unique[key].name] = f"{', '.join(unique[k].name for k in group[:i])} ({note})"
+                elif repeated[i] and len(group) > overlap.MAX_PAIRWISE:
+                    out[unique[key].name] = f"{repeated[i]:,} elements held by earlier views (one of {len(group):,})"
+                elif repeated[i]:
+                    earlier = [k for k in group[:i] if self._repeated((k, key))[0][1]]
+                    out[unique[key].name] = ", ".join(unique[k].name for k in earlier)
         return out
 
     def tied(self) -> dict[str, str]:
