@@ -167,6 +167,20 @@ def test_counts_exact_across_chunks_that_all_move_and_chunks_that_straddle(path)
     assert delta.moments["weight"].zeros == np.count_nonzero(d == 0) >= 5
 
 
+def test_a_nan_or_inf_in_the_change_is_counted_apart(path):
+    model = nn.Linear(40, 30)
+    old = ParameterSnapshot.take(model)
+    with torch.no_grad():
+        model.weight.add_(1e-3)
+        model.weight[0, :3] = torch.tensor([math.nan, math.inf, -math.inf])
+    delta = ParameterDelta.between(old, model, thresholds=THRESHOLDS)
+    m = delta.moments["weight"]
+    finite = _reference(old, model)["weight"][3:]
+    assert (m.nan, m.inf, m.count) == (1, 2, finite.size)
+    assert m.l2 == pytest.approx(np.linalg.norm(finite), rel=1e-6)
+    assert delta.moments["bias"].max == 0 and delta.moments["bias"].zeros == 30
+
+
 def test_delta_agrees_with_the_comparison_engine(path):
     model = _seeded()
     old = ParameterSnapshot.take(model)
