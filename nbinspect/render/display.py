@@ -20,9 +20,13 @@ __all__ = ["DisplayFrame", "html_table", "readable", "saved_view", "sparkline"]
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
-def sparkline(counts: Any) -> str:
-    """A histogram as one line of block characters (empty bins as spaces)."""
+def sparkline(counts: Any, width: int = 16) -> str:
+    """A histogram as one line of at most `width` block characters (neighbouring bins added
+    together; empty ones as spaces), narrow enough for a table cell."""
     values = np.asarray(counts, dtype=np.float64)
+    if values.size > width:
+        group = -(-values.size // width)  # ceil: bins per character
+        values = np.add.reduceat(values, np.arange(0, values.size, group))
     top = values.max() if values.size else 0
     if top <= 0:
         return ""
@@ -52,6 +56,8 @@ def _formatter(name: str, column: pd.Series) -> Callable[[Any], str] | None:
         return lambda x: "" if is_missing(x) else f"{x:.1f}%"
     if name == "hist_counts":
         return lambda x: "" if x is None or is_missing(x) is True else sparkline(x)
+    if name == "attrs":
+        return lambda x: ", ".join(f"{k}={v}" for k, v in x.items()) if isinstance(x, dict) else ""
     if name == "hist_edges":
         return lambda x: "" if x is None or is_missing(x) is True else f"[{_number(x[0])}, {_number(x[-1])}]"
     if name.startswith("shape") or name.endswith("_shapes"):
