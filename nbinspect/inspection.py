@@ -130,9 +130,14 @@ class Inspection(Result):
             parts.append(tensor_listing(self.params))
         return "\n\n".join(parts)
 
+    def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
+        # the health frame, computed once and cached, rather than again by the payload
+        return {**self.frames, "health": self.health} if "stats" in self.frames else self.frames
+
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
-        problems = text.health_block(self.health, self.problems()) if self.problems() else None
+        found = self.problems()
+        problems = text.health_block(self.health, found) if found else None
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
         if self.framework == "vllm":
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary

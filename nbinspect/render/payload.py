@@ -326,7 +326,7 @@ def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor
         matrices = _matrix_histograms(_split_stats(frames)[0], frames["params"]) if "params" in frames else {}
         if name in matrices:
             counts, edges = matrices[name]
-            return {"e": [_round(x) for x in edges], "c": counts.tolist()}
+            return _full_histogram({"hist_counts": counts, "hist_edges": edges})
     frame = _split_stats(frames)[0 if kind == "tensor" else 1]
     if frame is None or "hist_counts" not in frame.columns:
         return None

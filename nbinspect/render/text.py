@@ -47,8 +47,8 @@ def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None
     """The module tree as a table, down to `depth` (None: all levels). Repeated blocks fold
     into one row (``0–11 ×12``, their total) over the first block's rows."""
     folds, hidden = fold_repeats(layers)
-    shown = layers.iloc[[i for i in range(len(layers)) if i not in hidden]]
     positions = [i for i in range(len(layers)) if i not in hidden]
+    shown = layers.iloc[positions]
     prefixes = _tree_prefixes(shown)
     traced = layers["output_shapes"].notna().any()
     header = ["Module", "Type"] + (["Output shape"] if traced else []) + ["Params", "Share", "Trainable"]
