@@ -65,9 +65,7 @@ def combine_moments(
 ) -> dict[Any, tuple[Moments | None, str | None]]:
     """Global Moments per storage key from each rank's Moments of its contribution."""
     dist = _dist()
-    entries: dict[Any, TensorEntry] = {}
-    for t in source.tensors:
-        entries.setdefault(t.storage_key, t)
+    entries = source.unique_tensors()
     keys = list(entries)
     local = np.zeros((len(keys), len(_FIELDS) + 1), np.float64)  # last column: 1 = no values here
     for i, key in enumerate(keys):

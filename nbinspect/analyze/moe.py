@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from ..schema import EXPERT_CHANGES, MOE, PARAMETER
-from ..sources import ModelSource, ModuleEntry, TensorEntry, ancestors, as_source
+from ..sources import ModelSource, ModuleEntry, TensorEntry, as_source
 from ..sources.dtensor import DistributedSource
 from .compare import by_module, compare_frame
 from .gc_pause import gc_paused
@@ -48,10 +47,6 @@ class ExpertGroup(NamedTuple):
     expert_params: int
     top_k: int | None
     shared_params: int
-
-
-def _is_index(key: str) -> bool:
-    return key.isdigit()
 
 
 def _says_experts(m: ModuleEntry) -> bool:
@@ -91,18 +86,10 @@ def _top_k(source: ModelSource, path: str, by_name: dict[str, ModuleEntry], chil
 
 def _subtree_params(source: ModelSource) -> dict[str, int]:
     out: dict[str, int] = {}
-    for t in _unique(source.tensors):
-        if t.kind == PARAMETER:
-            for path in ancestors(t.module):
-                out[path] = out.get(path, 0) + t.numel
+    for t in source.unique_tensors(PARAMETER).values():
+        for path in source.ancestors(t.module):
+            out[path] = out.get(path, 0) + t.numel
     return out
-
-
-def _unique(tensors: Iterable[TensorEntry]) -> list[TensorEntry]:
-    seen: dict[Any, TensorEntry] = {}
-    for t in tensors:
-        seen.setdefault(t.storage_key, t)
-    return list(seen.values())
 
 
 def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:

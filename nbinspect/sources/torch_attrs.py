@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..dtypes import dtype_name
+
 _SCALARS = (bool, int, float, str, type(None))
 
 
@@ -23,7 +25,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, torch.dtype):
-        return str(value).removeprefix("torch.")
+        return dtype_name(value)
     if isinstance(value, (tuple, list, torch.Size)) and all(isinstance(v, _SCALARS) for v in value):
         return tuple(value)
     return None

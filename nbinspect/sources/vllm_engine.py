@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..dtypes import dtype_name
 from ..errors import EngineError, first_line
 from ..schema import ENGINE_COMPONENTS, ENGINE_TOTALS
 from .vllm_shards import global_moments, to_plain
@@ -101,7 +102,7 @@ def _engine_facts(llm: Any, report: dict[str, Any], in_process: bool) -> dict[st
         "vllm_version": _version(),
         "model_path": str(model.model),
         "architecture": (getattr(model, "architectures", None) or [report["model"]])[0],
-        "dtype": str(model.dtype).removeprefix("torch."),
+        "dtype": dtype_name(model.dtype),
         "quantization": model.quantization,
         "max_model_len": model.max_model_len,
         "tensor_parallel_size": parallel.tensor_parallel_size,
