@@ -5,8 +5,10 @@
 Every figure is measured in this run against baselines from the same run, on one
 5,000-module model (``Linear(8, 8)`` layers, input [1, 8]): the plain forward pass (grad
 enabled, as the trace runs it); the same forward with a global no-op pre/post hook pair
-(the floor for seeing every module call from Python) and with a no-op
-``TorchDispatchMode`` as well (the floor for counting FLOPs from torch's own formulas);
+(the floor for seeing every module call from Python), with a no-op
+``TorchDispatchMode`` as well (what counting FLOPs from torch's own formulas pays), with a
+no-op saved-tensor hook instead (the floor of a trace that sees shapes and saved tensors)
+and with both, the mode without torch's per-op dynamo wrapper (the floor of the FLOP trace);
 and torchinfo's ``summary`` (optional: ``pip install -e .[bench]``). The variants run
 interleaved on one thread, each figure the best of N in CPU time (``time.process_time``),
 which other processes on a shared machine disturb less than wall time. Reported:
@@ -64,9 +66,30 @@ class NoOpDispatch(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def with_noop_dispatch(model: nn.Module, x: torch.Tensor) -> None:
-    with NoOpDispatch():
+class NoOpDispatchUnwrapped(NoOpDispatch):
+    """The same without torch's per-op ``torch._dynamo.disable`` wrapper (nbinspect's counter
+    guards its code once instead): the floor of the dispatch itself."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def with_noop_dispatch(model: nn.Module, x: torch.Tensor, mode: type = NoOpDispatch) -> None:
+    with mode():
         with_noop_hooks(model, x)
+
+
+def with_noop_saved_hooks(model: nn.Module, x: torch.Tensor, mode: type | None = None) -> None:
+    """The floor of measuring activations: a no-op pack hook, one Python call per saved tensor."""
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        if mode is None:
+            with_noop_hooks(model, x)
+        else:
+            with_noop_dispatch(model, x, mode)
 
 
 def bench_hooks(layers: int, repeat: int) -> None:
@@ -78,6 +101,8 @@ def bench_hooks(layers: int, repeat: int) -> None:
         "plain forward (grad enabled)": lambda: model(x),
         "floor: global no-op hook pair": lambda: with_noop_hooks(model, x),
         "floor: hook pair + no-op dispatch mode": lambda: with_noop_dispatch(model, x),
+        "floor: hook pair + no-op saved-tensor hook": lambda: with_noop_saved_hooks(model, x),
+        "floor: + dispatch mode, no dynamo wrapper": lambda: with_noop_saved_hooks(model, x, NoOpDispatchUnwrapped),
         "run_trace(flops=False): shapes, saved tensors": lambda: run_trace(model, (x,), flops=False),
         "run_trace: shapes, saved tensors, FLOPs": lambda: run_trace(model, (x,)),
         "nbinspect.trace: + structure and frames": lambda: nbinspect.trace(model, x),

@@ -10,13 +10,12 @@ allocated.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
-__all__ = ["SavedTensorMeter", "storage_id", "storage_ids"]
+__all__ = ["SavedTensorMeter", "storage_id"]
 
 
 def storage_id(t: torch.Tensor) -> int:
@@ -28,66 +27,33 @@ def storage_id(t: torch.Tensor) -> int:
         return id(t)
 
 
-def storage_ids(tensors: list[torch.Tensor]) -> set[int]:
-    """``{storage_id(t) for t in tensors}``, in C when every tensor has a plain storage."""
-    try:
-        return set(map(_CDATA, map(torch.Tensor.untyped_storage, tensors)))
-    except (RuntimeError, NotImplementedError, TypeError):
-        return {storage_id(t) for t in tensors}
-
-
-_CDATA = operator.attrgetter("_cdata")
-
-
 class SavedTensorMeter:
-    """Context manager: adds the bytes of each newly saved storage to the
-    ``own_activation_bytes`` of the call on top of `stack` (`outside` when it is empty).
-    ``exclude`` are storages that are not activations.
+    """Context manager: adds the bytes of each newly saved storage to
+    ``current().own_activation_bytes``. ``exclude`` are storages that are not activations."""
 
-    While a call is open the pack hook only notes (tensor, call): one Python call per saved
-    tensor is autograd's floor, and reading storages there costs as much again. The notes
-    are counted by :meth:`flush`, which the recorder calls when the model's outermost call
-    returns (so nothing is held past the forward pass that saved it: autograd's graph holds
-    it that long anyway), and on exit. Holding the tensors until then also keeps a freed
-    storage's id from being reused by a later one and wrongly counted as seen."""
-
-    def __init__(self, stack: list, outside: Any, exclude: Iterable[int] = ()):
-        self.stack = stack
-        self.outside = outside
+    def __init__(self, current: Callable[[], Any], exclude: Iterable[int] = ()):
+        self.current = current
         self.seen = set(exclude)
-        self.pending: list[tuple[torch.Tensor, Any]] = []
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        stack = self.stack
-        if stack:
-            self.pending.append((t, stack[-1]))
-        else:  # saved outside the model (a loss in a watched block): nothing to wait for
-            self.pending.append((t, self.outside))
-            self.flush()
-        return t
-
-    def flush(self) -> None:
-        """Count the tensors saved since the last flush, in the order they were saved."""
-        pending, self.pending = self.pending, []
+        try:  # storage_id, inlined: this runs for every saved tensor
+            storage = t.untyped_storage()
+        except (RuntimeError, NotImplementedError, TypeError):
+            storage = None
+        key = id(t) if storage is None else storage._cdata
         seen = self.seen
-        for t, call in pending:
-            try:  # storage_id, inlined: this runs for every saved tensor
-                storage = t.untyped_storage()
-            except (RuntimeError, NotImplementedError, TypeError):
-                storage = None
-            key = id(t) if storage is None else storage._cdata
-            if key not in seen:
-                seen.add(key)
-                call.own_activation_bytes += t.nbytes if storage is None else storage.nbytes()
+        if key not in seen:
+            seen.add(key)
+            self.current().own_activation_bytes += t.nbytes if storage is None else storage.nbytes()
+        return t
 
     def __enter__(self) -> SavedTensorMeter:
         self._hooks.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc) -> None:
         self._hooks.__exit__(*exc)
-        self.flush()
 
 
 def _unpack(t: torch.Tensor) -> torch.Tensor:

@@ -17,6 +17,7 @@ with the module call that created it; during backward the node running
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Callable
 from types import CodeType
@@ -104,6 +105,17 @@ def _shape_of(value: Any) -> Any:
     return value
 
 
+_SHAPE = operator.attrgetter("shape")
+
+
+def _signature(args: tuple, out: Any) -> tuple:
+    """What a formula's count depends on: the shapes of the tensors, other arguments as they are."""
+    try:  # every argument and the output a tensor (matrix multiplies): built in C
+        return tuple(map(_SHAPE, args)), out.shape
+    except AttributeError:
+        return tuple([_shape_of(a) for a in args]), _shape_of(out)
+
+
 def _cached(formula: Callable) -> Callable:
     """Formulas depend only on shapes and plain arguments, but the registry's wrappers map
     tensors to shapes with pytree at ~50 us per op (and nest: addmm calls mm); remember
@@ -112,11 +124,7 @@ def _cached(formula: Callable) -> Callable:
 
     def count(*args, out_val=None, **kwargs):
         try:
-            key = (
-                tuple([a.shape if isinstance(a, torch.Tensor) else _shape_of(a) for a in args]),
-                out_val.shape if isinstance(out_val, torch.Tensor) else _shape_of(out_val),
-                tuple([(k, _shape_of(v)) for k, v in kwargs.items()]) if kwargs else (),
-            )
+            key = (*_signature(args, out_val), tuple([(k, _shape_of(v)) for k, v in kwargs.items()]) if kwargs else ())
             return cache[key]
         except KeyError:
             n = cache[key] = formula(*args, **kwargs, out_val=out_val)
@@ -136,9 +144,10 @@ def _floating_out(out: Any) -> bool:
 
 
 class FlopCounter(TorchDispatchMode):
-    """Adds each op's FLOPs to ``current()`` (an object with ``own_flops`` and
-    ``own_backward_flops``). With ``tag_nodes``, autograd nodes made in the forward pass
-    remember their call (an index into ``calls``) for backward attribution."""
+    """Adds each op's FLOPs to the call on top of `stack` (`outside` when it is empty; objects
+    with ``own_flops``, ``own_backward_flops`` and ``index``). With ``tag_nodes``, autograd
+    nodes made in the forward pass remember their call (an index into ``calls``) for
+    backward attribution."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -147,9 +156,10 @@ class FlopCounter(TorchDispatchMode):
         # once on the code object below, where this torch allows it.
         return False
 
-    def __init__(self, current: Callable[[], Any], calls: list, tag_nodes: bool = False):
+    def __init__(self, stack: list, outside: Any, calls: list, tag_nodes: bool = False):
         super().__init__()
-        self.current = current
+        self.stack = stack  # read, not called: a method call per op would cost more than the count
+        self.outside = outside
         self.calls = calls
         self.tag_nodes = tag_nodes
         self.in_backward = False
@@ -213,9 +223,9 @@ class FlopCounter(TorchDispatchMode):
         elif self.in_backward:
             self._backward_call().own_backward_flops += kind(*args, **kwargs, out_val=out)
         else:
-            self.current().own_flops += kind(*args, **kwargs, out_val=out)
+            (self.stack[-1] if self.stack else self.outside).own_flops += kind(*args, **kwargs, out_val=out)
         if self.tag_nodes and not self.in_backward:
-            self._pending = (out, self.current().index)
+            self._pending = (out, (self.stack[-1] if self.stack else self.outside).index)
         return out
 
 

@@ -20,13 +20,12 @@ put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import operator
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from threading import get_ident
 from typing import Any
@@ -42,7 +41,7 @@ from torch.nn.modules.module import (
 from ..dtypes import dtype_name
 from ..errors import DTYPE_HINT, TraceError, first_line
 from ..sources.mlx_module import is_mlx_module
-from .activations import SavedTensorMeter, storage_ids
+from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
 from .inputs import io_records, map_inputs, tensors_in
@@ -126,7 +125,6 @@ class Recorder:
         self.handles: list = []
         self.failures: dict[int, Call] = {}  # id(exception) -> the innermost call it came from
         self.thread = threading.get_ident()  # calls another thread makes at the same time are not ours
-        self.on_return: Callable[[], None] | None = None  # called as the outermost call closes
 
     def current(self) -> Call:
         return self.stack[-1] if self.stack else self.outside
@@ -181,15 +179,13 @@ class Recorder:
                 tensors = tensors_in(output)
                 call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
             call.status = "ok"
+            return
+        exc = sys.exc_info()[1]
+        if exc is not None and id(exc) not in self.failures:
+            call.status = "failed"
+            self.failures[id(exc)] = call
         else:
-            exc = sys.exc_info()[1]
-            if exc is not None and id(exc) not in self.failures:
-                call.status = "failed"
-                self.failures[id(exc)] = call
-            else:
-                call.status = "interrupted"
-        if not stack and self.on_return is not None:
-            self.on_return()
+            call.status = "interrupted"
 
     def failed_call(self, exc: BaseException) -> Call | None:
         """The innermost call that raised `exc` or an exception it was raised from. A call
@@ -248,9 +244,7 @@ def _preserved(
     # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
     # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
     # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
-    dicts = [vars(m) for m in modules]
-    copies = list(map(dict.copy, dicts))
-    modes = list(map(_TRAINING, modules))
+    saved = [(m, m.training, vars(m).copy()) for m in modules]
     buffers = []
     if real:
         for m in modules:
@@ -258,7 +252,7 @@ def _preserved(
                 buffers += [
                     (m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta
                 ]
-    cuda = sorted({t.device.index or 0 for t in tensors if t.is_cuda}) if any(map(_IS_CUDA, tensors)) else []
+    cuda = sorted({t.device.index or 0 for t in tensors if t.is_cuda})  # is_cuda: no device object per tensor
     with torch.random.fork_rng(devices=cuda):
         try:
             if training is not None:
@@ -266,33 +260,17 @@ def _preserved(
                     m.training = training
             yield
         finally:
-            if list(map(_TRAINING, modules)) != modes:
-                for m, mode in zip(modules, modes):
-                    if m.training is not mode:  # Module.__setattr__ is slow; most flags never changed
-                        m.training = mode
-            if not _same_objects(dicts, copies):
-                for now, attrs in zip(dicts, copies):
-                    if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
-                        _restore_attrs(now, attrs)
+            for m, mode, attrs in saved:
+                if m.training is not mode:  # Module.__setattr__ is slow; most flags never changed
+                    m.training = mode
+                now = vars(m)
+                if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
+                    _restore_attrs(now, attrs)
             for m, name, b, copy in buffers:
                 m._buffers[name] = b
                 if not torch.equal(b, copy):
                     with torch.no_grad(), torch.inference_mode(b.is_inference()):
                         b.copy_(copy)
-
-
-# C getters for map(): no Python frame per module or tensor
-_TRAINING, _IS_CUDA, _IS_META = (operator.attrgetter(a) for a in ("training", "is_cuda", "is_meta"))
-
-
-def _same_objects(dicts: list[dict[str, Any]], copies: list[dict[str, Any]]) -> bool:
-    """Each dict holds the same objects as its copy, in the same order: checked in C for the
-    whole model at once (a Python loop over modules costs three times as much)."""
-    if list(map(len, dicts)) != list(map(len, copies)):
-        return False
-    now = itertools.chain.from_iterable(map(dict.values, dicts))
-    before = itertools.chain.from_iterable(map(dict.values, copies))
-    return all(map(operator.is_, now, before))
 
 
 def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -455,7 +433,7 @@ def run_trace(
     dtype = input_dtype or param_dtype or model_dtype
     given = tensors_in((args, kwargs))
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
-    on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
+    on_meta = any(t.is_meta for t in (*model_tensors, *given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
     recorder = Recorder(named_modules)
     name = type(model).__name__
@@ -474,7 +452,7 @@ def run_trace(
     # Inference tensors (made under torch.inference_mode) cannot be saved for backward:
     # given inputs are cloned into normal ones; a model whose own tensors are inference
     # tensors runs in inference mode, and what autograd would save is not measured.
-    inference_model = any(map(torch.Tensor.is_inference, model_tensors))
+    inference_model = any(t.is_inference() for t in model_tensors)
     if inference_model and backward:
         raise ValueError("backward=True needs autograd, and the model's tensors are inference tensors")
     own_tensor = (lambda t: t.clone() if t.is_inference() else t) if not inference_model else (lambda t: t)
@@ -497,10 +475,9 @@ def run_trace(
             args, kwargs = map_inputs((args, kwargs), own_tensor, zeros)
             params = model_tensors
         inputs = tensors_in((args, kwargs))
-        exclude = storage_ids([*params, *inputs])
-        counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=backward)
-        meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
-        recorder.on_return = meter.flush
+        exclude = {storage_id(t) for t in (*params, *inputs)}
+        counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward)
+        meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
         if not inference_model:
@@ -513,7 +490,6 @@ def run_trace(
             try:
                 output = model(*args, **kwargs)
             except Exception as exc:
-                meter.flush()  # the partial trace's figures, if the outermost call did not close
                 message = _failure(recorder, exc, name) + (_dtype_hint(exc, dtype) if shapes_given else "")
                 if use_fake:
                     message += " [traced on fake tensors: values are unknown, only shapes]"

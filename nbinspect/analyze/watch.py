@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from torch import nn
 
 from ..sources.mlx_module import is_mlx_module
-from .activations import SavedTensorMeter, storage_ids
+from .activations import SavedTensorMeter, storage_id
 from .flops import FlopCounter
 from .trace import Recorder, TraceResult, finish
 
@@ -34,16 +34,17 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
         return
     named_modules = list(model.named_modules())
     recorder = Recorder(named_modules)
-    weights = storage_ids(
-        [t for _, m in named_modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
-    )
-    counter = FlopCounter(recorder.current, recorder.calls, tag_nodes=False)
-    meter = SavedTensorMeter(recorder.stack, recorder.outside, weights)
-    recorder.on_return = meter.flush  # each call of the model: nothing saved is held past it
+    weights = {
+        storage_id(t)
+        for _, m in named_modules
+        for t in (*m._parameters.values(), *m._buffers.values())
+        if t is not None
+    }
+    counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=False)
     result = TraceResult(recorder.calls, [], None, counter.uncounted, flops, False, False)
     recorder.attach()
     try:
-        with meter, counter if flops else contextlib.nullcontext():
+        with SavedTensorMeter(recorder.current, weights), counter if flops else contextlib.nullcontext():
             yield result
             counter.tag_pending()
     finally:
