@@ -82,7 +82,7 @@ def layers(model: Any) -> pd.DataFrame:
     depths: dict[str, int] = {}  # pre-order: a parent's depth is known before its children's
     for index, m in enumerate(source.modules):
         sums = _unique_sums(subtree[m.name], source.repeated_elements(subtree[m.name]) if overlapping else {})
-        parent = source.parent(m.name)
+        parent = m.parent if m.parent is not None else source.parent(m.name)  # the entry's own: no lookup
         depth = depths[m.name] = depths[parent] + 1 if parent in depths else len(source.ancestors(m.name)) - 1
         rows.append(
             {

@@ -109,7 +109,10 @@ class ModelSource:
                 if chain is None:
                     chain = chains[t.module] = self.ancestors(t.module)
                 for path in chain:
-                    out.setdefault(path, {}).setdefault(t.storage_key, t)
+                    below = out.get(path)  # not setdefault(path, {}): a new dict per call
+                    if below is None:
+                        below = out[path] = {}
+                    below.setdefault(t.storage_key, t)
         return out
 
     @functools.cached_property
