@@ -13,6 +13,7 @@ import torch
 
 import nbinspect
 from nbinspect.analyze import fused
+from nbinspect.analyze.moments import histogram_edges
 from nbinspect.analyze.reduce import SAMPLE, Workspace, large_moments
 
 pytest.importorskip("numba")
@@ -96,6 +97,26 @@ def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch):
     split = large_moments(t, 64, Workspace(KERNELS))
     assert (split.min, split.max, split.zeros, split.count) == (one.min, one.max, one.zeros, one.count)
     assert split.mean == pytest.approx(one.mean, rel=1e-12) and split.m2 == pytest.approx(one.m2, rel=1e-9)
+    assert np.array_equal(split.hist, one.hist) and split.hist_sample == one.hist_sample  # the sample, part by part
+
+
+def test_kernel_histogram_bins_like_numpy_on_and_near_the_edges():
+    edges = histogram_edges(-1.0, 3.0, 16)
+    near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+    values = np.concatenate([near[(near >= -1) & (near <= 3)], np.random.default_rng(0).uniform(-1, 3, 10_000)])
+    counts = np.zeros(16, np.int64)
+    KERNELS.bin_counts(np.append(values, [np.nan, np.inf]), edges, counts)
+    assert np.array_equal(counts, np.histogram(values, 16, range=(-1.0, 3.0))[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32])
+def test_short_dtypes_sum_exactly_around_a_shift_of_their_own_type(dtype):
+    t = _values(dtype, 5 * SAMPLE, seed=4)  # far from 0: the shift must be near the mean
+    m = large_moments(t, 64, Workspace(KERNELS))
+    x = t.double().numpy()
+    assert m.mean == pytest.approx(x.mean(), rel=1e-15) and m.m2 == pytest.approx(
+        ((x - x.mean()) ** 2).sum(), rel=1e-12
+    )
 
 
 def test_stats_frame_is_the_same_on_both_paths(always_fused):

@@ -39,6 +39,7 @@ __all__ = ["CHUNK", "SAMPLE", "Workspace", "batch_moments", "large_moments", "te
 
 CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
 SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
+_SHIFT_SAMPLE = 256  # elements whose mean is the fused path's shift (its sums need one near the mean)
 _SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation risk)
 
 
@@ -96,9 +97,10 @@ def _bin_counts(values: np.ndarray, segment: np.ndarray, lo: np.ndarray, hi: np.
     return np.bincount(segment * bins + index, minlength=k * bins).reshape(k, bins)
 
 
-def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Moments]:
-    """Statistics of many small real tensors at once, in float64 numpy over their
-    concatenated values (one reduceat per statistic), exact histograms."""
+def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64, kernels: ModuleType | None = None) -> list[Moments]:
+    """Statistics of many small real tensors at once, over their values concatenated in
+    float64: one reduceat per statistic in numpy, or one pass of the `kernels` (already
+    loaded, see :mod:`.fused`); exact histograms."""
     out: list[Moments] = [None] * len(tensors)  # type: ignore[list-item]
     groups: dict[torch.dtype, list[int]] = {}
     for i, t in enumerate(tensors):
@@ -114,6 +116,8 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
         flat = [flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()]
         x = (flat[0] if len(flat) == 1 else torch.cat(flat)).numpy()
     numels = np.fromiter((tensors[i].numel() for i in order), np.int64, len(order))
+    if kernels is not None:
+        return _kernel_batch(kernels, x, numels, order, out, bins)
     starts = np.concatenate([[0], np.cumsum(numels)[:-1]])
     finite = np.isfinite(x)
     every = bool(finite.all())
@@ -139,6 +143,22 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
             out[i] = Moments.empty(bins, numel, na, numel - na)
         else:
             out[i] = Moments(numel, n, mu, m2_, a, mn, mx, z, na, numel - n - na, hist[j], mn, mx, n)
+    return out
+
+
+def _kernel_batch(
+    k: ModuleType, x: np.ndarray, numels: np.ndarray, order: list[int], out: list[Moments], bins: int
+) -> list[Moments]:
+    """batch_moments' statistics from one kernel pass over the concatenated values `x`."""
+    sums = np.zeros((len(order), 8))
+    hist = np.zeros((len(order), bins), np.int64)
+    k.segment_moments(x, np.concatenate([[0], np.cumsum(numels)]), sums, hist)
+    for j, (i, numel, (n, na, z, mu, m2, a, mn, mx)) in enumerate(zip(order, numels.tolist(), sums.tolist())):
+        n, na = int(n), int(na)
+        if n == 0:
+            out[i] = Moments.empty(bins, numel, na, numel - na)
+        else:
+            out[i] = Moments(numel, n, mu, m2, a, mn, mx, int(z), na, numel - n - na, hist[j], mn, mx, n)
     return out
 
 
@@ -242,26 +262,36 @@ def _dense_flat(t: torch.Tensor) -> torch.Tensor | None:
     return dense.view(-1) if dense.is_contiguous() else None
 
 
+def _shift(flat: torch.Tensor) -> float:
+    """The mean of a few hundred of the tensor's finite elements, in its own type: x - shift
+    is then as short as x, so fp16/bf16/integer sums stay exact. numpy where it can: a torch
+    op here would wake torch's threads, which then spin beside the kernels."""
+    step = max(1, flat.numel() // _SHIFT_SAMPLE)
+    if flat.dtype in (torch.float32, torch.float64) and flat.device.type == "cpu":
+        few = flat.numpy()[::step]
+        finite = few[np.isfinite(few)]
+        return float(few.dtype.type(finite.mean(dtype=np.float64))) if finite.size else 0.0
+    few = flat[::step].to("cpu", torch.float64).numpy()
+    finite = few[np.isfinite(few)]
+    return float(torch.tensor(finite.mean()).to(flat.dtype)) if finite.size else 0.0
+
+
 def _fused_moments(
-    k: ModuleType, flat: torch.Tensor, cdt: torch.dtype, stride: int, workspace: Workspace, bins: int
+    k: ModuleType, flat: torch.Tensor, stride: int, workspace: Workspace, bins: int
 ) -> tuple[Moments, np.ndarray]:
-    """(Moments without histogram, float64 sample) of a dense tensor, read once by kernels `k`."""
-    if flat.dtype == cdt and flat.device.type == "cpu":  # numpy: no torch op (its threads spin after one)
-        picked = flat.numpy()[::stride].astype(np.float64)
-    else:
-        sample = workspace.get(cdt, "sample", -(-flat.numel() // stride)).copy_(flat[::stride])
-        picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
-    finite = picked[np.isfinite(picked)]
-    shift = float(finite.mean()) if finite.size else 0.0
-    sums = fused.moment_sums(k, flat, shift, lambda dtype: workspace.get(dtype, "upcast", CHUNK))
+    """(Moments without histogram, float64 sample) of a dense tensor, read once by kernels `k`,
+    which copy the sample out while each block is in cache. The sums are taken around a
+    shift near the mean (from a few hundred elements) so the squares do not cancel."""
+    sample = workspace.get(torch.float64, "sample", -(-flat.numel() // stride)).numpy()
+    sums = fused.moment_sums(k, flat, _shift(flat), lambda dtype: workspace.get(dtype, "upcast", CHUNK), sample, stride)
     n, inf = sums.n, sums.n - sums.count - sums.nan
     if sums.count == 0:
-        return Moments.empty(bins, n, sums.nan, inf), picked
+        return Moments.empty(bins, n, sums.nan, inf), sample
     mean, m2 = sums.mean_m2()
     empty = np.zeros(bins, np.int64)
     return Moments(
         n, sums.count, mean, m2, sums.abs_sum, sums.lo, sums.hi, sums.zeros, sums.nan, inf, empty, 0, 0, 0
-    ), picked
+    ), sample
 
 
 def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
@@ -272,7 +302,7 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     kernels = workspace.kernels
     flat = _dense_flat(t) if kernels is not None else None
     if kernels is not None and flat is not None:  # the fused path: dense tensors (nearly all)
-        total, picked = _fused_moments(kernels, flat, cdt, stride, workspace, bins)
+        total, picked = _fused_moments(kernels, flat, stride, workspace, bins)
     else:
         sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
         pieces = _pieces(t, CHUNK)
@@ -284,7 +314,14 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
         return total
     if total.nan or total.inf:
         picked = picked[np.isfinite(picked)]
-    counts = _bin_counts(picked, np.zeros(len(picked), np.int64), np.array([total.min]), np.array([total.max]), bins)[0]
+    if kernels is not None:
+        counts = np.zeros(bins, np.int64)
+        kernels.bin_counts(picked, histogram_edges(total.min, total.max, bins), counts)
+    else:
+        counts = _bin_counts(
+            picked, np.zeros(len(picked), np.int64), np.array([total.min]), np.array([total.max]), bins
+        )
+        counts = counts[0]
     return total._replace(
         hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked)
     )

@@ -107,7 +107,7 @@ def tensor_stats(
 
     def flush() -> None:
         try:
-            done = batch_moments([p[1] for p in pending], bins)
+            done = batch_moments([p[1] for p in pending], bins, workspace.kernels)
         except Exception:  # one bad tensor: reduce them one by one to keep the others
             done = None
         for i, (key, values, note, implicit) in enumerate(pending):
