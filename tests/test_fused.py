@@ -14,7 +14,7 @@ import torch
 import nbinspect
 from nbinspect.analyze import fused
 from nbinspect.analyze.moments import histogram_edges
-from nbinspect.analyze.reduce import SAMPLE, Workspace, large_moments
+from nbinspect.analyze.reduce import SAMPLE, Workspace, batch_moments, large_moments
 
 pytest.importorskip("numba")
 KERNELS = fused.kernels(fused.FUSED_ABOVE)
@@ -204,3 +204,28 @@ def test_recurring_work_loads_the_kernels_from_the_smaller_size(monkeypatch):
     monkeypatch.setattr(fused, "_loaded", {})
     assert fused.kernels(fused.LOADED_ABOVE, recurring=False) is None
     assert fused.kernels(fused.LOADED_ABOVE, recurring=True) is KERNELS
+
+
+def test_small_tensors_in_the_segment_kernel_match_the_numpy_path():
+    g = torch.Generator().manual_seed(6)
+    tensors = [
+        torch.randn(300, generator=g) * 0.02 + 1,
+        torch.tensor([0.0, -0.0, 2.0, math.nan, math.inf, -math.inf, 2.0]),
+        torch.full((5,), 3.0),  # one value: the histogram's range widens by 0.5
+        torch.tensor([math.nan, math.nan]),  # nothing finite
+        torch.randint(-5, 5, (64,), generator=g, dtype=torch.int64),
+        torch.empty(0),
+    ]
+    fast, slow = batch_moments(tensors, 16, KERNELS), batch_moments(tensors, 16)
+    for a, b in zip(fast, slow):
+        assert (a.numel, a.count, a.zeros, a.nan, a.inf, a.hist_sample) == (
+            b.numel,
+            b.count,
+            b.zeros,
+            b.nan,
+            b.inf,
+            b.hist_sample,
+        )
+        assert np.array_equal(a.hist, b.hist)
+        for field in ("mean", "m2", "abs_sum", "min", "max", "hist_lo", "hist_hi"):
+            assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-12, nan_ok=True), field
