@@ -14,7 +14,7 @@ import torch
 import nbinspect
 from nbinspect.analyze import fused
 from nbinspect.analyze.moments import histogram_edges
-from nbinspect.analyze.reduce import SAMPLE, Workspace, batch_moments, large_moments
+from nbinspect.analyze.reduce import SAMPLE, Workspace, _bin_counts, batch_moments, large_moments
 
 pytest.importorskip("numba")
 KERNELS = fused.kernels(fused.FUSED_ABOVE)
@@ -100,13 +100,15 @@ def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch):
     assert np.array_equal(split.hist, one.hist) and split.hist_sample == one.hist_sample  # the sample, part by part
 
 
-def test_kernel_histogram_bins_like_numpy_on_and_near_the_edges():
+def test_both_histograms_bin_like_numpy_on_and_near_the_edges():
     edges = histogram_edges(-1.0, 3.0, 16)
     near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
     values = np.concatenate([near[(near >= -1) & (near <= 3)], np.random.default_rng(0).uniform(-1, 3, 10_000)])
     counts = np.zeros(16, np.int64)
     KERNELS.bin_counts(np.append(values, [np.nan, np.inf]), edges, counts)
     assert np.array_equal(counts, np.histogram(values, 16, range=(-1.0, 3.0))[0])
+    numpy_path = _bin_counts(values, np.array([len(values)]), np.array([-1.0]), np.array([3.0]), 16)
+    assert np.array_equal(numpy_path[0], counts)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32])
