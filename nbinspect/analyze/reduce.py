@@ -104,7 +104,7 @@ def _float64(t: torch.Tensor) -> np.ndarray:
     """A 1-D tensor's values as a float64 numpy array, converted by numpy where it can (a torch
     conversion of this size wakes torch's threads, which then spin: twice the CPU time)."""
     t = t.cpu()
-    if t.dtype == torch.bfloat16 or t.dtype.is_floating_point and t.itemsize == 1:  # no numpy twin
+    if t.dtype == torch.bfloat16 or (t.dtype.is_floating_point and t.itemsize == 1):  # no numpy twin
         t = t.float()
     return t.numpy().astype(np.float64)
 
