@@ -13,7 +13,8 @@ import torch
 
 import nbinspect
 from nbinspect.analyze import fused
-from nbinspect.analyze.reduce import SAMPLE, Workspace, large_moments
+from nbinspect.analyze.moments import histogram_edges
+from nbinspect.analyze.reduce import SAMPLE, Workspace, _bin_counts, batch_moments, large_moments
 
 pytest.importorskip("numba")
 KERNELS = fused.kernels(fused.FUSED_ABOVE)
@@ -96,6 +97,28 @@ def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch):
     split = large_moments(t, 64, Workspace(KERNELS))
     assert (split.min, split.max, split.zeros, split.count) == (one.min, one.max, one.zeros, one.count)
     assert split.mean == pytest.approx(one.mean, rel=1e-12) and split.m2 == pytest.approx(one.m2, rel=1e-9)
+    assert np.array_equal(split.hist, one.hist) and split.hist_sample == one.hist_sample  # the sample, part by part
+
+
+def test_both_histograms_bin_like_numpy_on_and_near_the_edges():
+    edges = histogram_edges(-1.0, 3.0, 16)
+    near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+    values = np.concatenate([near[(near >= -1) & (near <= 3)], np.random.default_rng(0).uniform(-1, 3, 10_000)])
+    counts = np.zeros(16, np.int64)
+    KERNELS.bin_counts(np.append(values, [np.nan, np.inf]), edges, counts)
+    assert np.array_equal(counts, np.histogram(values, 16, range=(-1.0, 3.0))[0])
+    numpy_path = _bin_counts(values, np.array([len(values)]), np.array([-1.0]), np.array([3.0]), 16)
+    assert np.array_equal(numpy_path[0], counts)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32])
+def test_short_dtypes_sum_exactly_around_a_shift_of_their_own_type(dtype):
+    t = _values(dtype, 5 * SAMPLE, seed=4)  # far from 0: the shift must be near the mean
+    m = large_moments(t, 64, Workspace(KERNELS))
+    x = t.double().numpy()
+    assert m.mean == pytest.approx(x.mean(), rel=1e-15) and m.m2 == pytest.approx(
+        ((x - x.mean()) ** 2).sum(), rel=1e-12
+    )
 
 
 def test_stats_frame_is_the_same_on_both_paths(always_fused):
@@ -183,3 +206,28 @@ def test_recurring_work_loads_the_kernels_from_the_smaller_size(monkeypatch):
     monkeypatch.setattr(fused, "_loaded", {})
     assert fused.kernels(fused.LOADED_ABOVE, recurring=False) is None
     assert fused.kernels(fused.LOADED_ABOVE, recurring=True) is KERNELS
+
+
+def test_small_tensors_in_the_segment_kernel_match_the_numpy_path():
+    g = torch.Generator().manual_seed(6)
+    tensors = [
+        torch.randn(300, generator=g) * 0.02 + 1,
+        torch.tensor([0.0, -0.0, 2.0, math.nan, math.inf, -math.inf, 2.0]),
+        torch.full((5,), 3.0),  # one value: the histogram's range widens by 0.5
+        torch.tensor([math.nan, math.nan]),  # nothing finite
+        torch.randint(-5, 5, (64,), generator=g, dtype=torch.int64),
+        torch.empty(0),
+    ]
+    fast, slow = batch_moments(tensors, 16, KERNELS), batch_moments(tensors, 16)
+    for a, b in zip(fast, slow):
+        assert (a.numel, a.count, a.zeros, a.nan, a.inf, a.hist_sample) == (
+            b.numel,
+            b.count,
+            b.zeros,
+            b.nan,
+            b.inf,
+            b.hist_sample,
+        )
+        assert np.array_equal(a.hist, b.hist)
+        for field in ("mean", "m2", "abs_sum", "min", "max", "hist_lo", "hist_hi"):
+            assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-12, nan_ok=True), field

@@ -21,25 +21,89 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-__all__ = ["BLOCK", "change_sums", "delta_sums", "moments_careful", "moments_fast"]
+__all__ = ["BLOCK", "bin_counts", "change_sums", "delta_sums", "moments_careful", "moments_fast", "segment_moments"]
 
-BLOCK = 1 << 8  # elements per inner block: summed in the array's own float type, then in float64
+BLOCK = 1 << 10  # elements per inner block: summed in the array's own float type, then in float64
 _SUMS = {"reassoc", "nsz", "contract", "arcp"}  # no "nnan"/"ninf": NaN and Inf propagate
+
+AHEAD = 1 << 12  # elements between the block being summed and the block being prefetched
+_LINE = 64  # bytes per cache line
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):  # pragma: no cover - compiled
+    """Asks the CPU to start loading the cache line of array[index] (llvm.prefetch: a hint, never
+    a fault). The kernels' arithmetic per element is heavy enough that the hardware prefetcher
+    alone leaves the core waiting on memory between blocks: measured +12-17% from 1 core."""
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        array_value = context.make_array(array_type)(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, array_type, array_value, [args[1]], wraparound=False)
+        byte_pointer = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]), "llvm.prefetch.p0i8"
+        )
+        # read, high locality, data cache
+        builder.call(prefetch, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
+
+
+@numba.njit(inline="always")
+def _prefetch_block(x, start):  # pragma: no cover - compiled
+    """Prefetches the BLOCK elements AHEAD of `start`, when they exist."""
+    ahead = start + AHEAD
+    if ahead + BLOCK <= x.size:
+        for i in range(ahead, ahead + BLOCK, _LINE // x.itemsize):
+            _prefetch(x, i)
+
 
 _MOMENTS_SIGNATURES = [
     "Tuple((float64, float64, float64, int32, int32, uint32, uint32, int64))"
-    "(float32[::1], int32[::1], uint32[::1], float32, int32)",
+    "(float32[::1], int32[::1], uint32[::1], float32, int32, float64[::1], int64, int64)",
     "Tuple((float64, float64, float64, int64, int64, uint64, uint64, int64))"
-    "(float64[::1], int64[::1], uint64[::1], float64, int64)",
+    "(float64[::1], int64[::1], uint64[::1], float64, int64, float64[::1], int64, int64)",
 ]
 
 
+@numba.njit(inline="always", fastmath=_SUMS, error_model="numpy")
+def _moments_block(x, signed, unsigned, shift, start, m):  # pragma: no cover - compiled
+    """One block of :func:`moments_fast`: its sums in the array's type and its four integer
+    extremes (kept per block: a running extreme across blocks costs a horizontal reduction
+    of the vector registers per block)."""
+    smin = smax = signed[start]
+    umin = umax = unsigned[start]
+    zero = shift - shift
+    s = q = a = zero
+    for j in range(m):
+        i = start + j
+        v = signed[i]
+        w = unsigned[i]
+        smin = min(smin, v)
+        smax = max(smax, v)
+        umin = min(umin, w)
+        umax = max(umax, w)
+        d = x[i] - shift
+        s += d
+        q += d * d
+        a += abs(x[i])
+    return s, q, a, smin, smax, umin, umax
+
+
 @numba.njit(_MOMENTS_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
-def moments_fast(x, signed, unsigned, shift, negative_zero):  # pragma: no cover - compiled
+def moments_fast(x, signed, unsigned, shift, negative_zero, sample, first, stride):  # pragma: no cover - compiled
     """Over a non-empty array (and its bits as signed and unsigned integers): the sums of
     (x - shift), (x - shift)² and |x|, the four integer extremes of the bits, and the number
-    of exact zeros (counted only in blocks that hold one).
+    of exact zeros (counted only in blocks that hold one). The elements at `first`,
+    `first + stride`, ... are copied into `sample` (as float64) while their block is in cache.
 
     Each block of BLOCK elements is summed in the array's type (`shift` has it too), the
     block sums in float64: for float32 each partial sum adds ~32 values (vector lanes times
@@ -49,51 +113,89 @@ def moments_fast(x, signed, unsigned, shift, negative_zero):  # pragma: no cover
     s = q = a = 0.0
     smin = smax = signed[0]
     umin = umax = unsigned[0]
-    zeros = 0
-    zero = shift - shift
+    zeros = picked = 0
     full = n // BLOCK
-    for block in range(full + 1):
+    for block in range(full + (n % BLOCK > 0)):
         start = block * BLOCK
-        size = BLOCK if block < full else n - start
-        if size == 0:
-            break
-        bmin = signed[start]
-        bumin = unsigned[start]
-        bs = bq = ba = zero
-        if block < full:  # a constant trip count: the loop LLVM vectorizes
-            for j in range(BLOCK):
-                i = start + j
-                v = signed[i]
-                w = unsigned[i]
-                bmin = min(bmin, v)
-                smax = max(smax, v)
-                bumin = min(bumin, w)
-                umax = max(umax, w)
-                d = x[i] - shift
-                bs += d
-                bq += d * d
-                ba += abs(x[i])
-        else:  # the same body over the last, partial block (a variable trip count would not vectorize above)
-            for i in range(start, n):
-                v = signed[i]
-                w = unsigned[i]
-                bmin = min(bmin, v)
-                smax = max(smax, v)
-                bumin = min(bumin, w)
-                umax = max(umax, w)
-                d = x[i] - shift
-                bs += d
-                bq += d * d
-                ba += abs(x[i])
+        _prefetch_block(x, start)
+        if block < full:  # a constant trip count once inlined: the loop LLVM vectorizes
+            bs, bq, ba, bmin, bmax, bumin, bumax = _moments_block(x, signed, unsigned, shift, start, BLOCK)
+        else:
+            bs, bq, ba, bmin, bmax, bumin, bumax = _moments_block(x, signed, unsigned, shift, start, n - start)
+        end = min(start + BLOCK, n)
         s += bs
         q += bq
         a += ba
         if bumin == 0 or bmin == negative_zero:
-            for i in range(start, start + size):
+            for i in range(start, end):
                 zeros += x[i] == 0
-        smin = min(smin, bmin)
-        umin = min(umin, bumin)
+        smin, smax = min(smin, bmin), max(smax, bmax)
+        umin, umax = min(umin, bumin), max(umax, bumax)
+        while first < end:
+            sample[picked] = x[first]
+            picked += 1
+            first += stride
     return s, q, a, smin, smax, umin, umax, zeros
+
+
+@numba.njit(["void(float64[::1], float64[::1], int64[::1])"], nogil=True, cache=True)
+def bin_counts(values, edges, counts):  # pragma: no cover - compiled
+    """Adds finite `values` into `counts` over `edges` (len(counts) + 1 of them) as
+    numpy.histogram bins them: bin k holds edges[k] <= v < edges[k + 1], the last bin
+    closed, values outside go to the end bins. The index from the value's position is
+    within one of the right bin (a product, not numpy's quotient: the edges decide)."""
+    bins = counts.size
+    first = edges[0]
+    scale = bins / (edges[bins] - first)
+    for v in values:
+        if v - v != 0:  # NaN or ±Inf
+            continue
+        k = min(max(int((v - first) * scale), 0), bins - 1)
+        if k > 0 and v < edges[k]:
+            k -= 1
+        elif k < bins - 1 and v >= edges[k + 1]:
+            k += 1
+        counts[k] += 1
+
+
+@numba.njit(["void(float64[::1], int64[::1], float64[:, ::1], int64[:, ::1])"], nogil=True, cache=True)
+def segment_moments(x, starts, out, hist):  # pragma: no cover - compiled
+    """For each segment i, x[starts[i]:starts[i + 1]]: out[i] = (finite count, NaN count,
+    zeros, mean, M2, sum of |x|, min, max) of its finite values (two passes: the segment is
+    in cache for the second) and hist[i] their histogram over [min, max] on numpy's edges."""
+    bins = hist.shape[1]
+    edges = np.empty(bins + 1)
+    for i in range(starts.size - 1):
+        count = nan = zeros = 0
+        s = a = 0.0
+        lo, hi = np.inf, -np.inf
+        for j in range(starts[i], starts[i + 1]):
+            v = x[j]
+            if v != v:
+                nan += 1
+            elif v - v == 0:
+                count += 1
+                s += v
+                a += abs(v)
+                zeros += v == 0
+                lo = min(lo, v)
+                hi = max(hi, v)
+        if count == 0:
+            out[i, 0], out[i, 1] = 0, nan
+            continue
+        mean = s / count
+        m2 = 0.0
+        for j in range(starts[i], starts[i + 1]):
+            if x[j] - x[j] == 0:
+                m2 += (x[j] - mean) ** 2
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = count, nan, zeros, mean
+        out[i, 4], out[i, 5], out[i, 6], out[i, 7] = m2, a, lo, hi
+        left, right = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)  # as histogram_edges
+        step = (right - left) / bins
+        for k in range(bins):
+            edges[k] = k * step + left
+        edges[bins] = right
+        bin_counts(x[starts[i] : starts[i + 1]], edges, hist[i])
 
 
 @numba.njit(

@@ -23,7 +23,7 @@ import numpy as np
 
 _ROWS = 512  # histograms re-binned together
 
-__all__ = ["Moments", "histogram_edges", "merge", "merge_groups", "rebin", "rebin_sum", "spread"]
+__all__ = ["Moments", "histogram_edges", "histogram_range", "merge", "merge_groups", "rebin", "rebin_sum", "spread"]
 
 
 class Moments(NamedTuple):
@@ -98,14 +98,20 @@ def histogram_edges(lo, hi, bins: int) -> np.ndarray:
         edges = np.arange(bins + 1, dtype=np.float64) * ((hi - lo) / bins) + lo
         edges[-1] = hi
         return edges
+    lo, hi = histogram_range(lo, hi)
+    edges = np.arange(bins + 1, dtype=np.float64) * ((hi - lo) / bins)[..., None] + lo[..., None]
+    edges[..., -1] = hi
+    return edges
+
+
+def histogram_range(lo, hi) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last of :func:`histogram_edges` for arrays of ranges, without the edges
+    between (edge j of k bins is ``j * ((last - first) / k) + first``)."""
     lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     empty = np.isnan(lo)
     lo, hi = np.where(empty, 0.0, lo), np.where(empty, 1.0, hi)
     point = lo == hi
-    lo, hi = np.where(point, lo - 0.5, lo), np.where(point, hi + 0.5, hi)
-    edges = np.arange(bins + 1, dtype=np.float64) * ((hi - lo) / bins)[..., None] + lo[..., None]
-    edges[..., -1] = hi
-    return edges
+    return np.where(point, lo - 0.5, lo), np.where(point, hi + 0.5, hi)
 
 
 def rebin(counts: np.ndarray, lo: float, hi: float, new_lo: float, new_hi: float) -> np.ndarray:

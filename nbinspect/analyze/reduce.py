@@ -25,6 +25,7 @@ the moments:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from types import ModuleType
@@ -33,12 +34,13 @@ import numpy as np
 import torch
 
 from . import fused
-from .moments import Moments, histogram_edges, merge
+from .moments import Moments, histogram_edges, histogram_range, merge
 
 __all__ = ["CHUNK", "SAMPLE", "Workspace", "batch_moments", "large_moments", "tensor_moments"]
 
 CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
 SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
+_SHIFT_SAMPLE = 256  # elements whose mean is the fused path's shift (its sums need one near the mean)
 _SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation risk)
 
 
@@ -80,29 +82,42 @@ def tensor_moments(values: torch.Tensor, bins: int = 64, workspace: Workspace | 
 # ---------------------------------------------------------------- small tensors, batched
 
 
-def _bin_counts(values: np.ndarray, segment: np.ndarray, lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
-    """(k, bins) int64 counts of float64 `values` in segments `segment` over [lo, hi] per
-    segment, with numpy.histogram's edges and edge rule (the last bin is closed). Values
-    outside a segment's range go to its end bins."""
+def _bin_counts(values: np.ndarray, sizes: np.ndarray, lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
+    """(k, bins) int64 counts of float64 `values`, k segments one after another (`sizes`
+    values each), over [lo, hi] per segment, with numpy.histogram's edges and edge rule (the
+    last bin is closed). Values outside a segment's range go to its end bins."""
     k = len(lo)
-    edges = histogram_edges(lo, hi, bins)
-    first, width = edges[:, 0][segment], (edges[:, -1] - edges[:, 0])[segment]
+    left, right = histogram_range(lo, hi)
+    first, width = np.repeat(left, sizes), np.repeat(right - left, sizes)
+    step = width / bins  # edge j of histogram_edges is j * step + first
     index = ((values - first) / width * bins).astype(np.int64)
     np.clip(index, 0, bins - 1, out=index)
-    flat, base = edges.ravel(), segment * (bins + 1)
-    index -= values < flat[base + index]  # numpy's own correction within an ulp of an edge
-    index += (values >= flat[base + index + 1]) & (index != bins - 1)
+    # numpy's own correction within an ulp of an edge
+    index -= values < index * step + first
+    index += (values >= (index + 1) * step + first) & (index != bins - 1)
     np.clip(index, 0, bins - 1, out=index)
-    return np.bincount(segment * bins + index, minlength=k * bins).reshape(k, bins)
+    index += np.repeat(np.arange(0, k * bins, bins), sizes)
+    return np.bincount(index, minlength=k * bins).reshape(k, bins)
 
 
-def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Moments]:
-    """Statistics of many small real tensors at once, in float64 numpy over their
-    concatenated values (one reduceat per statistic), exact histograms."""
+def _float64(t: torch.Tensor) -> np.ndarray:
+    """A 1-D tensor's values as a float64 numpy array, converted by numpy where it can (a torch
+    conversion of this size wakes torch's threads, which then spin: twice the CPU time)."""
+    t = t.cpu()
+    if t.dtype == torch.bfloat16 or (t.dtype.is_floating_point and t.itemsize == 1):  # no numpy twin
+        t = t.float()
+    return t.numpy().astype(np.float64)
+
+
+def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64, kernels: ModuleType | None = None) -> list[Moments]:
+    """Statistics of many small real tensors at once, over their values concatenated in
+    float64: one reduceat per statistic in numpy, or one pass of the `kernels` (already
+    loaded, see :mod:`.fused`); exact histograms."""
     out: list[Moments] = [None] * len(tensors)  # type: ignore[list-item]
     groups: dict[torch.dtype, list[int]] = {}
+    sizes = [t.numel() for t in tensors]
     for i, t in enumerate(tensors):
-        if t.numel():
+        if sizes[i]:
             groups.setdefault(t.dtype, []).append(i)
         else:
             out[i] = Moments.empty(bins)
@@ -111,9 +126,11 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
     order = [i for indices in groups.values() for i in indices]  # one flatten per dtype
     flatten = torch._C._nn.flatten_dense_tensors
     with torch.no_grad():
-        flat = [flatten([tensors[i] for i in g]).to("cpu", torch.float64) for g in groups.values()]
-        x = (flat[0] if len(flat) == 1 else torch.cat(flat)).numpy()
-    numels = np.fromiter((tensors[i].numel() for i in order), np.int64, len(order))
+        flat = [_float64(flatten([tensors[i] for i in g])) for g in groups.values()]
+    x = flat[0] if len(flat) == 1 else np.concatenate(flat)
+    numels = np.array([sizes[i] for i in order], np.int64)
+    if kernels is not None:
+        return _kernel_batch(kernels, x, numels, order, out, bins)
     starts = np.concatenate([[0], np.cumsum(numels)[:-1]])
     finite = np.isfinite(x)
     every = bool(finite.all())
@@ -131,14 +148,36 @@ def batch_moments(tensors: Sequence[torch.Tensor], bins: int = 64) -> list[Momen
     lo = np.minimum.reduceat(x if every else np.where(finite, x, np.inf), starts)
     hi = np.maximum.reduceat(x if every else np.where(finite, x, -np.inf), starts)
     lo, hi = np.where(count > 0, lo, np.nan), np.where(count > 0, hi, np.nan)
-    segment = np.repeat(np.arange(len(order)), numels)
-    hist = _bin_counts(x[finite], segment[finite], lo, hi, bins) if not every else _bin_counts(x, segment, lo, hi, bins)
-    columns = [c.tolist() for c in (numels, count, mean, m2, abs_sum, lo, hi, zeros, nan)]
-    for j, (i, numel, n, mu, m2_, a, mn, mx, z, na) in enumerate(zip(order, *columns)):
-        if n == 0:
-            out[i] = Moments.empty(bins, numel, na, numel - na)
-        else:
-            out[i] = Moments(numel, n, mu, m2_, a, mn, mx, z, na, numel - n - na, hist[j], mn, mx, n)
+    hist = _bin_counts(x, numels, lo, hi, bins) if every else _bin_counts(x[finite], count, lo, hi, bins)
+    return _assemble(out, order, bins, numels, count, mean, m2, abs_sum, lo, hi, zeros, nan, hist)
+
+
+def _kernel_batch(
+    k: ModuleType, x: np.ndarray, numels: np.ndarray, order: list[int], out: list[Moments], bins: int
+) -> list[Moments]:
+    """batch_moments' statistics from one kernel pass over the concatenated values `x`."""
+    sums = np.zeros((len(order), 8))
+    hist = np.zeros((len(order), bins), np.int64)
+    k.segment_moments(x, np.concatenate([[0], np.cumsum(numels)]), sums, hist)
+    count, nan, zeros = sums[:, :3].astype(np.int64).T
+    mean, m2, abs_sum, lo, hi = sums[:, 3:].T
+    return _assemble(out, order, bins, numels, count, mean, m2, abs_sum, lo, hi, zeros, nan, hist)
+
+
+_new_moments = functools.partial(tuple.__new__, Moments)  # Moments._make without its Python frame
+
+
+def _assemble(out: list[Moments], order: list[int], bins: int, numel: np.ndarray, count: np.ndarray, *columns) -> list:
+    """out[order[j]] = the Moments of row j of the columns (mean, m2, abs_sum, min, max,
+    zeros, nan, hist), built at C speed: thousands of tensors per batch."""
+    mean, m2, abs_sum, lo, hi, zeros, nan, hist = columns
+    inf = numel - count - nan
+    numel_, count_, lo_, hi_, nan_, inf_ = (c.tolist() for c in (numel, count, lo, hi, nan, inf))
+    fields = (mean.tolist(), m2.tolist(), abs_sum.tolist(), lo_, hi_, zeros.tolist(), nan_, inf_, list(hist))
+    for i, m in zip(order, map(_new_moments, zip(numel_, count_, *fields, lo_, hi_, count_))):
+        out[i] = m
+    for j in np.flatnonzero(count == 0).tolist():  # nothing finite
+        out[order[j]] = Moments.empty(bins, numel_[j], nan_[j], inf_[j])
     return out
 
 
@@ -242,26 +281,36 @@ def _dense_flat(t: torch.Tensor) -> torch.Tensor | None:
     return dense.view(-1) if dense.is_contiguous() else None
 
 
+def _shift(flat: torch.Tensor) -> float:
+    """The mean of a few hundred of the tensor's finite elements, in its own type: x - shift
+    is then as short as x, so fp16/bf16/integer sums stay exact. numpy where it can: a torch
+    op here would wake torch's threads, which then spin beside the kernels."""
+    step = max(1, flat.numel() // _SHIFT_SAMPLE)
+    if flat.dtype in (torch.float32, torch.float64) and flat.device.type == "cpu":
+        few = flat.numpy()[::step]
+        finite = few[np.isfinite(few)]
+        return float(few.dtype.type(finite.mean(dtype=np.float64))) if finite.size else 0.0
+    few = flat[::step].to("cpu", torch.float64).numpy()
+    finite = few[np.isfinite(few)]
+    return float(torch.tensor(finite.mean()).to(flat.dtype)) if finite.size else 0.0
+
+
 def _fused_moments(
-    k: ModuleType, flat: torch.Tensor, cdt: torch.dtype, stride: int, workspace: Workspace, bins: int
+    k: ModuleType, flat: torch.Tensor, stride: int, workspace: Workspace, bins: int
 ) -> tuple[Moments, np.ndarray]:
-    """(Moments without histogram, float64 sample) of a dense tensor, read once by kernels `k`."""
-    if flat.dtype == cdt and flat.device.type == "cpu":  # numpy: no torch op (its threads spin after one)
-        picked = flat.numpy()[::stride].astype(np.float64)
-    else:
-        sample = workspace.get(cdt, "sample", -(-flat.numel() // stride)).copy_(flat[::stride])
-        picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
-    finite = picked[np.isfinite(picked)]
-    shift = float(finite.mean()) if finite.size else 0.0
-    sums = fused.moment_sums(k, flat, shift, lambda dtype: workspace.get(dtype, "upcast", CHUNK))
+    """(Moments without histogram, float64 sample) of a dense tensor, read once by kernels `k`,
+    which copy the sample out while each block is in cache. The sums are taken around a
+    shift near the mean (from a few hundred elements) so the squares do not cancel."""
+    sample = workspace.get(torch.float64, "sample", -(-flat.numel() // stride)).numpy()
+    sums = fused.moment_sums(k, flat, _shift(flat), lambda dtype: workspace.get(dtype, "upcast", CHUNK), sample, stride)
     n, inf = sums.n, sums.n - sums.count - sums.nan
     if sums.count == 0:
-        return Moments.empty(bins, n, sums.nan, inf), picked
+        return Moments.empty(bins, n, sums.nan, inf), sample
     mean, m2 = sums.mean_m2()
     empty = np.zeros(bins, np.int64)
     return Moments(
         n, sums.count, mean, m2, sums.abs_sum, sums.lo, sums.hi, sums.zeros, sums.nan, inf, empty, 0, 0, 0
-    ), picked
+    ), sample
 
 
 def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
@@ -272,7 +321,7 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     kernels = workspace.kernels
     flat = _dense_flat(t) if kernels is not None else None
     if kernels is not None and flat is not None:  # the fused path: dense tensors (nearly all)
-        total, picked = _fused_moments(kernels, flat, cdt, stride, workspace, bins)
+        total, picked = _fused_moments(kernels, flat, stride, workspace, bins)
     else:
         sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
         pieces = _pieces(t, CHUNK)
@@ -284,7 +333,11 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
         return total
     if total.nan or total.inf:
         picked = picked[np.isfinite(picked)]
-    counts = _bin_counts(picked, np.zeros(len(picked), np.int64), np.array([total.min]), np.array([total.max]), bins)[0]
+    if kernels is not None:
+        counts = np.zeros(bins, np.int64)
+        kernels.bin_counts(picked, histogram_edges(total.min, total.max, bins), counts)
+    else:
+        counts = _bin_counts(picked, np.array([len(picked)]), np.array([total.min]), np.array([total.max]), bins)[0]
     return total._replace(
         hist=_scale_counts(counts, total.count), hist_lo=total.min, hist_hi=total.max, hist_sample=len(picked)
     )

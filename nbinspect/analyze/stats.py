@@ -34,6 +34,7 @@ BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
 _BATCH_ELEMENTS = 1 << 18  # small tensors reduced together: float64 temporaries of 2 MB each
 _BATCH_TENSORS = 16384
+_TENSORS = (torch.Tensor, torch.nn.Parameter)  # exactly these types: subclasses take the general path
 _PROGRESS_STEP = 1 << 24  # bytes between progress bar updates
 _PLAIN = {
     torch.float64,
@@ -107,12 +108,12 @@ def tensor_stats(
 
     def flush() -> None:
         try:
-            done = batch_moments([p[1] for p in pending], bins)
+            done = batch_moments([p[1] for p in pending], bins, workspace.kernels)
         except Exception:  # one bad tensor: reduce them one by one to keep the others
             done = None
         for i, (key, values, note, implicit) in enumerate(pending):
             if done is not None:
-                results[key] = (_with_zeros(done[i], implicit, bins), note)
+                results[key] = (_with_zeros(done[i], implicit, bins) if implicit else done[i], note)
             else:
                 results[key] = _guarded(
                     partial(_one, lambda v: batch_moments([v], bins)[0], values, implicit, note, bins)
@@ -123,15 +124,21 @@ def tensor_stats(
     workspace = Workspace(fused.kernels(large))
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace:
         for key, entry in unique.items():
-            try:
-                values, note, implicit = _real_values(entry)
-            except Exception as exc:
-                values, note, implicit = None, _skipped(exc), 0
+            values, note, implicit, n = entry.tensor, None, 0, entry.numel
+            # The common case without _real_values' checks: a small plain tensor in memory (10,000s of them).
+            if not (n <= SAMPLE and type(values) in _TENSORS and values.dtype in _PLAIN and values.is_cpu) or (
+                values.layout != torch.strided
+            ):
+                try:
+                    values, note, implicit = _real_values(entry)
+                except Exception as exc:
+                    values, note, implicit = None, _skipped(exc), 0
+                n = 0 if values is None else values.numel()
             if values is None:
                 results[key] = (None, note)
-            elif values.numel() <= SAMPLE:
+            elif n <= SAMPLE:
                 pending.append((key, values, note, implicit))
-                pending_elements += values.numel()
+                pending_elements += n
                 if len(pending) >= _BATCH_TENSORS or pending_elements >= _BATCH_ELEMENTS:
                     flush()
                     pending_elements = 0
@@ -271,6 +278,8 @@ def _frame(rows: list[_Row], bins: int) -> pd.DataFrame:
         return pd.arrays.IntegerArray(out, ~present)
 
     def objects(values: Iterable) -> list:
+        if len(index) == len(rows):
+            return list(values)
         out = [None] * len(rows)
         for i, value in zip(index.tolist(), values):
             out[i] = value
