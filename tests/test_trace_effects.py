@@ -57,6 +57,29 @@ def test_parameters_are_the_same_objects_on_the_same_device():
     assert all(p.grad is None for p in model.parameters())
 
 
+def test_a_tensor_cached_over_another_value_is_taken_back():
+    """A forward pass that stores its output in an attribute that held None (a cache) must
+    not leave the traced, graph-holding tensor on the model."""
+
+    class Cached(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+            self.cache = None
+            self.count = 0
+
+        def forward(self, x):
+            self.cache = self.linear(x)
+            self.count += 1  # not a tensor: the model's own bookkeeping, left as it ran
+            return self.cache
+
+    model = Cached()
+    before = model_state(model)
+    nbinspect.trace(model, (2, 4))
+    assert model.cache is None and model.count == 1
+    assert_unchanged(before, model_state(model))
+
+
 def test_existing_user_hooks_survive():
     model = examples.build("mlp")
     seen = []

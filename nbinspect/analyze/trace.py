@@ -275,10 +275,12 @@ def _preserved(
 
 def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
     """Put a module's plain tensor attributes back as they were (`saved` is a copy of its
-    __dict__): the same objects, and none added. Called only where something changed
-    (values replaced in place keep their order, so the caller's identity check finds them)."""
+    __dict__): the same objects, none added, and none left over another value (a cache that
+    was None). Called only where something changed (values replaced in place keep their
+    order, so the caller's identity check finds them)."""
     for k, v in saved.items():
-        if isinstance(v, torch.Tensor) and now.get(k) is not v:
+        current = now.get(k)
+        if current is not v and (isinstance(v, torch.Tensor) or isinstance(current, torch.Tensor)):
             now[k] = v
     for k in [k for k, v in now.items() if isinstance(v, torch.Tensor) and k not in saved]:
         del now[k]
