@@ -54,46 +54,40 @@ def flow(result: TraceResult) -> pd.DataFrame:
     )
 
 
-def _per_module(calls: list[Call], backward: bool) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for c in calls:
-        row = out.get(c.name)
-        if row is None:
-            out[c.name] = {
-                "input_shapes": _shapes(c.input_shapes),
-                "output_shapes": _shapes(c.output_shapes),
-                "output_dtypes": _dtypes(c.output_dtypes),
-                "calls": 1,
-                "flops": c.flops,
-                "backward_flops": c.backward_flops if backward else None,
-                "activation_bytes": c.activation_bytes,
-            }
-            continue
-        row["calls"] += 1
-        row["flops"] += c.flops
-        row["activation_bytes"] += c.activation_bytes
-        if backward:
-            row["backward_flops"] += c.backward_flops
-    return out
-
-
 def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame:
     """`layers` (schema.LAYERS) with its trace columns filled from `result`. A module
-    registered at two paths shows its calls at both; a module that never ran has 0 calls."""
-    stats = _per_module(result.calls, result.backward)
-    if not result.flops:
-        for row in stats.values():
-            row["flops"] = None
-    idle = {
-        "calls": 0,
-        "flops": 0 if result.flops else None,
-        "backward_flops": 0 if result.backward else None,
-        "activation_bytes": 0,
-    }
-    first = list(layers["alias_of"].fillna(layers["name"]))
-    rows = [dict(stats.get(path, idle)) for path in first]
-    _roll_up_idle_containers(rows, [path in stats for path in first], list(layers["name"]), list(layers["parent"]))
-    filled = _TRACE.build(rows)
+    registered at two paths shows its calls at both; a module that never ran has 0 calls.
+    Built column by column: no dict per module."""
+    first: dict[str, Call] = {}  # module path -> its first call
+    sums: dict[str, list[int]] = {}  # module path -> [calls, flops, backward_flops, activation_bytes]
+    for c in result.calls:
+        row = sums.get(c.name)
+        if row is None:
+            first[c.name] = c
+            sums[c.name] = [1, c.flops, c.backward_flops, c.activation_bytes]
+        else:
+            row[0] += 1
+            row[1] += c.flops
+            row[2] += c.backward_flops
+            row[3] += c.activation_bytes
+    idle = [0, 0, 0, 0]
+    paths = list(layers["alias_of"].fillna(layers["name"]))
+    rows = [list(sums.get(path, idle)) for path in paths]  # copies: each alias path rolls up on its own
+    _roll_up_idle_containers(rows, [path in sums for path in paths], list(layers["name"]), list(layers["parent"]))
+    missing = [None] * len(paths)
+    calls = [first.get(path) for path in paths]
+    filled = _TRACE.from_columns(
+        {
+            "input_shapes": [None if c is None else _shapes(c.input_shapes) for c in calls],
+            "output_shapes": [None if c is None else _shapes(c.output_shapes) for c in calls],
+            "output_dtypes": [None if c is None else _dtypes(c.output_dtypes) for c in calls],
+            "calls": [r[0] for r in rows],
+            "flops": [r[1] for r in rows] if result.flops else missing,
+            "backward_flops": [r[2] for r in rows] if result.backward else missing,
+            "activation_bytes": [r[3] for r in rows],
+        },
+        len(paths),
+    )
     out = layers.copy()
     for col in TRACE_COLUMNS:
         out[col.name] = filled[col.name].array
@@ -101,14 +95,16 @@ def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame
     return out
 
 
-def _roll_up_idle_containers(rows: list[dict], ran: list[bool], names: list[str], parents: list) -> None:
+def _roll_up_idle_containers(rows: list[list[int]], ran: list[bool], names: list[str], parents: list) -> None:
     """A container that never runs itself (ModuleList, ModuleDict) still holds the work its
-    parent ran through its children: its subtree figures are the sum of theirs."""
+    parent ran through its children: its subtree figures (all but the call count) are the
+    sum of theirs."""
     position = {name: i for i, name in enumerate(names)}
     for i in range(len(rows) - 1, 0, -1):  # reverse pre-order: children before parents
         parent = position[parents[i]]
         if ran[parent]:
             continue
-        for key in ("flops", "backward_flops", "activation_bytes"):
-            if rows[i][key] is not None:
-                rows[parent][key] += rows[i][key]
+        into, child = rows[parent], rows[i]
+        into[1] += child[1]
+        into[2] += child[2]
+        into[3] += child[3]
