@@ -20,7 +20,8 @@
    ``fused.FUSED_ABOVE`` bytes; see ``nbinspect/analyze/fused.py``).
 
 Method. Large tensors are read once by the fused kernel (numba, one per thread): every
-sum, min/max (from the bits), zeros and NaN/Inf detection in one pass. The kernels are
+sum, min/max (from the bits), zeros, NaN/Inf detection and the histogram's sample in one
+pass, the next blocks prefetched; the sample is binned in numba. The kernels are
 loaded before the timed runs (the load is a one-off, reported in 3.). Histograms of
 tensors above 65,536 elements are binned from a strided sample of 65,536 elements (exact
 below); the error is printed below. ``--quick`` builds a 4-layer model (≈1.2 GB).

@@ -25,7 +25,6 @@ the moments:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from types import ModuleType
@@ -164,9 +163,6 @@ def _kernel_batch(
     return _assemble(out, order, bins, numels, count, mean, m2, abs_sum, lo, hi, zeros, nan, hist)
 
 
-_new_moments = functools.partial(tuple.__new__, Moments)  # Moments._make without its Python frame
-
-
 def _assemble(out: list[Moments], order: list[int], bins: int, numel: np.ndarray, count: np.ndarray, *columns) -> list:
     """out[order[j]] = the Moments of row j of the columns (mean, m2, abs_sum, min, max,
     zeros, nan, hist), built at C speed: thousands of tensors per batch."""
@@ -174,7 +170,7 @@ def _assemble(out: list[Moments], order: list[int], bins: int, numel: np.ndarray
     inf = numel - count - nan
     numel_, count_, lo_, hi_, nan_, inf_ = (c.tolist() for c in (numel, count, lo, hi, nan, inf))
     fields = (mean.tolist(), m2.tolist(), abs_sum.tolist(), lo_, hi_, zeros.tolist(), nan_, inf_, list(hist))
-    for i, m in zip(order, map(_new_moments, zip(numel_, count_, *fields, lo_, hi_, count_))):
+    for i, m in zip(order, Moments.from_rows(zip(numel_, count_, *fields, lo_, hi_, count_))):
         out[i] = m
     for j in np.flatnonzero(count == 0).tolist():  # nothing finite
         out[order[j]] = Moments.empty(bins, numel_[j], nan_[j], inf_[j])
