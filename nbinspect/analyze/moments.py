@@ -107,7 +107,8 @@ def histogram_edges(lo, hi, bins: int) -> np.ndarray:
         edges[-1] = hi
         return edges
     lo, hi = histogram_range(lo, hi)
-    edges = np.arange(bins + 1, dtype=np.float64) * ((hi - lo) / bins)[..., None] + lo[..., None]
+    edges = np.multiply.outer((hi - lo) / bins, np.arange(bins + 1, dtype=np.float64))
+    edges += lo[..., None]  # in place: thousands of rows at once
     edges[..., -1] = hi
     return edges
 
