@@ -225,7 +225,8 @@ def merge_groups(parts: Sequence[Moments], groups: Sequence[Sequence[int]]) -> l
     g_lo, g_hi = np.full(k, np.inf), np.full(k, -np.inf)
     np.minimum.at(g_lo, gid[filled], hist_lo[filled])
     np.maximum.at(g_hi, gid[filled], hist_hi[filled])
-    hists = np.array(columns[10])[pid[filled]] if filled.any() else np.zeros((0, bins), np.int64)  # not np.stack: 4x slower
+    # np.array, not np.stack: 4x faster on thousands of rows
+    hists = np.array(columns[10])[pid[filled]] if filled.any() else np.zeros((0, bins), np.int64)
     moved = _rebinned(hists, hist_lo[filled], hist_hi[filled], g_lo[gid[filled]], g_hi[gid[filled]])
     cells = (gid[filled][:, None] * bins + np.arange(bins)).ravel()  # bincount adds at C speed, ufunc.at does not
     g_hist = np.bincount(cells, moved.ravel(), k * bins).astype(np.int64).reshape(k, bins)
