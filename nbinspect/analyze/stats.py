@@ -32,7 +32,7 @@ __all__ = ["frames_of", "stats", "stats_frames", "tensor_stats"]
 
 BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
-_BATCH_ELEMENTS = 1 << 18  # small tensors reduced together: float64 temporaries of 2 MB each
+_BATCH_ELEMENTS = 1 << 14  # small tensors reduced together: float64 temporaries of 128 KB stay in L2 (2 MB: 10% slower)
 _BATCH_TENSORS = 16384
 _TENSORS = (torch.Tensor, torch.nn.Parameter)  # exactly these types: subclasses take the general path
 _PROGRESS_STEP = 1 << 24  # bytes between progress bar updates
