@@ -88,8 +88,9 @@ def test_float32_block_sums_that_overflow_are_redone_in_float64():
     assert m.std == pytest.approx(ref["std"], rel=1e-9) and m.zeros == ref["zeros"]
 
 
-def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch):
-    t = _values(torch.float32, 5 * SAMPLE, seed=2)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch, dtype):
+    t = _values(dtype, 5 * SAMPLE, seed=2)
     one = large_moments(t, 64, Workspace(KERNELS))
     monkeypatch.setattr(fused, "PART", SAMPLE)
     monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
