@@ -144,7 +144,7 @@ def test_small_work_never_loads_the_kernels():
     assert fused.kernels(fused.FUSED_ABOVE) is KERNELS
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_fused_compare_matches_float64(always_fused, dtype):
     g = torch.Generator().manual_seed(3)
     a = torch.randn(3 * SAMPLE + 1, generator=g, dtype=torch.float64)
@@ -232,3 +232,19 @@ def test_small_tensors_in_the_segment_kernel_match_the_numpy_path():
         assert np.array_equal(a.hist, b.hist)
         for field in ("mean", "m2", "abs_sum", "min", "max", "hist_lo", "hist_hi"):
             assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-12, nan_ok=True), field
+
+
+@pytest.mark.parametrize(("a_dtype", "b_dtype"), [(torch.bfloat16, torch.float32), (torch.float16, torch.bfloat16)])
+def test_fused_compare_of_mixed_short_dtypes_matches_the_torch_path(a_dtype, b_dtype, monkeypatch):
+    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(3 * fused.PART + 5, generator=g).to(a_dtype)
+    b = (a.float() + torch.randn(a.shape, generator=g) * 1e-3).to(b_dtype)
+    thresholds = (0.0, 1e-4, 1e-2)
+    ours = fused.delta_sums(KERNELS, a, b, thresholds, lambda dtype: torch.empty(2, 1 << 16, dtype=dtype))
+    x, y = a.double().numpy(), b.double().numpy()
+    d = y - x
+    n, aa, bb, ab, dd, ds, max_abs, above = ours
+    assert (n, max_abs, above) == (x.size, np.abs(d).max(), [int((np.abs(d) > t).sum()) for t in thresholds])
+    for got, want in ((aa, x @ x), (bb, y @ y), (ab, x @ y), (dd, d @ d), (ds, d.sum())):
+        assert got == pytest.approx(want, rel=1e-9)

@@ -194,8 +194,8 @@ def moment_sums(
         for part in _run(lambda k, x, out, first: _array_sums(k, x, shift, out, first, stride), parts):
             total.add(*part)
         return total
-    if in_memory and flat.dtype in (torch.float16, torch.bfloat16):  # widened by numpy, each thread its share
-        bits = flat.view(torch.int16).numpy().view(np.uint16)
+    if in_memory and flat.dtype in _SHORT:  # widened by numpy, each thread its share
+        bits = _raw(flat)
         halves = [(k, bits, flat.dtype, i, j, shift, sample, stride) for i, j in splits]
         for sums in _run(_half_sums, halves):
             for part in sums:
@@ -210,24 +210,36 @@ def moment_sums(
     return total
 
 
+_SHORT = (torch.float16, torch.bfloat16)  # widened to float32 by numpy, exactly
+
+
+def _raw(t: torch.Tensor) -> np.ndarray:
+    """A CPU tensor's memory as numpy: fp16/bf16 as their 16-bit patterns (numpy has no bf16)."""
+    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype in _SHORT else t.numpy()
+
+
+def _widen(raw: np.ndarray, dtype: torch.dtype, out: np.ndarray) -> np.ndarray:
+    """`raw` (from :func:`_raw`) as float32 in `out`, exactly: fp16 by numpy's cast, bf16 by
+    moving its bits to the top of a float32 (a bf16 is the top half of one)."""
+    if dtype == torch.bfloat16:
+        wide = out.view(np.uint32)
+        np.copyto(wide, raw)
+        wide <<= 16
+    else:
+        np.copyto(out, raw.view(np.float16) if dtype == torch.float16 else raw)
+    return out
+
+
 def _half_sums(
     k: ModuleType, bits: np.ndarray, dtype: torch.dtype, start: int, end: int, shift: float, sample, stride: int
 ) -> list[tuple]:
-    """_array_sums of bits[start:end] (fp16 or bf16 bits) widened to float32 a chunk at a
-    time, exactly: fp16 by numpy's cast, bf16 by moving its bits to the top of a float32."""
+    """_array_sums of bits[start:end] (fp16 or bf16) widened to float32 a chunk at a time."""
     buf = np.empty(min(_CHUNK, end - start), np.float32)
     sums = []
     for i in range(start, end, _CHUNK):
         j = min(i + _CHUNK, end)
-        x = buf[: j - i]
-        if dtype == torch.float16:
-            np.copyto(x, bits[i:j].view(np.float16))
-        else:
-            wide = x.view(np.uint32)
-            np.copyto(wide, bits[i:j])
-            wide <<= 16
         out, first = _sampled(i, j, sample, stride)
-        sums.append(_array_sums(k, x, shift, out, first, stride))
+        sums.append(_array_sums(k, _widen(bits[i:j], dtype, buf[: j - i]), shift, out, first, stride))
     return sums
 
 
@@ -237,8 +249,9 @@ def _half_sums(
 def delta_sums(k: ModuleType, a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...], work) -> tuple:
     """(n, sum a², sum b², sum a·b, sum d², sum d, max |d|, [count |d| > t for t in
     thresholds]) over two 1-D tensors of one length, d = b - a exact in float64, in one read
-    of each. `work(dtype)` gives two reused chunk buffers for inputs the kernel does not
-    read as they are (dtypes differ or are not float32/float64)."""
+    of each: float32/float64 pairs as they are, fp16/bf16 (beside each other or float32)
+    widened by numpy, split across threads either way. `work(dtype)` gives two reused chunk
+    buffers for the other inputs, which torch upcasts."""
     limits = np.array(thresholds, np.float64)
     limit_bits = np.where(limits < 0, -1, np.abs(limits).view(np.int64))
     direct = a.dtype == b.dtype and a.dtype in (torch.float32, torch.float64)
@@ -246,6 +259,11 @@ def delta_sums(k: ModuleType, a: torch.Tensor, b: torch.Tensor, thresholds: tupl
         x, y = a.numpy(), b.numpy()
         pieces = [(x[i:j], y[i:j]) for i, j in _splits(x.size, _threads(x.size))]
         parts = _run(lambda x, y: _delta_part(k, x, y, limits, limit_bits), pieces)
+    elif _narrow(a) and _narrow(b):  # fp16/bf16 (or float32 beside one): widened by numpy on each thread
+        raw_a, raw_b = _raw(a), _raw(b)
+        splits = _splits(a.numel(), _threads(a.numel()))
+        shares = [(k, raw_a, a.dtype, raw_b, b.dtype, i, j, limits, limit_bits) for i, j in splits]
+        parts = [part for share in _run(_delta_widened, shares) for part in share]
     else:
         wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
         buf_a, buf_b = work(torch.float64 if wide else torch.float32)
@@ -256,6 +274,23 @@ def delta_sums(k: ModuleType, a: torch.Tensor, b: torch.Tensor, thresholds: tupl
             y = buf_b[:m].copy_(b[start : start + m]).numpy()
             parts.append(_delta_part(k, x, y, limits, limit_bits))
     return _collect(a.numel(), parts, len(limits))
+
+
+def _narrow(t: torch.Tensor) -> bool:
+    return t.dtype in (*_SHORT, torch.float32) and t.device.type == "cpu" and t.is_contiguous()
+
+
+def _delta_widened(
+    k: ModuleType, x, x_dtype, y, y_dtype, start: int, end: int, limits: np.ndarray, limit_bits: np.ndarray
+) -> list[tuple]:
+    """_delta_part of elements start..end-1, both sides widened to float32 a chunk at a time."""
+    buf_a, buf_b = np.empty((2, min(_CHUNK, end - start)), np.float32)
+    parts = []
+    for i in range(start, end, _CHUNK):
+        j = min(i + _CHUNK, end)
+        wa, wb = _widen(x[i:j], x_dtype, buf_a[: j - i]), _widen(y[i:j], y_dtype, buf_b[: j - i])
+        parts.append(_delta_part(k, wa, wb, limits, limit_bits))
+    return parts
 
 
 def _delta_part(k: ModuleType, a: np.ndarray, b: np.ndarray, limits: np.ndarray, limit_bits: np.ndarray) -> tuple:
