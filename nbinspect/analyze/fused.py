@@ -231,7 +231,14 @@ def _widen(raw: np.ndarray, dtype: torch.dtype, out: np.ndarray) -> np.ndarray:
 
 
 def _half_sums(
-    k: ModuleType, bits: np.ndarray, dtype: torch.dtype, start: int, end: int, shift: float, sample, stride: int
+    k: ModuleType,
+    bits: np.ndarray,
+    dtype: torch.dtype,
+    start: int,
+    end: int,
+    shift: float,
+    sample: np.ndarray,
+    stride: int,
 ) -> list[tuple]:
     """_array_sums of bits[start:end] (fp16 or bf16) widened to float32 a chunk at a time."""
     buf = np.empty(min(_CHUNK, end - start), np.float32)
@@ -281,7 +288,15 @@ def _narrow(t: torch.Tensor) -> bool:
 
 
 def _delta_widened(
-    k: ModuleType, x, x_dtype, y, y_dtype, start: int, end: int, limits: np.ndarray, limit_bits: np.ndarray
+    k: ModuleType,
+    x: np.ndarray,
+    x_dtype: torch.dtype,
+    y: np.ndarray,
+    y_dtype: torch.dtype,
+    start: int,
+    end: int,
+    limits: np.ndarray,
+    limit_bits: np.ndarray,
 ) -> list[tuple]:
     """_delta_part of elements start..end-1, both sides widened to float32 a chunk at a time."""
     buf_a, buf_b = np.empty((2, min(_CHUNK, end - start)), np.float32)
