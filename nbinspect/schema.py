@@ -60,12 +60,13 @@ class Column:
 def unit_of(column: str) -> str:
     """The unit a column's numbers are in, read from its name (the naming rule every frame
     keeps): 'bytes' for bytes and *_bytes, 'flops' for flops and *_flops, 'percent' for
-    share, '' otherwise. Displays format by it (KiB/MiB, G/T FLOPs, %)."""
+    share (0-100), 'fraction' for zeros (0-1), '' otherwise. Displays format by it
+    (KiB/MiB, G/T FLOPs, %)."""
     if column == "bytes" or column.endswith("_bytes"):
         return "bytes"
     if column == "flops" or column.endswith("_flops"):
         return "flops"
-    return "percent" if column == "share" else ""
+    return {"share": "percent", "zeros": "fraction"}.get(column, "")
 
 
 @dataclass(frozen=True)

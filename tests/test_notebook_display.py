@@ -7,7 +7,11 @@ import tempfile
 
 import nbformat
 import pytest
+import torch
 from nbclient import NotebookClient
+
+import nbinspect
+from nbinspect.render.display import readable
 
 SETUP = "import nbinspect\nfrom nbinspect import examples\nmodel = examples.build('mlp')"
 
@@ -64,3 +68,12 @@ def test_the_magic_shows_the_model_then_a_readable_memory_plan():
     assert "Training memory plan" in plan and "<NA>" not in plan
     first_row = plan.split("<tbody>")[1].split("</tr>")[0]
     assert ">total<" in first_row and ("KB" in first_row or "KiB" in first_row)  # total first, in units
+
+
+def test_the_zero_fraction_reads_as_a_percentage_as_in_the_widget():
+    model = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.0, 1.0], [2.0, 3.0]]))  # 1 of 4 exactly 0
+        model.bias.zero_()
+    shown = readable(nbinspect.stats(model)).set_index("name")["zeros"]
+    assert shown.to_dict() == {"weight": "25.0%", "bias": "100.0%"}

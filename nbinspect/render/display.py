@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import unit_of
-from .format import format_bytes, format_count, format_flops, format_shape, is_missing
+from .format import format_bytes, format_count, format_flops, format_percent, format_shape, is_missing
 
 __all__ = ["DisplayFrame", "html_table", "readable", "saved_view", "sparkline"]
 
@@ -54,6 +54,8 @@ def _formatter(name: str, column: pd.Series) -> Callable[[Any], str] | None:
         return format_flops
     if unit == "percent":
         return lambda x: "" if is_missing(x) else f"{x:.1f}%"
+    if unit == "fraction":  # as the widget shows it: '100.0%', '<0.1%', blank for none
+        return lambda x: format_percent(x, 1)
     if name == "hist_counts":
         return lambda x: "" if x is None or is_missing(x) is True else sparkline(x)
     if name == "attrs":
