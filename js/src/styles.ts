@@ -1,6 +1,13 @@
 // The widget's CSS. Colours come from JupyterLab's theme variables, so the widget follows
 // light and dark themes; the fallbacks are the light theme.
 
+/** The details panel sits beside the table in a widget wider than this (px), else below it. */
+export const DETAIL_BESIDE_FROM = 1360;
+const DETAIL = 320; // the details panel's width beside the table (px)
+const GAP = 10;
+/** The width the details panel and the gap before it take when beside the table (px). */
+export const DETAIL_BESIDE_WIDTH = DETAIL + GAP;
+
 export const STYLES = `
 .nbi {
   --nbi-bg: var(--jp-layout-color0, #fff);
@@ -43,7 +50,7 @@ export const STYLES = `
   white-space: nowrap; }
 .nbi-columns-list label { display: flex; align-items: center; gap: 6px; cursor: pointer; }
 .nbi-columns-list input { margin: 0; }
-.nbi-main { display: flex; gap: 10px; align-items: flex-start; }
+.nbi-main { display: flex; gap: ${GAP}px; align-items: flex-start; }
 .nbi-grid { position: relative; flex: 1 1 auto; min-width: 0; overflow: auto; border: 1px solid var(--nbi-border);
   border-radius: 4px; background: var(--nbi-bg); contain: strict; min-height: 60px; }
 .nbi-grid:focus { outline: none; }
@@ -93,7 +100,7 @@ export const STYLES = `
 .nbi-frozen { background: color-mix(in srgb, #1565c0 20%, transparent); }
 .nbi-partial { background: color-mix(in srgb, var(--nbi-warn) 25%, transparent); }
 .nbi-spark { display: block; fill: var(--nbi-accent); opacity: .85; }
-.nbi-detail { flex: 0 0 320px; max-height: 440px; overflow: auto; padding: 6px 10px; border: 1px solid var(--nbi-border);
+.nbi-detail { flex: 0 0 ${DETAIL}px; max-height: 440px; overflow: auto; padding: 6px 10px; border: 1px solid var(--nbi-border);
   border-radius: 4px; background: var(--nbi-bg-alt); }
 .nbi-detail-title { margin: 2px 0 6px; font-size: 1.05em; font-family: var(--jp-code-font-family, ui-monospace, monospace);
   word-break: break-all; }
@@ -108,7 +115,7 @@ export const STYLES = `
 .nbi-chart .nbi-axis text { fill: var(--nbi-fg-dim); font-size: 10px; }
 .nbi-log { display: inline-flex; align-items: center; gap: 2px; font-size: .9em; }
 .nbi-status { margin-top: 4px; color: var(--nbi-fg-dim); font-size: .85em; }
-@container (max-width: 1360px) {
+@container (max-width: ${DETAIL_BESIDE_FROM}px) {
   .nbi-main { flex-direction: column; align-items: stretch; }
   .nbi-grid { flex: none; width: 100%; }
   .nbi-detail { flex: none; width: 100%; max-height: none; display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr));

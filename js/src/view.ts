@@ -11,7 +11,7 @@ import { type HistFetcher, renderDetail } from "./detail";
 import { button, h } from "./dom";
 import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row } from "./flatten";
 import type { Payload } from "./payload";
-import { STYLES } from "./styles";
+import { DETAIL_BESIDE_FROM, DETAIL_BESIDE_WIDTH, STYLES } from "./styles";
 import { components, header, toolbar } from "./toolbar";
 import { buildTree, foldRepeats, type Tree, type TreeNode } from "./tree";
 
@@ -127,7 +127,7 @@ export class TreeView {
       sort: this.state?.sort ?? null,
       query: "",
       mode: "tree",
-      shown: this.chosenColumns && this.state ? this.state.shown : defaultColumns(offered, this.root.clientWidth),
+      shown: this.chosenColumns && this.state ? this.state.shown : defaultColumns(offered, this.tableWidth()),
       selected: -1,
       log: this.state?.log ?? false,
       problemsOnly: false,
@@ -158,10 +158,16 @@ export class TreeView {
     this.top.replaceChildren(...parts);
   }
 
+  /** The table's width: the widget's, less the details panel where that sits beside it. */
+  private tableWidth(): number {
+    const width = this.root.clientWidth;
+    return width > DETAIL_BESIDE_FROM ? width - DETAIL_BESIDE_WIDTH : width;
+  }
+
   /** Until the user picks columns, the initial ones that fit the width. */
   private fitColumns(): void {
     if (this.chosenColumns) return;
-    const shown = defaultColumns(this.available(), this.root.clientWidth);
+    const shown = defaultColumns(this.available(), this.tableWidth());
     if ([...shown].join() === [...this.state.shown].join()) return;
     this.update({ shown });
     for (const box of this.top.querySelectorAll<HTMLInputElement>("input[data-column]"))

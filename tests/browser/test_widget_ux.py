@@ -147,7 +147,7 @@ def test_columns_resize_by_dragging_the_header_edge(sick):
     expect(header).not_to_have_attribute("aria-sort", "descending")  # a drag is not a sort click
 
 
-@pytest.mark.parametrize("width", [1100, 800])
+@pytest.mark.parametrize("width", [1400, 1100, 800])  # 1400: the details panel sits beside the table
 def test_at_narrow_widths_the_columns_fit_and_the_name_column_stays(tmp_path, open_page, browser, width):
     insp = nbinspect.inspect(sick_lm(), input=torch.randint(0, 256, (2, 16)))
     page = open_at(open_page, browser, tmp_path, insp, f"w{width}", width=width)
