@@ -381,6 +381,8 @@ def test_config_presets_and_errors():
         AnalysisConfig(interval=0)
     with pytest.raises(ValueError, match=r"param_change_thresholds.*>= 0"):
         AnalysisConfig(param_change_thresholds=[1e-6, -1.0])
+    with pytest.raises(ValueError, match=r"param_change_thresholds.*>= 0, got \[-1.0\]"):
+        AnalysisConfig(param_change_thresholds=-1.0)  # one number, as a list of one
     with pytest.raises(ValueError, match=r"snapshot_dtype.*'int8'"):
         AnalysisConfig(snapshot_dtype="int8")
     with pytest.raises(ValueError, match="snapshot_device"):

@@ -7,8 +7,8 @@ compiler on the user's machine), keeps its machine code on disk between sessions
 releases the GIL so a tensor's halves run on two threads.
 
 Loading numba and its cached kernels costs about half a second per process (measured
-0.9 s + 1.0 s on this machine at load average 10; the first compile takes ~10 s, once per
-machine), while the fused path saves about 0.1 s per GB over the torch path. So
+0.25 s + 0.30 s on this machine when idle, ~2 s under heavy load; the first compile takes
+~10 s, once per machine), while the fused path saves about 0.1 s per GB over the torch path. So
 :func:`kernels` loads them only for work of at least ``FUSED_ABOVE`` bytes, and once they
 are loaded uses them for anything from ``LOADED_ABOVE`` bytes: a small model never pays
 for numba. float32/float64 arrays go through the kernels as they are, fp16/bf16 ones are

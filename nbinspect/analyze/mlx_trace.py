@@ -247,7 +247,7 @@ def _counting(original: Callable, flops_of: Callable[..., int | None], recorder:
 
 
 @contextlib.contextmanager
-def _preserved(model: Any, modules: list, training: bool | None) -> Iterator[None]:
+def _preserved(modules: list, training: bool | None) -> Iterator[None]:
     """Train/eval flags, the parameter tree and MLX's global random key as they were,
     however the block ends: a forward pass may replace arrays (BatchNorm's running
     statistics in training mode; MLX arrays are immutable, so putting the same objects
@@ -370,7 +370,7 @@ def run_mlx_trace(
     )
     name = type(model).__name__
     before = mx.get_active_memory()
-    with _preserved(model, recorder.objects, training):
+    with _preserved(recorder.objects, training):
         recorder.attach()
         try:
             output = model(*args, **kwargs)

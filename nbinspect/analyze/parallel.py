@@ -50,12 +50,7 @@ def parallel_tensor_stats(source: ModelSource, bins: int, workers: int) -> _Resu
         raise ValueError(f"stats(workers={workers!r}): need a positive number of worker processes")
     by_file: dict[str, int] = {}
     rest: list[TensorEntry] = []
-    seen: set[Any] = set()
-    for t in source.tensors:
-        if t.storage_key in seen:
-            continue
-        seen.add(t.storage_key)
-        key = t.storage_key
+    for key, t in source.unique_tensors().items():
         if isinstance(key, tuple) and len(key) == 3 and key[0] == "file" and str(key[1]).endswith(".safetensors"):
             by_file[key[1]] = by_file.get(key[1], 0) + t.nbytes
         else:

@@ -113,7 +113,7 @@ def tensor_stats(
             done = None
         for i, (key, values, note, implicit) in enumerate(pending):
             if done is not None:
-                results[key] = (_with_zeros(done[i], implicit, bins) if implicit else done[i], note)
+                results[key] = (_with_zeros(done[i], implicit, bins), note)
             else:
                 results[key] = _guarded(
                     partial(_one, lambda v: batch_moments([v], bins)[0], values, implicit, note, bins)
@@ -126,9 +126,8 @@ def tensor_stats(
         for key, entry in unique.items():
             values, note, implicit, n = entry.tensor, None, 0, entry.numel
             # The common case without _real_values' checks: a small plain tensor in memory (10,000s of them).
-            if not (n <= SAMPLE and type(values) in _TENSORS and values.dtype in _PLAIN and values.is_cpu) or (
-                values.layout != torch.strided
-            ):
+            plain = type(values) in _TENSORS and values.dtype in _PLAIN and values.is_cpu
+            if not (n <= SAMPLE and plain and values.layout == torch.strided):
                 try:
                     values, note, implicit = _real_values(entry)
                 except Exception as exc:

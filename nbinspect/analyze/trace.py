@@ -46,7 +46,7 @@ from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
 from .inputs import io_records, map_inputs, tensors_in
 
-__all__ = ["Call", "Recorder", "TraceResult", "finish", "run_trace"]
+__all__ = ["Call", "Recorder", "TraceResult", "finish", "preserved", "run_trace"]
 
 # Traces swap parameters for fakes, change train flags and restore buffers on modules that
 # other threads may trace too: one at a time (re-entrant, a model may trace inside forward).
@@ -236,7 +236,7 @@ def _failed_kwargs(exc: BaseException, module_id: int) -> dict:
 
 
 @contextlib.contextmanager
-def _preserved(
+def preserved(
     modules: list[nn.Module], tensors: list[torch.Tensor], training: bool | None, real: bool
 ) -> Iterator[None]:
     """Restore train/eval flags, buffers changed in place or replaced (BatchNorm running
@@ -461,7 +461,7 @@ def run_trace(
 
     with _TRACING, contextlib.ExitStack() as stack:  # one trace at a time: they swap and restore shared state
         stack.enter_context(torch.inference_mode(inference_model))
-        stack.enter_context(_preserved(modules, model_tensors, training, real=not use_fake))
+        stack.enter_context(preserved(modules, model_tensors, training, real=not use_fake))
         if use_fake:
             from torch._subclasses.fake_tensor import FakeTensorMode
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -82,8 +82,6 @@ def readable(frame: pd.DataFrame) -> pd.DataFrame:
 class DisplayFrame(pd.DataFrame):
     """A DataFrame that a notebook shows readably (see :func:`readable`); anything derived
     from it (slicing, ``head``, arithmetic) is a plain DataFrame again."""
-
-    _metadata: ClassVar[list[str]] = ["_render"]
 
     @property
     def _constructor(self):

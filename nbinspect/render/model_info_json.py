@@ -6,7 +6,7 @@ pre-order, root excluded). A layer carries ``parameters`` and ``trainable`` for 
 subtree (as ``module.parameters()`` counts them), the shapes and dtypes of its own
 parameters, its own buffers separately (``buffer_shapes``/``buffer_dtypes``, only when it
 has some: running statistics are not parameters), and its hyperparameters flattened in.
-Dtypes are written as ``"torch.float32"``. A vLLM engine adds ``components``.
+Dtypes are written as ``"torch.float32"``. A vLLM engine adds ``components`` and ``engine``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from .base import ModelSource, ModuleEntry, TensorEntry, ancestors, parent_path,
 
 __all__ = ["ModelSource", "ModuleEntry", "TensorEntry", "ancestors", "as_source", "parent_path", "preorder"]
 
-EXPECTED = "a torch.nn.Module instance, a state_dict, or a checkpoint path"
+EXPECTED = "a torch.nn.Module or MLX module instance, a state_dict, or a checkpoint path"
 
 
 def as_source(obj: Any, name: str | None = None) -> ModelSource:

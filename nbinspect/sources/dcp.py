@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
+from ..dtypes import dtype_name
 from ..errors import CheckpointError, UnsafeCheckpointError, first_line
-from .torch_module import dtype_name
 from .tree import StoredTensor
 
 __all__ = ["METADATA_FILE", "is_dcp_folder", "read_dcp"]

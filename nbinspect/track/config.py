@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
+from ..analyze.compare import DEFAULT_THRESHOLDS
+
 __all__ = ["DEFAULT_THRESHOLDS", "SNAPSHOT_DTYPES", "AnalysisConfig"]
 
-DEFAULT_THRESHOLDS = (1e-8, 1e-6, 1e-4)
 SNAPSHOT_DTYPES = {
     "float32": torch.float32,
     "float16": torch.float16,
@@ -32,7 +33,7 @@ def _thresholds(field: str, value: Any) -> tuple[float, ...]:
         raise ValueError(f"AnalysisConfig.{field}: need a list of numbers, got {value!r}") from None
     bad = [t for t in values if not (math.isfinite(t) and t >= 0)]
     if bad or not values:
-        raise ValueError(f"AnalysisConfig.{field}: thresholds must be finite and >= 0, got {list(value)}")
+        raise ValueError(f"AnalysisConfig.{field}: thresholds must be finite and >= 0, got {list(values)}")
     return tuple(sorted(set(values)))
 
 

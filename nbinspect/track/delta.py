@@ -20,6 +20,7 @@ costs nothing).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from ..analyze.components import component, layer_index
 from ..analyze.moments import Moments, merge
 from ..dtypes import dtype_name
 from ..schema import COMPARE
+from ..sources.base import parent_path
 from .snapshot import CHUNK, ParameterSnapshot, trainable_parameters
 
 __all__ = ["ArchitectureChanged", "ParameterDelta"]
@@ -64,10 +66,6 @@ class _Scratch:
     @property
     def nbytes(self) -> int:
         return self.mask.nbytes + sum(t.nbytes for bufs in self.by_dtype.values() for t in bufs)
-
-
-def _module_of(name: str) -> str:
-    return name.rpartition(".")[0]
 
 
 def _check_same(snapshot: ParameterSnapshot, live: Mapping[str, torch.Tensor]) -> None:
@@ -181,7 +179,7 @@ def _row(name: str, snapshot: ParameterSnapshot, p: torch.Tensor, m: Moments, ad
     same = m.count == m.numel and m.zeros == m.numel
     return {
         "name": name,
-        "module": _module_of(name),
+        "module": parent_path(name) or "",
         "component": component(name),
         "layer": layer_index(name),
         "status": "same" if same else "changed",
@@ -251,9 +249,9 @@ class ParameterDelta:
     def numel(self) -> int:
         return int(self.frame["numel"].sum())
 
-    @property
+    @functools.cached_property
     def total(self) -> Moments:
-        """Moments of every element of the change, all tensors merged."""
+        """Moments of every element of the change, all tensors merged (once: read by several metrics)."""
         return merge(list(self.moments.values())) if self.moments else Moments.empty(1)
 
     @property

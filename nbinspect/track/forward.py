@@ -1,8 +1,9 @@
 """Running the user's model for analysis without leaving a trace on it.
 
 :func:`preserved` puts the model in eval mode for the block (no dropout: the outputs compare
-like for like) inside a forked RNG, without autograd, and afterwards restores every
-module's train/eval flag and any buffer the forward pass changed. Weights are never
+like for like) inside a forked RNG, without autograd, and afterwards restores what the
+trace restores (:func:`~nbinspect.analyze.trace.preserved`): every module's train/eval flag,
+any buffer the forward pass changed, and tensor attributes it replaced or cached. Weights are never
 written: other parameter values are swapped in with ``torch.func.functional_call``, which
 puts the original tensor objects back.
 """
@@ -17,6 +18,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from ..analyze import trace
 from ..analyze.inputs import split_input, tensors_in
 
 __all__ = ["logits", "preserved", "run"]
@@ -25,21 +27,9 @@ __all__ = ["logits", "preserved", "run"]
 @contextlib.contextmanager
 def preserved(model: nn.Module) -> Iterator[None]:
     modules = list(model.modules())
-    modes = [m.training for m in modules]
-    buffers = [(m, n, b, b.clone()) for m in modules for n, b in m._buffers.items() if b is not None]
-    devices = sorted({t.device.index or 0 for _, _, t, _ in buffers if t.device.type == "cuda"})
-    with torch.random.fork_rng(devices=devices), torch.no_grad():
-        try:
-            model.eval()
-            yield
-        finally:
-            for m, mode in zip(modules, modes):
-                if m.training is not mode:
-                    m.training = mode
-            for m, name, b, copy in buffers:
-                m._buffers[name] = b
-                if not torch.equal(b, copy):
-                    b.copy_(copy)
+    tensors = [t for m in modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
+    with torch.no_grad(), trace.preserved(modules, tensors, training=False, real=True):
+        yield
 
 
 def run(model: nn.Module, inputs: Any, params: Mapping[str, torch.Tensor] | None = None) -> Any:

@@ -12,15 +12,12 @@ import math
 
 import torch
 
+from ..sources.base import parent_path
 from .delta import ParameterDelta
 from .metric import AnalysisContext, MetricComputer, module_key
 from .snapshot import ParameterSnapshot, trainable_parameters
 
 __all__ = ["GradientMetrics", "OptimizerStateMetrics"]
-
-
-def _owner(name: str) -> str:
-    return name.rpartition(".")[0]
 
 
 def _sum_sq(t: torch.Tensor) -> float:
@@ -49,7 +46,7 @@ class GradientMetrics(MetricComputer):
             sq = _sum_sq(g)
             if not math.isfinite(sq):
                 nonfinite += int((~torch.isfinite(g)).sum())
-            module = _owner(name)
+            module = parent_path(name) or ""
             grad_sq[module] = grad_sq.get(module, 0.0) + sq
         out = {"gradient/update_ratio": delta.rel_change}
         if grad_sq:
@@ -93,13 +90,13 @@ class OptimizerStateMetrics(MetricComputer):
                 beta1, beta2 = group.get("betas", (0.9, 0.999))
                 for p in group["params"]:
                     state = optimizer.state.get(p, {})
-                    if "exp_avg" not in state or "exp_avg_sq" not in state or p not in optimizer.state:
+                    if "exp_avg" not in state or "exp_avg_sq" not in state:
                         continue
                     m, v = state["exp_avg"].double(), state["exp_avg_sq"].double()
                     t = float(state.get("step", 1))
                     # torch.optim.Adam: p -= lr / (1 - β1^t) * m / (√v / √(1 - β2^t) + ε)
                     step = (lr / (1 - beta1**t)) * m / (v.sqrt() / math.sqrt(1 - beta2**t) + eps)
-                    part = sums.setdefault(_owner(names.get(id(p), "")), [0.0, 0.0, 0.0, 0])
+                    part = sums.setdefault(parent_path(names.get(id(p), "")) or "", [0.0, 0.0, 0.0, 0])
                     part[0] += float(m.pow(2).sum())
                     part[1] += float(v.pow(2).sum())
                     part[2] += float(step.pow(2).sum())
