@@ -150,7 +150,8 @@ def test_not_a_path_or_mapping():
     from nbinspect.sources import as_source
 
     with pytest.raises(
-        TypeError, match="expected a torch.nn.Module or MLX module instance, a state_dict, or a checkpoint path, got int"
+        TypeError,
+        match="expected a torch.nn.Module or MLX module instance, a state_dict, or a checkpoint path, got int",
     ):
         as_source(42)
 
