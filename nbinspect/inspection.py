@@ -14,7 +14,7 @@ import pandas as pd
 from .analyze import structure
 from .analyze.distributed import on_receiving_rank
 from .analyze.gc_pause import gc_paused
-from .analyze.health import HealthThresholds, health_frame, problem_counts
+from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
 from .analyze.inputs import split_input
 from .analyze.memory import memory_plan
 from .analyze.moe import expert_groups, moe_totals
@@ -93,7 +93,11 @@ class Inspection(Result):
         the statistics were not computed."""
         if "stats" not in self.frames:
             return {}
-        return problem_counts(self.health, self.params["name"][self.params["tied_to"].notna()])
+        return problem_counts(self.health, self._tied())
+
+    def _tied(self) -> pd.Series:
+        """Paths that are the same elements as an earlier path."""
+        return self.params["name"][self.params["tied_to"].notna()]
 
     def _stats_frame(self, key: str) -> pd.DataFrame:
         if key not in self.frames:
@@ -137,7 +141,7 @@ class Inspection(Result):
     def summary(self, depth: int | None = 3) -> str:
         """The text summary; `depth` limits the layer tree (None shows every level)."""
         found = self.problems()
-        problems = text.health_block(self.health, found) if found else None
+        problems = text.health_block(problem_tensors(self.health, self._tied()), found) if found else None
         summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
         if self.framework == "vllm":
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary

@@ -84,6 +84,10 @@ def test_a_tied_weight_with_a_nan_counts_once():
     assert tensors.loc["lm_head.weight", "problems"] == "NaN"  # both paths show the badge
     root = insp.health[(insp.health["kind"] == "module") & (insp.health["name"] == "")].iloc[0]
     assert root.nan == 1 and root.problem_tensors == 1
+    lines = str(insp).splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("Tensor ")))
+    listed = [line.split()[0] for line in lines[start + 1 : lines.index("", start)]]
+    assert listed == ["tok_emb.weight"]  # the printed list names the stored tensor once
 
 
 def test_print_lists_problems_first():

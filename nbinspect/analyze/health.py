@@ -13,7 +13,7 @@ import pandas as pd
 from ..schema import HEALTH, PARAMETER
 from ..sources import ancestors
 
-__all__ = ["PROBLEMS", "HealthThresholds", "health_frame", "problem_counts"]
+__all__ = ["PROBLEMS", "HealthThresholds", "health_frame", "problem_counts", "problem_tensors"]
 
 # The problem labels, in the order they are listed.
 PROBLEMS = ("NaN", "Inf", "all zero", "constant", "exploding", "vanishing")
@@ -113,13 +113,17 @@ def _module_row(path: str, tensors: dict[str, dict[str, Any]]) -> dict[str, Any]
     }
 
 
+def problem_tensors(health: pd.DataFrame, tied: Collection[str] = ()) -> pd.DataFrame:
+    """The health rows of tensors with a problem; `tied` paths (the same elements at a second
+    path) are left out, so each stored tensor is listed once."""
+    return health[(health["kind"] != "module") & (health["problems"] != "") & ~health["name"].isin(list(tied))]
+
+
 def problem_counts(health: pd.DataFrame, tied: Collection[str] = ()) -> dict[str, int]:
     """Distinct tensors with each problem, e.g. {"NaN": 2} reads "2 tensors with NaN";
-    `tied` paths (the same elements at a second path) are not counted again. Problems no
-    tensor has are left out."""
-    tensors = health[(health["kind"] != "module") & (health["problems"] != "") & ~health["name"].isin(list(tied))]
+    `tied` paths are not counted again. Problems no tensor has are left out."""
     counts: dict[str, int] = {}
-    for problems in tensors["problems"]:
+    for problems in problem_tensors(health, tied)["problems"]:
         for label in str(problems).split(", "):
             counts[label] = counts.get(label, 0) + 1
     return {label: counts[label] for label in PROBLEMS if label in counts}

@@ -114,10 +114,10 @@ def _by_type_block(by_type: pd.DataFrame) -> str:
     )
 
 
-def health_block(health: pd.DataFrame, counts: Mapping[str, int], limit: int = 12) -> str:
-    """'Problems: 2 tensors with NaN, 1 with all zero' and the first `limit` such tensors."""
+def health_block(tensors: pd.DataFrame, counts: Mapping[str, int], limit: int = 12) -> str:
+    """'Problems: 2 tensors with NaN, 1 with all zero' and the first `limit` of `tensors`
+    (the health rows of the tensors with a problem)."""
     parts = [f"{n:,} {'tensor' if n == 1 else 'tensors'} with {label}" for label, n in counts.items()]
-    tensors = health[(health["kind"] != "module") & (health["problems"] != "")]
     rows = [
         [r.name, r.problems, format_count(r.nan) if r.nan else "", format_count(r.inf) if r.inf else ""]
         for r in tensors.head(limit).itertuples(index=False)
