@@ -1,6 +1,5 @@
 // The table's columns: one entry each says what the column shows, how it sorts, when it is
-// offered and how its cell renders. Adding a column is adding an entry to COLUMNS; a payload
-// field the tree nodes do not carry is read with moduleField / tensorField (tree.ts).
+// offered and how its cell renders. Adding a column is adding an entry to COLUMNS.
 
 import { h } from "./dom";
 import type { Mode, Row, Value } from "./flatten";

@@ -2,7 +2,7 @@
 // Pure: no DOM. Nodes live in one array; a node's `children` are ids into it.
 
 import { edgesOf } from "./histogram";
-import type { Hist, ModuleColumns, Num, Payload, Shape, TensorColumns } from "./payload";
+import type { Hist, Num, Payload, Shape } from "./payload";
 
 export type Kind = "module" | "tensor" | "group";
 
@@ -58,7 +58,7 @@ export interface TreeNode {
 }
 
 export interface Tree {
-  /** What the tree was built from: columns may read fields of it (moduleField, tensorField). */
+  /** What the tree was built from. */
   payload: Payload;
   nodes: TreeNode[];
   root: number;
@@ -200,24 +200,6 @@ export function buildTree(payload: Payload): Tree {
       compare: t.compare !== undefined,
     },
   };
-}
-
-/** A module node's entry of a payload module column; null for other nodes and absent columns. */
-export function moduleField<K extends keyof ModuleColumns>(
-  tree: Tree,
-  n: TreeNode,
-  key: K,
-): NonNullable<ModuleColumns[K]>[number] | null {
-  return n.kind === "module" ? (tree.payload.modules[key]?.[n.source] ?? null) : null;
-}
-
-/** A tensor node's entry of a payload tensor column; null for other nodes and absent columns. */
-export function tensorField<K extends keyof TensorColumns>(
-  tree: Tree,
-  n: TreeNode,
-  key: K,
-): NonNullable<TensorColumns[K]>[number] | null {
-  return n.kind === "tensor" ? (tree.payload.tensors[key]?.[n.source] ?? null) : null;
 }
 
 /** The problem labels in the order Python lists them (nbinspect/analyze/health.py). */

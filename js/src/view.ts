@@ -193,18 +193,9 @@ export class TreeView {
     this.grid.scrollTop = 0;
   }
 
-  /** Only rows with weight problems (and the rows above them), or every row. */
-  setProblemsOnly(on: boolean): void {
-    this.update({ problemsOnly: on });
-  }
-
   /** A column's width in px (the user dragged its edge). */
   setWidth(id: string, px: number): void {
     this.update({ widths: { ...this.state.widths, [id]: Math.max(40, Math.round(px)) } });
-  }
-
-  setMode(mode: Mode): void {
-    this.update({ mode });
   }
 
   toggle(id: number): void {

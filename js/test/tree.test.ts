@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ancestors, comparator, expandedAll, expandedToDepth, flatten, matches, type RowOptions } from "../src/flatten";
-import { buildTree, foldRepeats, moduleField, signatures, tensorField } from "../src/tree";
+import { buildTree, foldRepeats, signatures } from "../src/tree";
 import { payload } from "./fixtures";
 
 const tree = () => foldRepeats(buildTree(payload()));
@@ -23,17 +23,6 @@ describe("buildTree", () => {
     expect(stem.children.map((c) => t.nodes[c].path)).toEqual(["stem.weight"]);
     expect(byPath(t as never, "blocks.3.fc.weight").depth).toBe(4);
     expect(t.has).toEqual({ trace: false, stats: true, compare: true });
-  });
-
-  it("lets a column read any payload field of a node's own row", () => {
-    const p = payload();
-    const t = buildTree(p);
-    const stem = byPath(t as never, "stem");
-    const weight = byPath(t as never, "stem.weight");
-    expect(moduleField(t, stem, "attrs")).toEqual(p.modules.attrs[1]);
-    expect(moduleField(t, stem, "flops")).toBeNull(); // not traced: the column is absent
-    expect(tensorField(t, weight, "compare")).toEqual(["changed", 0.5]);
-    expect(tensorField(t, stem, "dtype")).toBeNull(); // a module has no tensor row
   });
 
   it("rolls the largest relative change up to every ancestor", () => {
