@@ -270,6 +270,16 @@ def test_model_class_gets_the_weights_and_a_clean_report(tmp_path):
     assert layers.loc["blocks.0.attn.qkv", "type"] == "Linear"  # types are known now
 
 
+def test_a_tied_weight_saved_once_is_not_reported_missing(tmp_path):
+    sd = _state()
+    del sd["lm_head.weight"]  # the head is the embedding: a file may keep it once
+    torch.save(sd, tmp_path / "c.pt")
+    source = load_checkpoint(tmp_path / "c.pt", model=examples.TinyLM, config={"n_layer": 2, "vocab_size": 256})
+    report = source.metadata["load_report"]
+    assert report.ok and report.missing == () and report.loaded == len(sd)
+    assert torch.equal(source.model.lm_head.weight, sd["tok_emb.weight"])
+
+
 def test_load_report_names_missing_unexpected_and_mismatched(tmp_path):
     sd = _state()
     sd["extra.weight"] = torch.ones(2)

@@ -123,12 +123,14 @@ def load_into(source: ModelSource, factory: str | type | Callable[..., Any], con
         model.load_state_dict(matched, strict=False)
     for name in matched:
         entries[name].release()
+    result = from_module(model, source.name)
+    storage = {t.name: t.storage_key for t in result.tensors}
+    loaded = {storage.get(n) for n in matched}  # a tie saved once is present at all its paths
     report = LoadReport(
         loaded=len(matched),
-        missing=tuple(n for n in target if n not in entries),
+        missing=tuple(n for n in target if n not in entries and storage.get(n, n) not in loaded),
         unexpected=tuple(n for n in entries if n not in target),
         mismatched=tuple(mismatched),
         cast=tuple(cast),
     )
-    result = from_module(model, source.name)
     return dataclasses.replace(result, metadata={**source.metadata, "load_report": report})
