@@ -52,10 +52,9 @@ def _formatter(name: str, column: pd.Series) -> Callable[[Any], str] | None:
         return format_bytes
     if unit == "flops":
         return format_flops
-    if unit == "percent":
-        return lambda x: "" if is_missing(x) else f"{x:.1f}%"
-    if unit == "fraction":  # as the widget shows it: '100.0%', '<0.1%', blank for none
-        return lambda x: format_percent(x, 1)
+    if unit in ("percent", "fraction"):  # as the widget shows them: '84.3%', '<0.1%', blank for none
+        whole = 100 if unit == "percent" else 1
+        return lambda x: format_percent(x, whole)
     if name == "hist_counts":
         return lambda x: "" if x is None or is_missing(x) is True else sparkline(x)
     if name == "attrs":

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from .display import DisplayFrame, html_table
-from .format import format_bytes, format_count, format_flops, format_shape, is_missing
+from .format import format_bytes, format_count, format_flops, format_percent, format_shape, is_missing
 from .text import _tree_prefixes, table
 
 __all__ = ["TextFrame", "flow_text", "memory_html", "memory_text"]
@@ -103,14 +103,10 @@ def _totals_text(totals: Mapping[str, Any]) -> str:
 _PLAN_HEADER = (["Component", "Size", "Bytes", "Share", "How"], [False, True, True, True, False])
 
 
-def _percent(share: Any) -> str:
-    return "" if is_missing(share) else f"{share:.1f}%"
-
-
 def _plan_rows(memory: pd.DataFrame, total_first: bool) -> list[list[str]]:
     whole = memory[memory["layer"].isna()]
     rows = [
-        [r.component, format_bytes(r.bytes), format_count(r.bytes), _percent(r.share), r.note]
+        [r.component, format_bytes(r.bytes), format_count(r.bytes), format_percent(r.share, 100), r.note]
         for r in whole.itertuples(index=False)
     ]
     return rows[-1:] + rows[:-1] if total_first else rows  # the planner puts the total last
