@@ -48,7 +48,13 @@ def test_workers_give_the_same_frame_as_one_process(sharded):
     )
 
 
-def test_workers_on_tensors_in_memory_reduce_them_here():
+def test_workers_on_tensors_in_memory_reduce_them_here(monkeypatch):
+    from nbinspect.analyze import parallel
+
+    def no_processes(*args, **kwargs):
+        raise AssertionError("tensors in memory started worker processes")
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_processes)
     state = {"a": torch.randn(10, 10), "b": torch.randn(3)}
     pd.testing.assert_frame_equal(
         nbinspect.stats(state, workers=2).drop(columns=["hist_counts", "hist_edges"]),
