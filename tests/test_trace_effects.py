@@ -15,9 +15,12 @@ from nbinspect import examples
 
 from .conftest import assert_unchanged, model_state
 
+_MODULE_CALL = nn.Module.__call__  # torch's own, as imported
+
 
 def _no_global_hooks():
-    return not (
+    """torch's global hook tables are empty and ``Module.__call__`` is torch's again."""
+    return nn.Module.__call__ is _MODULE_CALL and not (
         module_globals._global_forward_hooks
         or module_globals._global_forward_pre_hooks
         or module_globals._global_forward_hooks_with_kwargs
@@ -78,6 +81,58 @@ def test_a_tensor_cached_over_another_value_is_taken_back():
     nbinspect.trace(model, (2, 4))
     assert model.cache is None and model.count == 1
     assert_unchanged(before, model_state(model))
+
+
+def test_a_cached_tensor_of_equal_value_is_taken_back():
+    """A forward pass that replaces a one-element tensor attribute by a new tensor of the
+    same value: equal by ``==``, but a different object that holds the trace's graph."""
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+            self.scale = torch.ones(1)
+
+        def forward(self, x):
+            self.scale = self.linear.bias.sum() * 0 + 1  # equal to the old value, with a grad_fn
+            return self.linear(x) * self.scale
+
+    model = Scaled()
+    scale = model.scale
+    nbinspect.trace(model, (2, 4))
+    assert model.scale is scale and model.scale.grad_fn is None
+
+
+def test_recorded_output_is_what_the_caller_gets_after_the_modules_own_hook():
+    """A module's own forward hook that replaces its output: the flow shows the output the
+    next module receives, and the trace leaves the hook in place."""
+    model = nn.Sequential(nn.Linear(4, 6), nn.Linear(3, 2))
+    model[0].register_forward_hook(lambda m, args, out: out[:, :3])
+    insp = nbinspect.trace(model, (2, 4))
+    rows = insp.flow.set_index("name")
+    assert tuple(rows.loc["0", "output_shapes"][0]) == (2, 3)
+    assert tuple(rows.loc["1", "input_shapes"][0]) == (2, 3)
+    assert len(model[0]._forward_hooks) == 1 and _no_global_hooks()
+
+
+def test_recorders_detached_out_of_order_leave_the_others_working():
+    """Two recorders attached at once (a trace inside a watched block, or two threads):
+    detaching the first keeps the second recording, and the last detach puts torch's
+    ``Module.__call__`` back."""
+    from nbinspect.analyze.trace import Recorder, named_modules_of
+
+    model, x = nn.Sequential(nn.Linear(4, 4), nn.ReLU()), torch.ones(1, 4)
+    first, second = Recorder(named_modules_of(model)), Recorder(named_modules_of(model))
+    first.attach()
+    second.attach()
+    model(x)
+    first.detach()
+    model(x)
+    assert [c.name for c in first.calls] == ["", "0", "1"]
+    assert [c.name for c in second.calls] == ["", "0", "1"] * 2
+    assert nn.Module.__call__ is not _MODULE_CALL
+    second.detach()
+    assert _no_global_hooks()
 
 
 def test_existing_user_hooks_survive():

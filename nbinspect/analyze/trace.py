@@ -1,7 +1,7 @@
 """One forward pass, watched: every module call with its shapes, FLOPs and saved tensors.
 
-:func:`run_trace` sees every module call through a global forward pre/post hook pair
-(removed in ``finally``), runs the forward pass once under a :class:`~.flops.FlopCounter` and a
+:func:`run_trace` sees every module call by standing in for ``nn.Module.__call__`` (put
+back in ``finally``), runs the forward pass once under a :class:`~.flops.FlopCounter` and a
 :class:`~.activations.SavedTensorMeter`, and returns a :class:`TraceResult`: one
 :class:`Call` per module call in execution order. :mod:`.trace_frames` turns it into the
 ``flow`` frame and the trace columns of ``layers``.
@@ -14,7 +14,8 @@ come out without allocating anything, and code that calls ``.item()`` on a mask
 
 Nothing about the model changes: modes, parameters, buffers (BatchNorm running stats are
 put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
-``.grad``), hooks and the global RNG state (forked) are as they were, also on error.
+``.grad``), hooks, ``nn.Module.__call__`` and the global RNG state (forked) are as they
+were, also on error.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import operator
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -32,21 +32,17 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.modules.module import (
-    _global_forward_hooks_with_kwargs,
-    register_module_forward_hook,
-    register_module_forward_pre_hook,
-)
+from torch.overrides import TorchFunctionMode
 
 from ..dtypes import dtype_name
 from ..errors import DTYPE_HINT, TraceError, first_line
 from ..sources.mlx_module import is_mlx_module
-from .activations import SavedTensorMeter, storage_id
+from .activations import SavedTensorMeter, storage_ids
 from .flops import FlopCounter, coverage_note
 from .gc_pause import gc_paused
 from .inputs import io_records, map_inputs, tensors_in
 
-__all__ = ["Call", "Recorder", "TraceResult", "finish", "preserved", "run_trace"]
+__all__ = ["Call", "Recorder", "TraceResult", "finish", "named_modules_of", "preserved", "run_trace", "tensors_of"]
 
 # Traces swap parameters for fakes, change train flags and restore buffers on modules that
 # other threads may trace too: one at a time (re-entrant, a model may trace inside forward).
@@ -108,21 +104,20 @@ class TraceResult:
 
 
 class Recorder:
-    """A global forward pre/post hook pair (a third of the cost of a pair per module),
-    acting on the model's modules only, building the list of calls. The global pre-hook
-    does not see keyword arguments; the post-hook does, and adds their shapes. The
-    post-hook is ``always_call``, so it also closes calls whose forward raised, and the
-    nesting stays right when the model catches an exception from one of its modules."""
+    """Sees every call of the model's modules by standing in for ``nn.Module.__call__``
+    while attached: one Python frame around torch's own call, a
+    third of what torch's global hook pair costs, and it sees what a caller sees: the
+    arguments (keyword ones too) before any forward pre-hook, the output after every
+    forward hook, and an exception from the module or its hooks as it passes. Calls of
+    other modules, and calls other threads make at the same time, go straight through."""
 
     def __init__(self, named_modules: list[tuple[str, nn.Module]]):
+        """`named_modules`: each module once, at its first path (``named_modules()``)."""
         # id -> [first path, type name, calls so far]: one lookup per call finds all three
-        self.info: dict[int, list] = {}
-        for path, m in named_modules:
-            self.info.setdefault(id(m), [path, type(m).__name__, 0])
+        self.info: dict[int, list] = {id(m): [path, type(m).__name__, 0] for path, m in named_modules}
         self.calls: list[Call] = []
         self.stack: list[Call] = []
         self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
-        self.handles: list = []
         self.failures: dict[int, Call] = {}  # id(exception) -> the innermost call it came from
         self.thread = threading.get_ident()  # calls another thread makes at the same time are not ours
 
@@ -130,121 +125,123 @@ class Recorder:
         return self.stack[-1] if self.stack else self.outside
 
     def attach(self) -> None:
-        self.handles.append(register_module_forward_pre_hook(self.pre))
-        self.handles.append(register_module_forward_hook(self.post, with_kwargs=True, always_call=True))
+        _install(self)
 
     def detach(self) -> None:
-        for h in self.handles:
-            h.remove()
-            # RemovableHandle forgets the with_kwargs flag of a global hook (torch 2.x):
-            # drop it so a trace leaves torch's global hook tables exactly as it found them.
-            _global_forward_hooks_with_kwargs.pop(h.id, None)
-        self.handles.clear()
+        _uninstall(self)
 
-    def pre(self, module: nn.Module, args: tuple) -> None:
-        key = id(module)
-        info = self.info.get(key)
-        if info is None or get_ident() != self.thread:  # not one of this model's modules, or not our call
-            return
-        if len(args) == 1 and isinstance(args[0], torch.Tensor):  # the common case, kept cheap
-            x = args[0]
-            shapes, nbytes = [x.shape], x.nbytes
-        else:
-            tensors = tensors_in(args)
-            shapes, nbytes = [t.shape for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
-        stack, calls = self.stack, self.calls
-        n = info[2]
-        info[2] = n + 1
-        call = Call(
-            len(calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key
-        )
-        calls.append(call)
-        stack.append(call)
+    def _wrap(self, inner: Any) -> Any:
+        """A ``Module.__call__`` that records this model's calls around `inner`. Everything
+        it reads per call is bound here: this runs once per module call."""
+        info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
 
-    def post(self, module: nn.Module, args: tuple, *rest: Any) -> None:
-        """``(module, args, kwargs, output)`` after a forward pass; ``(module, args, None)``
-        from torch's ``always_call`` path when the forward (or a hook) raised."""
-        stack = self.stack
-        # the open call is one of this model's modules, so a match means `module` is one too
-        if not stack or stack[-1].module_id != id(module) or get_ident() != self.thread:
-            return
-        call = stack.pop()
-        if len(rest) == 2:
-            kwargs, output = rest
-            if kwargs:
-                _add_inputs(call, kwargs)
+        def __call__(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            key = id(module)
+            info = info_of(key)
+            if info is None or get_ident() != thread:  # not one of this model's modules, or not our call
+                return inner(module, *args, **kwargs)
+            if not kwargs and len(args) == 1 and isinstance(args[0], torch.Tensor):  # the common case, kept cheap
+                x = args[0]
+                shapes, nbytes = [x.shape], x.nbytes
+            else:
+                tensors = tensors_in((args, kwargs) if kwargs else args)
+                shapes, nbytes = [t.shape for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
+            n = info[2]
+            info[2] = n + 1
+            call = Call(
+                len(calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key
+            )
+            calls.append(call)
+            stack.append(call)
+            try:
+                output = inner(module, *args, **kwargs)
+            except BaseException as exc:
+                stack.pop()
+                if id(exc) in failures:  # raised by a call inside this one
+                    call.status = "interrupted"
+                else:
+                    call.status = "failed"
+                    failures[id(exc)] = call
+                    _output_before_hook(call, module, exc)
+                raise
+            stack.pop()
             if isinstance(output, torch.Tensor):
                 call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
             else:
                 tensors = tensors_in(output)
                 call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
             call.status = "ok"
-            return
-        exc = sys.exc_info()[1]
-        if exc is not None and id(exc) not in self.failures:
-            call.status = "failed"
-            self.failures[id(exc)] = call
-        else:
-            call.status = "interrupted"
+            return output
+
+        return __call__
 
     def failed_call(self, exc: BaseException) -> Call | None:
-        """The innermost call that raised `exc` or an exception it was raised from. A call
-        that returned and whose own forward hook then raised is found through the traceback:
-        torch had already closed the call, so the exception surfaces in its parent."""
+        """The innermost call that raised `exc` or an exception it was raised from."""
         found, seen = None, set()
         cause: BaseException | None = exc
         while cause is not None and id(cause) not in seen:
             seen.add(id(cause))
             found = self.failures.get(id(cause), found)
             cause = cause.__cause__ or cause.__context__
-        frames = _module_frames(exc)
-        innermost = next((f for f in reversed(frames) if id(f.f_locals.get("self")) in self.info), None)
-        if innermost is not None and (found is None or id(innermost.f_locals["self"]) != found.module_id):
-            key = id(innermost.f_locals["self"])
-            done = next((c for c in reversed(self.calls) if c.module_id == key and c.status == "ok"), None)
-            if done is not None:
-                done.status = "failed"
-                return done
         return found
 
 
-def _add_inputs(call: Call, kwargs: dict) -> None:
-    tensors = tensors_in(kwargs)
-    call.input_shapes = call.input_shapes + [t.shape for t in tensors]
-    call.input_bytes += sum({id(t): t.nbytes for t in tensors}.values())
+# Recorders attached now, innermost last, each with the ``Module.__call__`` it installed
+# around the one before it, so nested traces (a model tracing inside its forward) and a
+# trace inside a ``watch`` block all see the calls; detaching out of order (threads)
+# rebuilds the chain above without it.
+_attached: list[tuple[Recorder, Any]] = []
+_attach_lock = threading.Lock()
+_original_call: Any = None  # Module.__call__ as found when the first recorder attached
 
 
-def _module_frames(exc: BaseException) -> list:
-    """The frames of ``Module._call_impl`` (and its hook wrapper) in `exc`'s traceback, outermost first."""
-    frames = []
+def _install(recorder: Recorder) -> None:
+    global _original_call
+    with _attach_lock:
+        if not _attached:
+            _original_call = nn.Module.__dict__["__call__"]
+        _attached.append((recorder, recorder._wrap(_attached[-1][1] if _attached else _original_call)))
+        nn.Module.__call__ = _attached[-1][1]  # type: ignore[method-assign]
+
+
+def _uninstall(recorder: Recorder) -> None:
+    with _attach_lock:
+        at = next((i for i, (r, _) in enumerate(_attached) if r is recorder), None)
+        if at is None:  # not attached
+            return
+        above = [r for r, _ in _attached[at + 1 :]]
+        del _attached[at:]
+        for r in above:
+            _attached.append((r, r._wrap(_attached[-1][1] if _attached else _original_call)))
+        nn.Module.__call__ = _attached[-1][1] if _attached else _original_call  # type: ignore[method-assign]
+
+
+def _output_before_hook(call: Call, module: nn.Module, exc: BaseException) -> None:
+    """If `module`'s forward returned and one of its forward hooks raised, record the
+    forward's output (torch's ``_call_impl`` holds it as ``result``), so the error can say
+    it was the hook."""
     tb = exc.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_name in ("_call_impl", "inner"):
-            frames.append(tb.tb_frame)
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "inner" and frame.f_locals.get("self") is module:
+            result = frame.f_locals.get("result")
+            if result is not None:
+                tensors = tensors_in(result)
+                call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+            return
         tb = tb.tb_next
-    return frames
-
-
-def _failed_kwargs(exc: BaseException, module_id: int) -> dict:
-    """The keyword arguments the failing module got, read from the traceback's frame of
-    ``Module._call_impl`` (global pre-hooks are not given them). Empty if not found."""
-    found: dict = {}
-    for frame in _module_frames(exc):
-        if id(frame.f_locals.get("self")) == module_id:
-            found = frame.f_locals.get("kwargs") or found
-    return found if isinstance(found, dict) else {}
 
 
 @contextlib.contextmanager
 def preserved(
     modules: list[nn.Module], tensors: list[torch.Tensor], training: bool | None, real: bool
 ) -> Iterator[None]:
-    """Restore train/eval flags, buffers changed in place or replaced (BatchNorm running
+    """Restore train/eval flags, tensor attributes, buffers changed in place or replaced (BatchNorm running
     stats, num_batches_tracked) and the RNG state, however the block ends."""
     # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
     # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
     # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
-    saved = [(m, m.training, vars(m).copy()) for m in modules]
+    saved = [(m, vars(m).copy()) for m in modules]
     buffers = []
     if real:
         for m in modules:
@@ -260,12 +257,14 @@ def preserved(
                     m.training = training
             yield
         finally:
-            for m, mode, attrs in saved:
-                if m.training is not mode:  # Module.__setattr__ is slow; most flags never changed
-                    m.training = mode
-                now = vars(m)
-                if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
-                    _restore_attrs(now, attrs)
+            with _IdentityEquality():
+                for m, attrs in saved:
+                    now = vars(m)
+                    if not _same(now, attrs):
+                        mode = attrs.get("training")
+                        if mode is not None and now.get("training") is not mode:
+                            m.training = mode
+                        _restore_attrs(now, attrs)
             for m, name, b, copy in buffers:
                 m._buffers[name] = b
                 if not torch.equal(b, copy):
@@ -273,11 +272,30 @@ def preserved(
                         b.copy_(copy)
 
 
+class _IdentityEquality(TorchFunctionMode):
+    """Inside it, ``==`` on a tensor is False: comparing two dicts of a module's attributes
+    then says equal only where every tensor is the same object (a replaced tensor of equal
+    value, or a fake, is a change), with the comparison of the rest done in C."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.__eq__:
+            return False
+        return func(*args, **(kwargs or {}))
+
+
+def _same(now: dict[str, Any], saved: dict[str, Any]) -> bool:
+    """Nothing in a module's __dict__ was added, removed or replaced by a different tensor
+    (other values replaced by equal ones do not matter: only tensors are put back)."""
+    try:
+        return now == saved  # identical values are equal without calling __eq__
+    except Exception:  # an __eq__ that raises (numpy arrays): treat as changed
+        return False
+
+
 def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
     """Put a module's plain tensor attributes back as they were (`saved` is a copy of its
     __dict__): the same objects, none added, and none left over another value (a cache that
-    was None). Called only where something changed (values replaced in place keep their
-    order, so the caller's identity check finds them)."""
+    was None). Called only where something changed."""
     for k, v in saved.items():
         current = now.get(k)
         if current is not v and (isinstance(v, torch.Tensor) or isinstance(current, torch.Tensor)):
@@ -297,6 +315,38 @@ def _quiet_fake_errors() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(quiet)
+
+
+_IS_META = operator.attrgetter("is_meta")
+
+
+def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """``list(model.named_modules())``: each module once, at its first path, in pre-order,
+    without torch's generator per level of nesting (3x the cost on a deep or wide model)."""
+    out: list[tuple[str, nn.Module]] = []
+    seen: set[int] = set()
+    todo: list[tuple[str, nn.Module]] = [("", model)]
+    while todo:
+        path, m = todo.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        out.append((path, m))
+        if m._modules:
+            prefix = f"{path}." if path else ""
+            todo += [(prefix + k, c) for k, c in reversed(m._modules.items()) if c is not None]
+    return out
+
+
+def tensors_of(modules: list[nn.Module]) -> list[torch.Tensor]:
+    """Every parameter and buffer of `modules` (a tied one at each place it appears)."""
+    out: list[torch.Tensor | None] = []
+    for m in modules:
+        if m._parameters:
+            out += m._parameters.values()
+        if m._buffers:
+            out += m._buffers.values()
+    return [t for t in out if t is not None]
 
 
 def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtype]:
@@ -351,7 +401,6 @@ def _failure(recorder: Recorder, exc: Exception, model_name: str) -> str:
     failed = recorder.failed_call(exc)
     if failed is None:
         return f"forward of {model_name} failed outside its modules: {type(exc).__name__}: {exc}"
-    _add_inputs(failed, _failed_kwargs(exc, failed.module_id))
     where = f"{failed.name} ({failed.type})" if failed.name else f"{model_name} (the root module)"
     if failed.output_shapes is not None:  # its forward had returned: one of its forward hooks raised
         where += ", in a forward hook,"
@@ -428,14 +477,14 @@ def run_trace(
     kwargs = dict(kwargs or {})
     if backward and not flops:
         raise ValueError("backward=True counts backward FLOPs, so it needs flops=True")
-    named_modules = list(model.named_modules())
+    named_modules = named_modules_of(model)
     modules = [m for _, m in named_modules]
-    model_tensors = [t for m in modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
+    model_tensors = tensors_of(modules)
     device, model_dtype = _device_dtype(model_tensors)
     dtype = input_dtype or param_dtype or model_dtype
     given = tensors_in((args, kwargs))
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
-    on_meta = any(t.is_meta for t in (*model_tensors, *given))
+    on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
     recorder = Recorder(named_modules)
     name = type(model).__name__
@@ -454,7 +503,7 @@ def run_trace(
     # Inference tensors (made under torch.inference_mode) cannot be saved for backward:
     # given inputs are cloned into normal ones; a model whose own tensors are inference
     # tensors runs in inference mode, and what autograd would save is not measured.
-    inference_model = any(t.is_inference() for t in model_tensors)
+    inference_model = any(map(torch.Tensor.is_inference, model_tensors))
     if inference_model and backward:
         raise ValueError("backward=True needs autograd, and the model's tensors are inference tensors")
     own_tensor = (lambda t: t.clone() if t.is_inference() else t) if not inference_model else (lambda t: t)
@@ -477,7 +526,7 @@ def run_trace(
             args, kwargs = map_inputs((args, kwargs), own_tensor, zeros)
             params = model_tensors
         inputs = tensors_in((args, kwargs))
-        exclude = {storage_id(t) for t in (*params, *inputs)}
+        exclude = storage_ids([*params, *inputs])
         counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward)
         meter = SavedTensorMeter(recorder.current, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")

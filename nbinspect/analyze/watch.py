@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from torch import nn
 
 from ..sources.mlx_module import is_mlx_module
-from .activations import SavedTensorMeter, storage_id
+from .activations import SavedTensorMeter, storage_ids
 from .flops import FlopCounter
-from .trace import Recorder, TraceResult, finish
+from .trace import Recorder, TraceResult, finish, named_modules_of, tensors_of
 
 __all__ = ["watch"]
 
@@ -32,14 +32,9 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
         with watch_mlx(model, flops=flops) as result:
             yield result
         return
-    named_modules = list(model.named_modules())
+    named_modules = named_modules_of(model)
     recorder = Recorder(named_modules)
-    weights = {
-        storage_id(t)
-        for _, m in named_modules
-        for t in (*m._parameters.values(), *m._buffers.values())
-        if t is not None
-    }
+    weights = storage_ids(tensors_of([m for _, m in named_modules]))
     counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=False)
     result = TraceResult(recorder.calls, [], None, counter.uncounted, flops, False, False)
     recorder.attach()
