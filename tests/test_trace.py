@@ -133,6 +133,25 @@ def test_attention_flops(math_backend):
     assert insp.totals["flops"] == 4 * b * h * t * t * d  # QK^T and AV; causal mask not discounted
 
 
+@pytest.mark.parametrize("op", ["mm", "addmm", "bmm", "baddbmm"])
+def test_direct_matmul_formulas_equal_torchs_registry(op):
+    """The counter's own formulas for the matrix multiplies give the registry's count on
+    every shape (its wrappers are too slow to call per op)."""
+    from torch.utils.flop_counter import flop_registry
+
+    from nbinspect.analyze.flops import DIRECT_FORMULAS
+
+    packet = getattr(torch.ops.aten, op)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        b, m, k, n = (int(v) for v in torch.randint(1, 40, (4,), generator=gen))
+        batch = (b,) if op in ("bmm", "baddbmm") else ()
+        x, y = torch.randn(*batch, m, k), torch.randn(*batch, k, n)
+        args = (torch.randn(*batch, m, n), x, y) if op.startswith(("add", "badd")) else (x, y)
+        out = packet(*args)
+        assert DIRECT_FORMULAS[packet](*args, out_val=out) == flop_registry[packet](*args, out_val=out) > 0
+
+
 def test_tiny_lm_flops_match_the_architecture():
     B, T, d, V, L = 2, 16, 64, 256, 2
     insp = nbinspect.trace(examples.build("tiny_lm"), examples.example_input("tiny_lm"))
