@@ -43,28 +43,27 @@ def storage_ids(tensors: list[torch.Tensor]) -> set[int]:
 
 
 class SavedTensorMeter:
-    """Context manager: adds the bytes of each newly saved storage to
-    ``current().own_activation_bytes``. ``exclude`` are storages that are not activations."""
+    """Context manager: adds the bytes of each newly saved storage to the
+    ``own_activation_bytes`` of the call on top of `stack` (`outside` when it is empty).
+    ``exclude`` are storages that are not activations."""
 
-    def __init__(self, current: Callable[[], Any], exclude: Iterable[int] = ()):
-        self.current = current
-        self.seen = set(exclude)
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
+    def __init__(self, stack: list, outside: Any, exclude: Iterable[int] = ()):
+        self.seen = seen = set(exclude)
 
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        try:  # storage_id, inlined: this runs for every saved tensor
-            key = _c_storage_id(t) if _c_storage_id is not None else t.untyped_storage()._cdata
-        except (RuntimeError, NotImplementedError, TypeError):
-            key = None
-        seen = self.seen
-        if key is None:
-            if id(t) not in seen:
-                seen.add(id(t))
-                self.current().own_activation_bytes += t.nbytes
-        elif key not in seen:
-            seen.add(key)
-            self.current().own_activation_bytes += t.untyped_storage().nbytes()
-        return t
+        def pack(t: torch.Tensor) -> torch.Tensor:  # runs for every saved tensor: locals only
+            try:
+                key = _c_storage_id(t) if _c_storage_id is not None else t.untyped_storage()._cdata
+            except (RuntimeError, NotImplementedError, TypeError):  # no plain storage: the tensor stands for itself
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    (stack[-1] if stack else outside).own_activation_bytes += t.nbytes
+                return t
+            if key not in seen:
+                seen.add(key)
+                (stack[-1] if stack else outside).own_activation_bytes += t.untyped_storage().nbytes()
+            return t
+
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
 
     def __enter__(self) -> SavedTensorMeter:
         self._hooks.__enter__()

@@ -88,7 +88,7 @@ class Call:
         self.output_dtypes: list | None = None  # of torch.dtype
         self.own_flops = self.own_backward_flops = self.own_activation_bytes = 0
         self.flops = self.backward_flops = self.activation_bytes = 0  # own + calls inside, set by finish
-        self.status = "running"  # ok | failed (raised here) | interrupted (a call inside it raised)
+        self.status = "ok"  # or failed (raised here) or interrupted (a call inside it raised), set as it raises
 
 
 @dataclass
@@ -134,13 +134,14 @@ class Recorder:
         """A ``Module.__call__`` that records this model's calls around `inner`. Everything
         it reads per call is bound here: this runs once per module call."""
         info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
+        Tensor = torch.Tensor
 
         def __call__(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             key = id(module)
             info = info_of(key)
             if info is None or get_ident() != thread:  # not one of this model's modules, or not our call
                 return inner(module, *args, **kwargs)
-            if not kwargs and len(args) == 1 and isinstance(args[0], torch.Tensor):  # the common case, kept cheap
+            if not kwargs and len(args) == 1 and isinstance(args[0], Tensor):  # the common case, kept cheap
                 x = args[0]
                 shapes, nbytes = [x.shape], x.nbytes
             else:
@@ -165,12 +166,11 @@ class Recorder:
                     _output_before_hook(call, module, exc)
                 raise
             stack.pop()
-            if isinstance(output, torch.Tensor):
+            if isinstance(output, Tensor):
                 call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
             else:
                 tensors = tensors_in(output)
                 call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
-            call.status = "ok"
             return output
 
         return __call__
@@ -528,7 +528,7 @@ def run_trace(
         inputs = tensors_in((args, kwargs))
         exclude = storage_ids([*params, *inputs])
         counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward)
-        meter = SavedTensorMeter(recorder.current, exclude)
+        meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
         if not inference_model:

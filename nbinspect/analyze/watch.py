@@ -39,7 +39,8 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
     result = TraceResult(recorder.calls, [], None, counter.uncounted, flops, False, False)
     recorder.attach()
     try:
-        with SavedTensorMeter(recorder.current, weights), counter if flops else contextlib.nullcontext():
+        meter = SavedTensorMeter(recorder.stack, recorder.outside, weights)
+        with meter, counter if flops else contextlib.nullcontext():
             yield result
             counter.tag_pending()
     finally:
