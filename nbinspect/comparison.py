@@ -131,7 +131,11 @@ def _union(a: ModelSource, b: ModelSource) -> ModelSource:
     if all(m.name in names_a for m in b.modules) and {t.name for t in b.tensors} <= {t.name for t in a.tensors}:
         return a
     entries = {m.name: m for m in b.modules} | {m.name: m for m in a.modules}  # a's entry wins
-    order = [entries[p] for p in preorder(m.name for m in (*a.modules, *b.modules))]
+
+    def parent(path: str) -> str | None:  # the real parent, as the source that has the module knows it
+        return (a if path in names_a else b).parent(path)
+
+    order = [entries[p] for p in preorder((m.name for m in (*a.modules, *b.modules)), parent)]
     in_a = {t.name for t in a.tensors}
     tensors = (*a.tensors, *(t for t in b.tensors if t.name not in in_a))
     return replace(a, modules=tuple(order), tensors=tensors)

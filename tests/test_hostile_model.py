@@ -110,6 +110,21 @@ def test_module_names_with_dots_are_kept():
     assert "enc.layer" in insp.summary()
 
 
+def test_comparing_models_with_dotted_child_names():
+    """The comparison's tree is the union of both trees: a child registered as "dec.out"
+    hangs from the root in both, and a module only b has ("extra.head") gets a row too."""
+    a, b = _dotted(), _dotted()
+    setattr(b, "extra.head", nn.Linear(1, 1))
+    cmp = nbinspect.compare(a, b)
+    tree = cmp.frames["layers"]
+    layers = tree.set_index("name")
+    assert list(tree["name"]) == ["", "enc.layer", "dec.out", "enc", "enc.0", "extra.head"]
+    assert layers.loc["dec.out", "parent"] == "" and layers.loc["extra.head", "parent"] == ""
+    assert layers.loc["extra.head", "depth"] == 1 and layers.loc["enc.0", "depth"] == 2
+    added = cmp.frame.set_index("name").loc["extra.head.weight", "status"]
+    assert added == "added"
+
+
 def test_odd_tensor_names_in_files_are_kept(tmp_path):
     names = ["", "a..b", ".lead", "trail.", "ok.w"]
     state = {n: torch.full((i + 1,), float(i)) for i, n in enumerate(names)}

@@ -7,8 +7,7 @@ A live torch module, a state_dict, a checkpoint file or an MLX model all become 
 from __future__ import annotations
 
 import functools
-import itertools
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,16 +187,22 @@ class ModelSource:
         return out
 
 
-def preorder(paths: Iterable[str]) -> list[str]:
+def preorder(paths: Iterable[str], parent: Callable[[str], str | None] | None = None) -> list[str]:
     """The module tree the paths span (each with its ancestors, the root "" first) in
-    pre-order; siblings keep the order in which they first appear."""
+    pre-order; siblings keep the order in which they first appear. `parent` gives a
+    path's parent (default: what its dots say; a source's own ``parent`` knows that a
+    child registered as "a.b" hangs from the root)."""
+    up = parent or parent_path
     children: dict[str, list[str]] = {"": []}
     for path in paths:
-        chain = ancestors(path)
-        for parent, child in itertools.pairwise(chain):
-            if child not in children:
-                children[child] = []
-                children[parent].append(child)
+        new, node = [], path
+        while node not in children:  # climb to the first known ancestor
+            new.append(node)
+            node = up(node) or ""
+        for child in reversed(new):
+            children[node].append(child)
+            children[child] = []
+            node = child
     order: list[str] = []
     stack = [""]
     while stack:
