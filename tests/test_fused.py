@@ -15,6 +15,7 @@ import nbinspect
 from nbinspect.analyze import fused
 from nbinspect.analyze.moments import histogram_edges
 from nbinspect.analyze.reduce import SAMPLE, Workspace, _bin_counts, batch_moments, large_moments
+from nbinspect.analyze.scratch import Scratch
 
 pytest.importorskip("numba")
 KERNELS = fused.kernels(fused.FUSED_ABOVE)
@@ -169,38 +170,65 @@ def test_fused_compare_matches_float64(always_fused, dtype):
     )
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_fused_change_sums_match_float64(dtype, monkeypatch):
+def _pair_reference(a: torch.Tensor, b: torch.Tensor, thresholds: tuple) -> dict:
+    x, y = a.double().numpy(), b.double().numpy()
+    d = y - x
+    return {
+        "sums": {"aa": x @ x, "bb": y @ y, "ad": x @ d, "dd": d @ d, "d": d.sum(), "abs_sum": np.abs(d).sum()},
+        "lo": d.min(),
+        "hi": d.max(),
+        "above": [int((np.abs(d) > t).sum()) for t in thresholds],
+    }
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_fused_pair_sums_match_float64_with_and_without_norms(dtype, monkeypatch):
     monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
+    monkeypatch.setattr(fused, "_CHUNK", 1 << 17)  # fp16/bf16: several widened chunks per thread's share
     g = torch.Generator().manual_seed(5)
     a = torch.randn(3 * fused.PART + 7, generator=g, dtype=torch.float64)  # several threads' shares
     steps = torch.tensor([0.0, -5e-7, 5e-7, -5e-5, 1e-2], dtype=torch.float64)
     b = (a + steps[torch.randint(0, 5, a.shape, generator=g)]).to(dtype)
     a = a.to(dtype)
     thresholds = (0.0, 1e-8, 1e-6, 1e-4)
-    (sums,) = fused.change_sums(KERNELS, [(a, b)], thresholds)
-    x, y = a.double().numpy(), b.double().numpy()
-    d = y - x
-    assert sums is not None
-    assert sums.above == [int((np.abs(d) > t).sum()) for t in thresholds]
-    assert (sums.lo, sums.hi) == (d.min(), d.max())
-    assert sums.s == pytest.approx(d.sum(), rel=1e-9)
-    assert sums.sq == pytest.approx((d * d).sum(), rel=1e-9)
-    assert sums.ad == pytest.approx((x * d).sum(), rel=1e-9)
-    assert sums.abs_sum == pytest.approx(np.abs(d).sum(), rel=1e-9)
+    ref = _pair_reference(a, b, thresholds)
+    scratch = Scratch(1 << 16)
+    (full,) = fused.pair_sums(KERNELS, [(a, b)], thresholds, scratch)
+    (lean,) = fused.pair_sums(KERNELS, [(a, b)], thresholds, scratch, norms=False)
+    for sums in (full, lean):  # the variant compiled without the norms measures the rest alike
+        assert sums.finite and sums.n == a.numel()
+        assert sums.above == ref["above"] and (sums.lo, sums.hi) == (ref["lo"], ref["hi"])
+        assert sums.max_abs == max(-ref["lo"], ref["hi"])
+        for key in ("ad", "dd", "d", "abs_sum"):
+            assert getattr(sums, key) == pytest.approx(ref["sums"][key], rel=1e-9), key
+    assert (full.aa, full.bb) == (
+        pytest.approx(ref["sums"]["aa"], rel=1e-12),
+        pytest.approx(ref["sums"]["bb"], rel=1e-12),
+    )
+    assert (lean.aa, lean.bb) == (0.0, 0.0)
+    assert scratch.nbytes == scratch.mask.nbytes  # nothing went through torch's upcast
 
 
-def test_fused_change_sums_hand_count_and_signs():
+def test_fused_pair_sums_hand_count_signs_nan_and_empty():
     a = torch.zeros(5, dtype=torch.float32)
     b = torch.tensor([0.0, -0.0, -3.0, 2e-6, -2e-6])
-    (sums,) = fused.change_sums(KERNELS, [(a, b)], (0.0, 1e-6, 2.5))
-    assert sums is not None and sums.above == [3, 3, 1] and (sums.lo, sums.hi) == (-3.0, float(b[3]))
-    assert sums.abs_sum == pytest.approx(3.000004) and sums.s == pytest.approx(-3.0)
+    scratch = Scratch(1 << 10)
+    (sums,) = fused.pair_sums(KERNELS, [(a, b)], (0.0, 1e-6, 2.5), scratch, norms=False)
+    assert sums.finite and sums.above == [3, 3, 1] and (sums.lo, sums.hi) == (-3.0, float(b[3]))
+    assert sums.abs_sum == pytest.approx(3.000004) and sums.d == pytest.approx(-3.0) and sums.max_abs == 3.0
     for bad in (math.inf, -math.inf, math.nan, -math.nan):
         c = b.clone()
         c[4] = bad
-        assert fused.change_sums(KERNELS, [(a, c), (a, b)], (0.0,))[0] is None
-    assert fused.change_sums(KERNELS, [(a, b), (b, a)], (0.0,))[1].hi == 3.0  # pairs kept apart
+        first, second = fused.pair_sums(KERNELS, [(a, c), (a, b)], (0.0,), scratch)
+        assert not first.finite and second.finite  # pairs kept apart
+        assert math.isnan(first.max_abs) if math.isnan(bad) else first.max_abs == math.inf
+    # A NaN is never above a threshold, also in a block where every other |d| passes it.
+    c = torch.tensor([1.0, 2.0, math.nan, -3.0, 4.0])
+    (sums,) = fused.pair_sums(KERNELS, [(a, c)], (-1.0, 0.0, 0.5, 3.5), scratch)
+    assert sums.above == [4, 4, 4, 1] and math.isnan(sums.max_abs)
+    assert fused.pair_sums(KERNELS, [(a, b), (b, a)], (0.0,), scratch)[1].hi == 3.0
+    (empty,) = fused.pair_sums(KERNELS, [(torch.empty(0), torch.empty(0))], (0.0,), scratch)
+    assert (empty.n, empty.dd, empty.max_abs, empty.above, empty.finite) == (0, 0.0, 0.0, [0], False)
 
 
 def test_recurring_work_loads_the_kernels_from_the_smaller_size(monkeypatch):
@@ -234,17 +262,23 @@ def test_small_tensors_in_the_segment_kernel_match_the_numpy_path():
             assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-12, nan_ok=True), field
 
 
-@pytest.mark.parametrize(("a_dtype", "b_dtype"), [(torch.bfloat16, torch.float32), (torch.float16, torch.bfloat16)])
-def test_fused_compare_of_mixed_short_dtypes_matches_the_torch_path(a_dtype, b_dtype, monkeypatch):
+@pytest.mark.parametrize(
+    ("a_dtype", "b_dtype"),
+    [
+        (torch.bfloat16, torch.float32),
+        (torch.float16, torch.bfloat16),
+        (torch.float32, torch.float64),
+        (torch.int64, torch.float16),
+    ],
+)
+def test_fused_pair_sums_of_mixed_dtypes_match_float64(a_dtype, b_dtype, monkeypatch):
     monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
     g = torch.Generator().manual_seed(8)
-    a = torch.randn(3 * fused.PART + 5, generator=g).to(a_dtype)
-    b = (a.float() + torch.randn(a.shape, generator=g) * 1e-3).to(b_dtype)
+    a = (torch.randn(3 * fused.PART + 5, generator=g) * 50).to(a_dtype)
+    b = (a.float() + torch.randn(a.shape, generator=g) * 1e-1).to(b_dtype)
     thresholds = (0.0, 1e-4, 1e-2)
-    ours = fused.delta_sums(KERNELS, a, b, thresholds, lambda dtype: torch.empty(2, 1 << 16, dtype=dtype))
-    x, y = a.double().numpy(), b.double().numpy()
-    d = y - x
-    n, aa, bb, ab, dd, ds, max_abs, above = ours
-    assert (n, max_abs, above) == (x.size, np.abs(d).max(), [int((np.abs(d) > t).sum()) for t in thresholds])
-    for got, want in ((aa, x @ x), (bb, y @ y), (ab, x @ y), (dd, d @ d), (ds, d.sum())):
-        assert got == pytest.approx(want, rel=1e-9)
+    (sums,) = fused.pair_sums(KERNELS, [(a, b)], thresholds, Scratch(1 << 16))  # mixed with wide: torch upcasts
+    ref = _pair_reference(a, b, thresholds)
+    assert (sums.n, sums.lo, sums.hi, sums.above) == (a.numel(), ref["lo"], ref["hi"], ref["above"])
+    for key, want in ref["sums"].items():
+        assert getattr(sums, key) == pytest.approx(want, rel=1e-9), key

@@ -167,6 +167,46 @@ def test_counts_exact_across_chunks_that_all_move_and_chunks_that_straddle(path)
     assert delta.moments["weight"].zeros == np.count_nonzero(d == 0) >= 5
 
 
+@pytest.mark.parametrize(
+    ("model_dtype", "snapshot_dtype"),
+    [
+        (torch.bfloat16, torch.bfloat16),
+        (torch.float16, torch.float16),
+        (torch.float32, torch.float16),
+        (torch.bfloat16, torch.float32),
+    ],
+)
+def test_half_precision_pairs_match_float64_across_threads(path, model_dtype, snapshot_dtype, monkeypatch):
+    from nbinspect.analyze import fused
+
+    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
+    monkeypatch.setattr(fused, "_CHUNK", 1 << 17)  # several widened chunks per thread's share
+    torch.manual_seed(0)
+    model = nn.Linear(1100, 1000).to(model_dtype)  # 1.1M weights: two threads' shares
+    old = ParameterSnapshot.take(model, dtype=snapshot_dtype)
+    assert old.norms_sq["weight"] == pytest.approx(float((old["weight"].double() ** 2).sum()), rel=1e-7)
+    assert torch.equal(old["weight"], model.weight.detach().to(snapshot_dtype))  # the norms left the copy alone
+    _move(model)
+    with torch.no_grad():
+        model.weight.view(-1)[-7:] = old["weight"].view(-1)[-7:].to(model_dtype)  # a few do not move
+    delta = ParameterDelta.between(old, model, thresholds=THRESHOLDS)
+    ref = _reference(old, model)
+    rel = 1e-9 if path == "fused" else 1e-5  # the torch path's float32 dots of half-precision values: ~2e-6
+    for name, d in ref.items():
+        m, row = delta.moments[name], delta.frame.set_index("name").loc[name]
+        a = old.tensors[name].double().numpy()
+        b = a + d
+        assert (m.count, m.nan, m.inf, m.zeros) == (d.size, 0, 0, np.count_nonzero(d == 0))
+        assert (m.min, m.max) == (d.min(), d.max())
+        assert m.l2 == pytest.approx(np.linalg.norm(d), rel=rel)
+        assert m.abs_sum == pytest.approx(np.abs(d).sum(), rel=rel)
+        assert m.mean == pytest.approx(d.mean(), rel=rel, abs=1e-15)
+        for k, t in enumerate(THRESHOLDS):
+            assert round(row["frac_above"][k] * d.size) == np.count_nonzero(np.abs(d) > t), t
+        assert row["l2_b"] == pytest.approx(np.linalg.norm(b), rel=1e-6)
+        assert row["cosine"] == pytest.approx(a @ b / np.linalg.norm(a) / np.linalg.norm(b), rel=1e-6)
+
+
 def test_a_nan_or_inf_in_the_change_is_counted_apart(path):
     model = nn.Linear(40, 30)
     old = ParameterSnapshot.take(model)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -27,6 +27,7 @@ from . import fused
 from .components import component, layer_index
 from .distributed import aligned_values, all_reduce_sums, pair_reducer
 from .gc_pause import gc_paused
+from .scratch import Scratch
 
 __all__ = ["DEFAULT_THRESHOLDS", "by_component", "by_layer", "by_module", "compare_frame"]
 
@@ -88,37 +89,24 @@ class _Sums:
         )
 
 
-@dataclass
-class _Buffers:
-    """Reused chunk buffers per working dtype: a, b, the delta and squares; and a mask."""
-
-    by_dtype: dict[torch.dtype, tuple[torch.Tensor, ...]] = field(default_factory=dict)
-    mask: np.ndarray = field(default_factory=lambda: np.empty(CHUNK, dtype=bool))
-    kernels: ModuleType | None = None  # the fused kernels (fused.kernels), or None for the torch path
-
-    def get(self, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
-        if dtype not in self.by_dtype:
-            self.by_dtype[dtype] = tuple(torch.empty(CHUNK, dtype=dtype) for _ in range(4))
-        return self.by_dtype[dtype]
-
-
 def _flat(t: torch.Tensor) -> torch.Tensor:
     t = t.detach()
     return (torch.view_as_real(t) if t.is_complex() else t).reshape(-1)
 
 
-def _delta_sums(a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...], buffers: _Buffers) -> _Sums:
+def _delta_sums(
+    a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...], buffers: Scratch, kernels: ModuleType | None
+) -> _Sums:
     """Sums of b - a over same-shape tensors, chunk by chunk. `thresholds` ascending.
-    Chunks not already in the working dtype on the CPU are copied into reused buffers."""
+    Chunks not already in the working dtype on the CPU are copied into reused buffers.
+    With the fused `kernels` (fused.kernels), one read of each tensor."""
     a, b = _flat(a), _flat(b)
-    if buffers.kernels is not None:
-        n, aa, bb, ab, dd, d, max_abs, above = fused.delta_sums(
-            buffers.kernels, a, b, thresholds, lambda dt: buffers.get(dt)[:2]
-        )
-        return _Sums(above, n, aa, bb, ab, dd, d, max_abs)
+    if kernels is not None:
+        (p,) = fused.pair_sums(kernels, [(a, b)], thresholds, buffers)
+        return _Sums(p.above, p.n, p.aa, p.bb, p.aa + p.ad, p.dd, p.d, p.max_abs)
     wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
     work = torch.float64 if wide else torch.float32
-    buf_a, buf_b, buf_d, buf_sq = buffers.get(work)
+    buf_a, buf_b, buf_d, buf_sq = buffers.get(work, 4)
     limits = [(np.float64 if wide else np.float32)(t) for t in thresholds]
     s = _Sums([0] * len(thresholds), n=a.numel())
     for start in range(0, a.numel(), CHUNK):
@@ -161,13 +149,14 @@ def _across_ranks(
     a: TensorEntry,
     b: TensorEntry,
     thresholds: tuple[float, ...],
-    buffers: _Buffers,
+    buffers: Scratch,
+    kernels: ModuleType | None,
     sides: tuple[ModelSource, ModelSource, DistributedSource],
 ) -> _Sums:
     """The delta sums of a sharded pair: this rank's share of the elements, added over the ranks."""
     src_a, src_b, group = sides
     parts = [s.parts.get(e.name) if isinstance(s, DistributedSource) else None for s, e in ((src_a, a), (src_b, b))]
-    s = _delta_sums(*aligned_values(a, parts[0], b, parts[1]), thresholds, buffers)
+    s = _delta_sums(*aligned_values(a, parts[0], b, parts[1]), thresholds, buffers, kernels)
     sums, (max_abs,) = all_reduce_sums(group, [s.n, s.aa, s.bb, s.ab, s.dd, s.d, *s.above], [s.max_abs])
     n, aa, bb, ab, dd, d, *above = sums
     return _Sums([round(x) for x in above], round(n), aa, bb, ab, dd, d, max_abs)
@@ -177,7 +166,8 @@ def _pair(
     a: TensorEntry,
     b: TensorEntry,
     thresholds: tuple[float, ...],
-    buffers: _Buffers,
+    buffers: Scratch,
+    kernels: ModuleType | None,
     sides: tuple[ModelSource, ModelSource, DistributedSource] | None = None,
 ) -> dict[str, Any]:
     if a.shape != b.shape:
@@ -189,9 +179,9 @@ def _pair(
         )
     try:
         if sides is None:
-            s = _delta_sums(a.values(), b.values(), thresholds, buffers)
+            s = _delta_sums(a.values(), b.values(), thresholds, buffers, kernels)
         else:
-            s = _across_ranks(a, b, thresholds, buffers, sides)
+            s = _across_ranks(a, b, thresholds, buffers, kernels, sides)
     except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(f"compare: tensor {a.name!r} ({a.dtype} vs {b.dtype}): {first_line(exc)}") from exc
     finally:
@@ -223,14 +213,15 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
                     if p not in other:
                         del one[p]
     same_shape = [(ta, in_b[name]) for name, ta in in_a.items() if name in in_b and ta.shape == in_b[name].shape]
-    buffers = _Buffers(kernels=fused.kernels(sum(ta.nbytes + tb.nbytes for ta, tb in same_shape)))
+    buffers = Scratch(CHUNK)
+    kernels = fused.kernels(sum(ta.nbytes + tb.nbytes for ta, tb in same_shape))
     group = pair_reducer(src_a, src_b)  # a sharded side: each rank compares its share
     sides = None if group is None else (src_a, src_b, group)
     rows = []
     with torch.no_grad():
         for name, ta in in_a.items():
             tb = in_b.get(name)
-            extra = {"status": "removed"} if tb is None else _pair(ta, tb, thresholds, buffers, sides)
+            extra = {"status": "removed"} if tb is None else _pair(ta, tb, thresholds, buffers, kernels, sides)
             rows.append({**_row(name, ta, tb), **extra})
     rows += [{**_row(name, None, tb), "status": "added"} for name, tb in in_b.items() if name not in in_a]
     frame = COMPARE.build(rows)

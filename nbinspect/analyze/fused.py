@@ -30,16 +30,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from .scratch import Scratch
+
 __all__ = [
     "FUSED_ABOVE",
     "LOADED_ABOVE",
     "PART",
-    "ChangeSums",
     "MomentSums",
-    "change_sums",
-    "delta_sums",
+    "PairSums",
     "kernels",
     "moment_sums",
+    "pair_sums",
 ]
 
 FUSED_ABOVE = 2 << 30  # bytes of work from which loading the kernels pays off in one call
@@ -250,132 +251,120 @@ def _half_sums(
     return sums
 
 
-# ---------------------------------------------------------------- comparison
+# ---------------------------------------------------------------- comparison and change
 
 
-def delta_sums(k: ModuleType, a: torch.Tensor, b: torch.Tensor, thresholds: tuple[float, ...], work) -> tuple:
-    """(n, sum a², sum b², sum a·b, sum d², sum d, max |d|, [count |d| > t for t in
-    thresholds]) over two 1-D tensors of one length, d = b - a exact in float64, in one read
-    of each: float32/float64 pairs as they are, fp16/bf16 (beside each other or float32)
-    widened by numpy, split across threads either way. `work(dtype)` gives two reused chunk
-    buffers for the other inputs, which torch upcasts."""
+class PairSums(NamedTuple):
+    """What :func:`pair_sums` measured of a pair a, b and of d = b - a (exact in float64)."""
+
+    n: int
+    aa: float  # sum of a² (0.0 unless the norms were asked for)
+    bb: float  # sum of b² (0.0 unless the norms were asked for)
+    ad: float  # sum of a·d
+    dd: float  # sum of d²
+    d: float  # sum of d
+    abs_sum: float  # sum of |d|
+    lo: float  # min d (+inf for no elements); NaN in lo or hi when a d is NaN
+    hi: float  # max d (-inf for no elements)
+    above: list[int]  # count of |d| > t for each threshold (NaN never counted)
+
+    @property
+    def finite(self) -> bool:
+        """No d is NaN or ±Inf (and there are elements)."""
+        return math.isfinite(self.lo) and math.isfinite(self.hi)
+
+    @property
+    def max_abs(self) -> float:
+        """max |d|: NaN when a d is NaN, 0.0 for no elements."""
+        return math.nan if math.isnan(self.lo) or math.isnan(self.hi) else max(-self.lo, self.hi, 0.0)
+
+
+def pair_sums(
+    k: ModuleType,
+    pairs: list[tuple[torch.Tensor, torch.Tensor]],
+    thresholds: tuple[float, ...],
+    scratch: Scratch,
+    norms: bool = True,
+) -> list[PairSums]:
+    """PairSums of each pair of 1-D tensors of one length (thresholds ascending), in one read
+    of each tensor: float32/float64 pairs as they are, fp16/bf16 (beside each other or
+    float32) widened to float32 by numpy, each pair split into threads' shares and all
+    shares spread over the threads (large tensors split, small ones side by side); other
+    dtypes and devices are upcast by torch chunk by chunk into `scratch`, on this thread.
+    `norms=False` leaves the sums of a² and b² out (a kernel compiled without them)."""
     limits = np.array(thresholds, np.float64)
     limit_bits = np.where(limits < 0, -1, np.abs(limits).view(np.int64))
-    direct = a.dtype == b.dtype and a.dtype in (torch.float32, torch.float64)
-    if direct and a.device.type == b.device.type == "cpu" and a.is_contiguous() and b.is_contiguous():
-        x, y = a.numpy(), b.numpy()
-        pieces = [(x[i:j], y[i:j]) for i, j in _splits(x.size, _threads(x.size))]
-        parts = _run(lambda x, y: _delta_part(k, x, y, limits, limit_bits), pieces)
-    elif _narrow(a) and _narrow(b):  # fp16/bf16 (or float32 beside one): widened by numpy on each thread
-        raw_a, raw_b = _raw(a), _raw(b)
-        splits = _splits(a.numel(), _threads(a.numel()))
-        shares = [(k, raw_a, a.dtype, raw_b, b.dtype, i, j, limits, limit_bits) for i, j in splits]
-        parts = [part for share in _run(_delta_widened, shares) for part in share]
-    else:
-        wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
-        buf_a, buf_b = work(torch.float64 if wide else torch.float32)
-        parts, step = [], buf_a.numel()
-        for start in range(0, a.numel(), step):
-            m = min(step, a.numel() - start)
-            x = buf_a[:m].copy_(a[start : start + m]).numpy()
-            y = buf_b[:m].copy_(b[start : start + m]).numpy()
-            parts.append(_delta_part(k, x, y, limits, limit_bits))
-    return _collect(a.numel(), parts, len(limits))
+
+    def part(x: np.ndarray, y: np.ndarray) -> tuple:
+        scratch = np.empty(k.BLOCK, np.float64)
+        above = np.zeros(len(limits), np.int64)
+        wanted = np.zeros(2) if norms else None
+        ad, dd, d, abs_sum, kmin, kmax = k.pair_sums(
+            x, y, scratch, scratch.view(np.int64), limits, limit_bits, above, wanted
+        )
+        aa, bb = (0.0, 0.0) if wanted is None else wanted
+        return aa, bb, ad, dd, d, abs_sum, kmin, kmax, above
+
+    def share(index: int, x: np.ndarray, x_dtype, y: np.ndarray, y_dtype, start: int, end: int) -> list[tuple]:
+        if x_dtype is None:  # float32/float64 as they are
+            return [(index, *part(x[start:end], y[start:end]))]
+        wide = np.empty((2, min(_CHUNK, end - start)), np.float32)
+        parts = []
+        for i in range(start, end, _CHUNK):
+            j = min(i + _CHUNK, end)
+            parts.append(
+                (index, *part(_widen(x[i:j], x_dtype, wide[0, : j - i]), _widen(y[i:j], y_dtype, wide[1, : j - i])))
+            )
+        return parts
+
+    shares, parts = [], []
+    for index, (a, b) in enumerate(pairs):
+        n = a.numel()
+        if n == 0:
+            continue
+        if a.dtype == b.dtype in (torch.float32, torch.float64) and _in_memory(a) and _in_memory(b):
+            sides: tuple = (a.numpy(), None, b.numpy(), None)
+        elif _narrow(a) and _narrow(b):
+            sides = (_raw(a), a.dtype, _raw(b), b.dtype)
+        else:
+            wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
+            buf_a, buf_b = scratch.get(torch.float64 if wide else torch.float32, 2)
+            for start in range(0, n, scratch.chunk):
+                m = min(scratch.chunk, n - start)
+                x = buf_a[:m].copy_(a[start : start + m]).numpy()
+                y = buf_b[:m].copy_(b[start : start + m]).numpy()
+                parts.append((index, *part(x, y)))
+            continue
+        shares += [(index, *sides, i, j) for i, j in _splits(n, _threads(n))]
+    for done in _run(share, shares) if shares else []:
+        parts += done
+    return _totals(pairs, parts, len(limits))
+
+
+def _in_memory(t: torch.Tensor) -> bool:
+    return t.device.type == "cpu" and t.is_contiguous()
 
 
 def _narrow(t: torch.Tensor) -> bool:
-    return t.dtype in (*_SHORT, torch.float32) and t.device.type == "cpu" and t.is_contiguous()
+    return t.dtype in (*_SHORT, torch.float32) and _in_memory(t)
 
 
-def _delta_widened(
-    k: ModuleType,
-    x: np.ndarray,
-    x_dtype: torch.dtype,
-    y: np.ndarray,
-    y_dtype: torch.dtype,
-    start: int,
-    end: int,
-    limits: np.ndarray,
-    limit_bits: np.ndarray,
-) -> list[tuple]:
-    """_delta_part of elements start..end-1, both sides widened to float32 a chunk at a time."""
-    buf_a, buf_b = np.empty((2, min(_CHUNK, end - start)), np.float32)
-    parts = []
-    for i in range(start, end, _CHUNK):
-        j = min(i + _CHUNK, end)
-        wa, wb = _widen(x[i:j], x_dtype, buf_a[: j - i]), _widen(y[i:j], y_dtype, buf_b[: j - i])
-        parts.append(_delta_part(k, wa, wb, limits, limit_bits))
-    return parts
-
-
-def _delta_part(k: ModuleType, a: np.ndarray, b: np.ndarray, limits: np.ndarray, limit_bits: np.ndarray) -> tuple:
-    scratch = np.empty(k.BLOCK, np.float64)
-    above = np.zeros(len(limits), np.int64)
-    aa, bb, ab, dd, d, top = k.delta_sums(a, b, scratch, scratch.view(np.int64), limits, limit_bits, above)
-    return aa, bb, ab, dd, d, float(np.array(top, np.int64).view(np.float64)), above
-
-
-def _collect(n: int, parts: list[tuple], k: int) -> tuple:
-    aa = bb = ab = dd = d = max_abs = 0.0
-    above = np.zeros(k, np.int64)
-    for p_aa, p_bb, p_ab, p_dd, p_d, top, p_above in parts:
-        aa, bb, ab, dd, d = aa + p_aa, bb + p_bb, ab + p_ab, dd + p_dd, d + p_d
-        max_abs = top if math.isnan(top) else max(max_abs, top)
-        above += p_above
-    return n, aa, bb, ab, dd, d, max_abs, above.tolist()
-
-
-class ChangeSums(NamedTuple):
-    """What :func:`change_sums` measured of d = b - a (exact in float64)."""
-
-    s: float  # sum of d
-    sq: float  # sum of d²
-    ad: float  # sum of a·d
-    abs_sum: float  # sum of |d|
-    lo: float  # min d
-    hi: float  # max d
-    above: list[int]  # count of |d| > t for each threshold
-
-
-_INF_KEY = 0x7FF0000000000000  # the order key of +Inf; -Inf's is ~_INF_KEY, NaNs lie beyond both
-
-
-def change_sums(
-    k: ModuleType, pairs: list[tuple[torch.Tensor, torch.Tensor]], thresholds: tuple[float, ...]
-) -> list[ChangeSums | None]:
-    """The sums of the change from `a` to `b` for each pair (1-D, same length, both float32
-    or both float64, contiguous on the CPU) in one read of each: every pair split into
-    threads' shares (large tensors) and all shares spread over the threads (small ones run
-    side by side). None for a pair where a d is NaN or ±Inf (the caller's careful path
-    counts those)."""
-    limits = np.array(thresholds, np.float64)
-    limit_bits = np.where(limits < 0, -1, np.abs(limits).view(np.int64))
-
-    def part(index: int, x: np.ndarray, y: np.ndarray) -> tuple:
-        scratch = np.empty(k.BLOCK, np.float64)
-        above = np.zeros(len(limits), np.int64)
-        return index, *k.change_sums(x, y, scratch, scratch.view(np.int64), limits, limit_bits, above), above
-
-    shares = []
-    for index, (a, b) in enumerate(pairs):
-        x, y = a.numpy(), b.numpy()
-        shares += [(index, x[i:j], y[i:j]) for i, j in _splits(x.size, _threads(x.size))]
-    totals: list[list] = [[0.0, 0.0, 0.0, 0.0, None, None, np.zeros(len(limits), np.int64)] for _ in pairs]
-    for index, s, sq, ad, abs_sum, kmin, kmax, above in _run(part, shares) if shares else []:
+def _totals(pairs: list, parts: list[tuple], k: int) -> list[PairSums]:
+    """The parts of each pair added up (keys of d merged by min and max)."""
+    totals: list[list] = [[0.0] * 6 + [None, None, np.zeros(k, np.int64)] for _ in pairs]
+    for index, *values in parts:
         t = totals[index]
-        t[0], t[1], t[2], t[3] = t[0] + s, t[1] + sq, t[2] + ad, t[3] + abs_sum
-        t[4] = kmin if t[4] is None else min(t[4], kmin)
-        t[5] = kmax if t[5] is None else max(t[5], kmax)
-        t[6] += above
-    return [_change(*t) for t in totals]
-
-
-def _change(
-    s: float, sq: float, ad: float, abs_sum: float, kmin: int, kmax: int, above: np.ndarray
-) -> ChangeSums | None:
-    if kmin <= ~_INF_KEY or kmax >= _INF_KEY:
-        return None  # NaN or ±Inf
-    return ChangeSums(s, sq, ad, abs_sum, _from_key(kmin), _from_key(kmax), above.tolist())
+        for i in range(6):
+            t[i] += values[i]
+        t[6] = values[6] if t[6] is None else min(t[6], values[6])
+        t[7] = values[7] if t[7] is None else max(t[7], values[7])
+        t[8] += values[8]
+    out = []
+    for (a, _), (aa, bb, ad, dd, d, abs_sum, kmin, kmax, above) in zip(pairs, totals):
+        lo = math.inf if kmin is None else _from_key(kmin)
+        hi = -math.inf if kmax is None else _from_key(kmax)
+        out.append(PairSums(a.numel(), aa, bb, ad, dd, d, abs_sum, lo, hi, above.tolist()))
+    return out
 
 
 def _from_key(key: int) -> float:

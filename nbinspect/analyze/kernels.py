@@ -26,7 +26,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["BLOCK", "bin_counts", "change_sums", "delta_sums", "moments_careful", "moments_fast", "segment_moments"]
+__all__ = ["BLOCK", "bin_counts", "moments_careful", "moments_fast", "pair_sums", "segment_moments"]
 
 BLOCK = 1 << 10  # elements per inner block: summed in the array's own float type, then in float64
 _SUMS = {"reassoc", "nsz", "contract", "arcp"}  # no "nnan"/"ninf": NaN and Inf propagate
@@ -233,55 +233,6 @@ def moments_careful(x, shift):  # pragma: no cover - compiled
     return s, q, a, lo, hi, count, nan, zeros
 
 
-_DELTA_SIGNATURES = [
-    f"Tuple((float64, float64, float64, float64, float64, int64))"
-    f"({t}[::1], {t}[::1], float64[::1], int64[::1], float64[::1], int64[::1], int64[::1])"
-    for t in ("float32", "float64")
-]
-
-
-@numba.njit(_DELTA_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
-def delta_sums(a, b, scratch, scratch_bits, limits, limit_bits, above):  # pragma: no cover - compiled
-    """Over two same-length arrays, with d = b - a exact in float64: the sums of a², b², a·b,
-    d², d, the bits of max |d| (NaN bits when a d is NaN), and into `above[k]` the count of
-    |d| > limits[k] (ascending; `limit_bits` their bits, -1 for a negative limit).
-    `scratch` (with `scratch_bits`, its bits as int64) holds BLOCK elements. |d| has no sign
-    bit, so its bits order like its values as signed integers, NaN above every number."""
-    n = a.size
-    aa = bb = ab = dd = ds = 0.0
-    top = 0
-    for start in range(0, n, BLOCK):
-        m = min(BLOCK, n - start)
-        for j in range(m):
-            x = np.float64(a[start + j])
-            y = np.float64(b[start + j])
-            d = y - x
-            aa += x * x
-            bb += y * y
-            ab += x * y
-            dd += d * d
-            ds += d
-            scratch[j] = abs(d)
-        block_top = scratch_bits[0]
-        for j in range(m):
-            block_top = max(block_top, scratch_bits[j])
-        top = max(top, block_top)
-        for k in range(limits.size):
-            if block_top <= limit_bits[k]:  # ascending: no |d| here passes this or a larger limit
-                break
-            limit = limits[k]
-            count = 0
-            for j in range(m):
-                count += scratch[j] > limit
-            above[k] += count
-    return aa, bb, ab, dd, ds, top
-
-
-_CHANGE_SIGNATURES = [
-    f"Tuple((float64, float64, float64, float64, int64, int64))"
-    f"({t}[::1], {t}[::1], float64[::1], int64[::1], float64[::1], int64[::1], int64[::1])"
-    for t in ("float32", "float64")
-]
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF  # every bit of a float64 but the sign: the bits of |d|
 
 
@@ -292,17 +243,30 @@ def order_key(bits):  # pragma: no cover - compiled
     return bits ^ ((bits >> 63) & _MAGNITUDE)
 
 
+_PAIR_SIGNATURES = [
+    f"Tuple((float64, float64, float64, float64, int64, int64))"
+    f"({t}[::1], {t}[::1], float64[::1], int64[::1], float64[::1], int64[::1], int64[::1], {norms})"
+    for t in ("float32", "float64")
+    for norms in ("float64[::1]", "none")
+]
+_INF_BITS = 0x7FF0000000000000  # the bits of +Inf: a |d| with larger bits is NaN
+
+
 @numba.njit(inline="always", fastmath=_SUMS, error_model="numpy")
-def _change_block(a, b, start, m, scratch, bits):  # pragma: no cover - compiled
-    """One block of :func:`change_sums`: its sums, the extremes of the order keys of d and
+def _pair_block(a, b, start, m, scratch, bits, norms):  # pragma: no cover - compiled
+    """One block of :func:`pair_sums`: its sums, the extremes of the order keys of d and
     the smallest |d|'s bits (d left in `scratch` for the counts)."""
-    s = q = ad = sa = 0.0
+    aa = bb = ad = q = s = sa = 0.0
     for j in range(m):
         x = np.float64(a[start + j])
-        d = np.float64(b[start + j]) - x
-        s += d
-        q += d * d
+        y = np.float64(b[start + j])
+        d = y - x
+        if norms is not None:  # decided when compiling: the variant without them skips the work
+            aa += x * x
+            bb += y * y
         ad += x * d
+        q += d * d
+        s += d
         sa += abs(d)
         scratch[j] = d
     bmin = bmax = order_key(bits[0])
@@ -312,40 +276,51 @@ def _change_block(a, b, start, m, scratch, bits):  # pragma: no cover - compiled
         bmin = min(bmin, key)
         bmax = max(bmax, key)
         bottom = min(bottom, bits[j] & _MAGNITUDE)
-    return s, q, ad, sa, bmin, bmax, bottom
+    return aa, bb, ad, q, s, sa, bmin, bmax, bottom
 
 
-@numba.njit(_CHANGE_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
-def change_sums(a, b, scratch, bits, limits, limit_bits, above):  # pragma: no cover - compiled
+@numba.njit(_PAIR_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
+def pair_sums(a, b, scratch, bits, limits, limit_bits, above, norms):  # pragma: no cover - compiled
     """Over two same-length non-empty arrays, with d = b - a exact in float64: the sums of
-    d, d², a·d and |d|, the smallest and largest order key of d (:func:`order_key`: min d
-    and max d exactly, NaN/Inf beyond the keys of ±Inf), and into `above[k]` the count of
-    |d| > limits[k] (ascending, `limit_bits` their bits, -1 for a negative limit).
-    `scratch` holds BLOCK elements, `bits` is it read as int64. A block whose smallest |d|
-    passes a limit counts whole, one whose largest does not pass it stops the counting
-    (in training most elements move by about the learning rate: most blocks cost no count)."""
+    a·d, d², d and |d|, the smallest and largest order key of d (:func:`order_key`: min d
+    and max d exactly, NaN beyond the keys of ±Inf), added into `norms` the sums of a² and
+    b² (None: not computed, a variant compiled without them), and into `above[k]` the count
+    of |d| > limits[k], NaN never counted (ascending, `limit_bits` their bits, -1 for a
+    negative limit). `scratch` holds BLOCK elements, `bits` is it read as int64. A block
+    whose smallest |d| passes a limit counts whole, one whose largest does not pass it
+    stops the counting (in training most elements move by about the learning rate, in a
+    comparison most tensors are the same or all changed: most blocks cost no count)."""
     n = a.size
-    s = q = ad = sa = 0.0
+    aa = bb = ad = q = s = sa = 0.0
     kmin = kmax = np.int64(0)
     full = n // BLOCK
     for block in range(full + (n % BLOCK > 0)):
         start = block * BLOCK
         if block < full:  # a constant trip count once inlined: the loops LLVM vectorizes
-            bs, bq, bad, bsa, bmin, bmax, bottom = _change_block(a, b, start, BLOCK, scratch, bits)
+            baa, bbb, bad, bq, bs, bsa, bmin, bmax, bottom = _pair_block(a, b, start, BLOCK, scratch, bits, norms)
         else:
-            bs, bq, bad, bsa, bmin, bmax, bottom = _change_block(a, b, start, n - start, scratch, bits)
+            baa, bbb, bad, bq, bs, bsa, bmin, bmax, bottom = _pair_block(a, b, start, n - start, scratch, bits, norms)
         m = min(BLOCK, n - start)
-        s, q, ad, sa = s + bs, q + bq, ad + bad, sa + bsa
+        aa, bb, ad, q, s, sa = aa + baa, bb + bbb, ad + bad, q + bq, s + bs, sa + bsa
         kmin, kmax = (bmin, bmax) if start == 0 else (min(kmin, bmin), max(kmax, bmax))
         top = max(bmax, ~bmin)  # the largest |d|'s bits: ~key of a negative d is its magnitude
+        nan = top > _INF_BITS
         for k in range(limits.size):
             if top <= limit_bits[k]:  # ascending: no |d| here passes this or a larger limit
                 break
-            if bottom > limit_bits[k]:
+            if bottom > limit_bits[k] and not nan:
                 above[k] += m
                 continue
             count = 0
-            for j in range(m):
-                count += (bits[j] & _MAGNITUDE) > limit_bits[k]
+            if nan:
+                for j in range(m):
+                    magnitude = bits[j] & _MAGNITUDE
+                    count += (magnitude > limit_bits[k]) & (magnitude <= _INF_BITS)
+            else:
+                for j in range(m):
+                    count += (bits[j] & _MAGNITUDE) > limit_bits[k]
             above[k] += count
-    return s, q, ad, sa, kmin, kmax
+    if norms is not None:
+        norms[0] += aa
+        norms[1] += bb
+    return ad, q, s, sa, kmin, kmax

@@ -6,11 +6,12 @@ module, component and layer) plus a mergeable :class:`~nbinspect.analyze.moments
 of the change of each tensor (mean, std, L1, L2, min, max, exact zeros).
 
 The delta streams (never the whole model's delta, never a full-size temporary). Where the
-fused kernel applies (numba installed, W_old and W_new both float32 or both float64 on the
-CPU, no NaN/Inf in the change; :func:`nbinspect.analyze.fused.kernels` with
-``recurring=True``: from 64 MiB of weights), one read of each tensor computes every
-statistic in blocks that stay in registers and L1 (``kernels.change_sums``), tensors spread
-over the threads. Otherwise (and as the fallback) one tensor at a time, in chunks that stay
+fused kernel applies (numba installed, no NaN/Inf in the change;
+:func:`nbinspect.analyze.fused.kernels` with ``recurring=True``: from 64 MiB of weights),
+one read of each tensor computes every statistic in blocks that stay in registers and L1
+(``fused.pair_sums``, the comparison's kernel compiled without the norms of W_old and
+W_new), tensors spread over the threads, fp16/bf16 widened by numpy on each thread.
+Otherwise (and as the fallback) one tensor at a time, in chunks that stay
 in cache, into reused buffers: each chunk is read once from memory, every statistic a torch
 or numpy pass over the chunk already in cache: the difference, its min/max, sum, sum of
 squares, the dot with W_old (for the norm of W_new and the cosine), then |Δ|, its sum, its
@@ -35,6 +36,7 @@ from torch import nn
 from ..analyze import compare, fused
 from ..analyze.components import component, layer_index
 from ..analyze.moments import Moments, merge
+from ..analyze.scratch import Scratch
 from ..dtypes import dtype_name
 from ..schema import COMPARE
 from ..sources.base import parent_path
@@ -45,27 +47,6 @@ __all__ = ["ArchitectureChanged", "ParameterDelta"]
 
 class ArchitectureChanged(ValueError):
     """The model's trainable parameters are not those of the snapshot."""
-
-
-@dataclass
-class _Scratch:
-    """Reused chunk buffers, per working dtype: W_new upcast, W_old upcast, the delta; a mask."""
-
-    by_dtype: dict[torch.dtype, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
-    mask: np.ndarray = field(default_factory=lambda: np.empty(CHUNK, dtype=bool))
-
-    def get(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if dtype not in self.by_dtype:
-            self.by_dtype[dtype] = (
-                torch.empty(CHUNK, dtype=dtype),
-                torch.empty(CHUNK, dtype=dtype),
-                torch.empty(CHUNK, dtype=dtype),
-            )
-        return self.by_dtype[dtype]
-
-    @property
-    def nbytes(self) -> int:
-        return self.mask.nbytes + sum(t.nbytes for bufs in self.by_dtype.values() for t in bufs)
 
 
 def _check_same(snapshot: ParameterSnapshot, live: Mapping[str, torch.Tensor]) -> None:
@@ -82,13 +63,13 @@ def _check_same(snapshot: ParameterSnapshot, live: Mapping[str, torch.Tensor]) -
 
 
 def _tensor_change(
-    a: torch.Tensor, b: torch.Tensor, limits: list, scratch: _Scratch
+    a: torch.Tensor, b: torch.Tensor, limits: list, scratch: Scratch
 ) -> tuple[Moments, float, list[int]]:
     """Moments of b − a (flat tensors), the sum of a·(b − a) in float64, and how many |b − a|
     exceed each limit (ascending). Sums and dots run in torch (BLAS, cascade summation);
     min/max and the counts in numpy, which does them in fewer passes than torch here."""
     work = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
-    buf_a, buf_b, buf_d = scratch.get(work)
+    buf_a, buf_b, buf_d = scratch.get(work, 3)
     n = a.numel()
     count = nan = inf = nonzero = 0
     s = q = ad = abs_sum = 0.0
@@ -136,27 +117,18 @@ def _tensor_change(
 
 
 def _fused_changes(
-    k: ModuleType, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]], limits: list
+    k: ModuleType, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]], limits: list, scratch: Scratch
 ) -> dict[str, tuple[Moments, float, list[int]]]:
     """What :func:`_tensor_change` gives, from the fused kernel in one read of each a and b
-    (d exact in float64), for the pairs it applies to: same dtype, float32 or float64,
-    contiguous on the CPU, and no NaN/Inf in the change (the torch path counts those)."""
-    fits = {
-        name: (a, b)
-        for name, (a, b) in pairs.items()
-        if a.dtype == b.dtype in (torch.float32, torch.float64)
-        and a.numel() > 0
-        and a.device.type == b.device.type == "cpu"
-        and a.is_contiguous()
-        and b.is_contiguous()
-    }
+    (d exact in float64; fp16/bf16 widened by numpy on each thread), for the pairs with
+    no NaN/Inf in the change (the torch path counts those)."""
     out = {}
     # |d| > 0 counts the elements that moved
-    for name, sums in zip(fits, fused.change_sums(k, list(fits.values()), (0.0, *limits))):
-        if sums is not None:
-            n = fits[name][0].numel()
+    for name, sums in zip(pairs, fused.pair_sums(k, list(pairs.values()), (0.0, *limits), scratch, norms=False)):
+        if sums.finite:
+            n = sums.n
             zeros, above = n - sums.above[0], sums.above[1:]
-            out[name] = _moments(n, n, sums.s, sums.sq, sums.abs_sum, sums.lo, sums.hi, zeros, 0, 0), sums.ad, above
+            out[name] = _moments(n, n, sums.d, sums.dd, sums.abs_sum, sums.lo, sums.hi, zeros, 0, 0), sums.ad, above
     return out
 
 
@@ -221,13 +193,13 @@ class ParameterDelta:
             live = dict(trainable_parameters(new))
         _check_same(old, live)
         limits = sorted(float(t) for t in thresholds)
-        scratch = _Scratch()
+        scratch = Scratch(CHUNK)
         # A tracker measures again every interval: loading the kernels once pays off.
         k = fused.kernels(sum(old.tensors[n].nbytes + p.nbytes for n, p in live.items()), recurring=True)
         rows, moments = [], {}
         with torch.no_grad():
             pairs = {name: (old.tensors[name], p.detach().reshape(-1)) for name, p in live.items()}
-            done = _fused_changes(k, pairs, limits) if k is not None else {}
+            done = _fused_changes(k, pairs, limits, scratch) if k is not None else {}
             for name, p in live.items():
                 a, b = pairs[name]
                 change = done.get(name)
