@@ -1,6 +1,7 @@
 """Diffing two ~124M-parameter models (GPT-2 small shapes, fp32), in memory and from files.
 
     flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_compare.py [--repeat 3] [--threads N]
+        [--dtype bfloat16]
 
 Throughput counts the bytes of both inputs. Baselines from the same run: a plain read of
 both models (``sum`` of every tensor: about what memory bandwidth allows), and the naive
@@ -30,6 +31,7 @@ import nbinspect
 from nbinspect.analyze import fused
 
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def gpt2_small(seed: int) -> dict[str, torch.Tensor]:
@@ -78,15 +80,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads (default: torch's)")
     parser.add_argument("--quick", action="store_true", help="in memory only")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="both models' dtype (default float32)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     loaded = "loaded" if fused.kernels(fused.FUSED_ABOVE) else "absent"
     print(f"load average {os.getloadavg()[0]:.1f}; fused kernels: {loaded}")
     a = gpt2_small(0)
     b = fine_tuned(a)
+    if args.dtype != "float32":
+        a, b = ({k: v.to(DTYPES[args.dtype]) for k, v in sd.items()} for sd in (a, b))
     n = sum(v.numel() for v in a.values())
     size = 2 * sum(v.numel() * v.element_size() for v in a.values())
-    print(f"two models of {n:,} parameters, {gb(size)} GB together; {args.threads} torch thread(s)\n")
+    print(f"two models of {n:,} {args.dtype} parameters, {gb(size)} GB together; {args.threads} torch thread(s)\n")
     rows = {
         "baseline: read both (sum of every tensor)": best_of(lambda: read_only(a, b), args.repeat),
         "baseline: naive per-tensor float64 diff": best_of(lambda: naive_float64(a, b), args.repeat),

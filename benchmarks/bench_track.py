@@ -1,12 +1,14 @@
-"""One training-dynamics measurement on a ~124M-parameter model (GPT-2 small shapes, fp32).
+"""One training-dynamics measurement on a ~124M-parameter model (GPT-2 small shapes, fp32 unless asked).
 
     flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_track.py [--repeat 5] [--threads N]
+        [--dtype bfloat16] [--snapshot-dtype float16]
 
 What is timed, all in this process, best of `repeat` (the machine is shared: the best run
 is the least disturbed one):
 
 - the floor: one streaming pass that reads the snapshot and the weights once (a float32
-  ``dot`` of each pair of chunks, the chunks nbinspect.track uses);
+  ``dot`` of each pair of chunks, the chunks nbinspect.track uses; a ``sum`` of each chunk
+  when either is not float32);
 - ``ParameterChangeMetrics``: the delta (W_new − W_old streamed, every statistic) and the
   metric dict made from it; the issue asks for at most 1.5× the floor;
 - taking the next snapshot (a copy of the weights, with its norms);
@@ -29,6 +31,7 @@ from nbinspect.track import AnalysisContext, ParameterChangeMetrics, ParameterDe
 from nbinspect.track.snapshot import CHUNK
 
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 class GPT2Small(nn.Module):
@@ -59,7 +62,8 @@ def floor(snapshot: ParameterSnapshot, model: nn.Module) -> float:
         for name, p in model.named_parameters():
             a, b = snapshot.tensors[name], p.detach().view(-1)
             for start in range(0, a.numel(), CHUNK):
-                total += float(torch.dot(a[start : start + CHUNK], b[start : start + CHUNK]))
+                x, y = a[start : start + CHUNK], b[start : start + CHUNK]
+                total += float(torch.dot(x, y)) if x.dtype == y.dtype == torch.float32 else float(x.sum() + y.sum())
     return total
 
 
@@ -75,13 +79,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="the model's dtype (default float32)")
+    parser.add_argument("--snapshot-dtype", default="float32", choices=DTYPES, help="the snapshot's (default float32)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = GPT2Small()
+    model = GPT2Small().to(DTYPES[args.dtype])
     n = sum(p.numel() for p in model.parameters())
-    snapshot = ParameterSnapshot.take(model)
+    snapshot = ParameterSnapshot.take(model, dtype=DTYPES[args.snapshot_dtype])
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for p in model.parameters():
         p.grad = torch.randn_like(p) * 1e-3
@@ -108,14 +114,17 @@ def main() -> None:
         added = "unavailable (no /proc/self/clear_refs)"
     delta = ParameterDelta.between(snapshot, model, 1, THRESHOLDS)
     half = ParameterSnapshot.take(model, dtype=torch.float16)
-    read = 2 * 4 * n / 1e9
-    print(f"model: {n:,} parameters (GPT-2 small shapes, fp32), torch threads {torch.get_num_threads()}")
+    read = sum(snapshot.tensors[name].nbytes + p.nbytes for name, p in model.named_parameters()) / 1e9
+    print(f"model: {n:,} parameters (GPT-2 small shapes, {args.dtype}; snapshot {args.snapshot_dtype}), ", end="")
+    print(f"torch threads {torch.get_num_threads()}")
     print("machine shared with other work: best of", args.repeat, "runs")
     print(f"floor (read snapshot + weights once): {t_floor * 1e3:7.1f} ms  ({read / t_floor:.1f} GB/s)")
     print(f"ParameterChangeMetrics measurement:   {t_measure * 1e3:7.1f} ms  = {t_measure / t_floor:.2f}x the floor")
     print(f"next snapshot (copy + norms):         {t_snapshot * 1e3:7.1f} ms  = {t_snapshot / t_floor:.2f}x the floor")
     print(f"one AdamW step:                       {t_adamw * 1e3:7.1f} ms  (measurement = {t_measure / t_adamw:.2f}x)")
-    print(f"snapshot held: {snapshot.nbytes / 2**20:.1f} MiB float32, {half.nbytes / 2**20:.1f} MiB float16")
+    print(
+        f"snapshot held: {snapshot.nbytes / 2**20:.1f} MiB {args.snapshot_dtype}, {half.nbytes / 2**20:.1f} MiB float16"
+    )
     print(f"scratch buffers of the delta: {delta.scratch_bytes / 2**20:.2f} MiB (bound: 64 MiB)")
     print(f"peak resident memory added by one measurement: {added}")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -73,6 +74,8 @@ def kernels(nbytes: int, recurring: bool = False) -> ModuleType | None:
 
 
 def _threads(n: int) -> int:
+    if n < 2 * PART:  # one share (without asking the system, as every small tensor would)
+        return 1
     return max(1, min(torch.get_num_threads(), os.cpu_count() or 1, n // PART))
 
 
@@ -351,23 +354,28 @@ def _narrow(t: torch.Tensor) -> bool:
 
 def _totals(pairs: list, parts: list[tuple], k: int) -> list[PairSums]:
     """The parts of each pair added up (keys of d merged by min and max)."""
-    totals: list[list] = [[0.0] * 6 + [None, None, np.zeros(k, np.int64)] for _ in pairs]
+    merged: list[list | None] = [None] * len(pairs)
     for index, *values in parts:
-        t = totals[index]
-        for i in range(6):
-            t[i] += values[i]
-        t[6] = values[6] if t[6] is None else min(t[6], values[6])
-        t[7] = values[7] if t[7] is None else max(t[7], values[7])
-        t[8] += values[8]
+        t = merged[index]
+        if t is None:
+            merged[index] = values
+        else:
+            t[:6] = [x + y for x, y in zip(t, values[:6])]
+            t[6], t[7], t[8] = min(t[6], values[6]), max(t[7], values[7]), t[8] + values[8]
     out = []
-    for (a, _), (aa, bb, ad, dd, d, abs_sum, kmin, kmax, above) in zip(pairs, totals):
-        lo = math.inf if kmin is None else _from_key(kmin)
-        hi = -math.inf if kmax is None else _from_key(kmax)
-        out.append(PairSums(a.numel(), aa, bb, ad, dd, d, abs_sum, lo, hi, above.tolist()))
+    for (a, _), t in zip(pairs, merged):
+        if t is None:  # no elements
+            out.append(PairSums(a.numel(), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.inf, -math.inf, [0] * k))
+        else:
+            aa, bb, ad, dd, d, abs_sum, kmin, kmax, above = t
+            lo, hi = _from_key(kmin), _from_key(kmax)
+            out.append(PairSums(a.numel(), aa, bb, ad, dd, d, abs_sum, lo, hi, above.tolist()))
     return out
 
 
 def _from_key(key: int) -> float:
     """The float64 of a kernel's order key (the key flips a negative float's non-sign bits)."""
-    bits = key ^ 0x7FFFFFFFFFFFFFFF if key < 0 else key
-    return float(np.array(bits, np.int64).view(np.float64))
+    return _FLOAT64.unpack(_INT64.pack(key ^ 0x7FFFFFFFFFFFFFFF if key < 0 else key))[0]
+
+
+_INT64, _FLOAT64 = struct.Struct("<q"), struct.Struct("<d")
