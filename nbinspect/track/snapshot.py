@@ -36,14 +36,15 @@ def _copy(p: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[to
     # fp16/bf16 values: a float32 dot of them rounds with a bias (-6e-6 over a chunk of bf16);
     # their squares are exact in float32 and summed pairwise stay within 2e-8
     short = {p.dtype, dtype} & {torch.float16, torch.bfloat16}
+    squares = torch.empty(min(CHUNK, flat.numel()), device=device) if short else None
     norm_sq = 0.0
     for start in range(0, flat.numel(), CHUNK):
         chunk = out[start : start + CHUNK]
         chunk.copy_(flat[start : start + CHUNK])
-        if short:
-            norm_sq += float(chunk.float().square().sum())
-        else:
+        if squares is None:
             norm_sq += float(torch.dot(chunk, chunk))
+        else:
+            norm_sq += float(squares[: chunk.numel()].copy_(chunk).square_().sum())
     return out, norm_sq
 
 
