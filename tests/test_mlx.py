@@ -343,6 +343,22 @@ def test_summary_is_a_torchinfo_style_table_from_the_frames():
     assert insp.layers.equals(nbinspect.trace(model, mx.zeros((2, 32, 32, 3))).layers)
 
 
+def test_summary_inspects_the_model_once(calls):
+    from nbinspect.analyze import stats as stats_module
+    from nbinspect.analyze import structure
+    from nbinspect.sources import mlx_module
+
+    model = CNN()
+    built = calls(mlx_module, "from_mlx_module")  # the model read into a source
+    layers = calls(structure, "layers")  # the structure frames
+    read = calls(stats_module, "tensor_stats")  # the weights
+    insp = nbinspect.mlx.summary(model, (32, 32, 3), batch_size=2, stats=True)
+    assert (len(built), len(layers), len(read)) == (1, 1, 1)  # was (2, 2, 2): inspected without, then with input
+    assert type(insp) is nbinspect.mlx.ModelSummary and {"stats", "flow"} <= set(insp.frames)
+    assert insp.layers.equals(nbinspect.trace(model, mx.zeros((2, 32, 32, 3))).layers)
+    assert insp.stats.equals(nbinspect.stats(model))
+
+
 def test_summary_names_the_layer_a_channels_first_shape_does_not_fit():
     with pytest.raises(ValueError, match=r"does not fit the model \(MLX layers take channels last.*conv1 \(Conv2d\)"):
         nbinspect.mlx.summary(CNN(), (3, 32, 32))
