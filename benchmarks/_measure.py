@@ -1,31 +1,50 @@
 """Shared by the benchmarks: run a snippet in a fresh interpreter and report its wall time
-and peak resident memory (VmHWM) above the interpreter's own; time the best of N runs."""
+and peak resident memory (VmHWM) above the interpreter's own; time the best of N runs, or
+several functions in turn. Also the one door to what the benchmarks share with the tests
+(tests/support: the chromium they drive, resident memory from /proc)."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["PRELUDE", "best_of", "gb", "run_isolated", "warm"]
+# Benchmarks run as scripts (their folder on sys.path): the repository root makes tests.support importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support import subprocess_env
+from tests.support.chromium import launch as launch_chromium
+from tests.support.rss import PeakRSS, reset_peak, status
+
+__all__ = [
+    "PRELUDE",
+    "PeakRSS",
+    "best_of",
+    "gb",
+    "interleaved",
+    "launch_chromium",
+    "reset_peak",
+    "run_isolated",
+    "status",
+    "warm",
+]
 
 # Imports first, then the baseline RSS: "peak beyond the interpreter" excludes torch itself.
 PRELUDE = """
 import json, time, torch, nbinspect
+from tests.support.rss import status as _status
 nbinspect.stats, nbinspect.compare, nbinspect.inspect  # load the lazy parts before timing
 {setup}
-def _status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key):
-            return int(line.split()[1]) * 1024
-_base = _status("VmRSS:")
+_base = _status("VmRSS")
 _t0 = time.perf_counter()
 """
 _EPILOGUE = """
 _dt = time.perf_counter() - _t0
-print(json.dumps({"seconds": _dt, "peak_bytes": _status("VmHWM:") - _base, "base_bytes": _base}))
+print(json.dumps({"seconds": _dt, "peak_bytes": _status("VmHWM") - _base, "base_bytes": _base}))
 """
 
 
@@ -33,7 +52,9 @@ def run_isolated(code: str, setup: str = "") -> dict:
     """{'seconds', 'peak_bytes', 'base_bytes'} of `code` run after PRELUDE in a new process;
     `setup` runs before the baseline RSS is taken (more imports, a warm-up)."""
     prelude = PRELUDE.replace("{setup}", setup)
-    out = subprocess.run([sys.executable, "-c", prelude + code + _EPILOGUE], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", prelude + code + _EPILOGUE], capture_output=True, text=True, env=subprocess_env()
+    )
     if out.returncode:
         raise RuntimeError(out.stderr.strip().splitlines()[-1])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -61,3 +82,17 @@ def best_of(fn, repeat: int, clock=time.perf_counter) -> float:
         fn()
         times.append(clock() - start)
     return min(times)
+
+
+def interleaved(
+    fns: dict[str, Callable[[], object]], repeat: int, clock: Callable[[], float] = time.process_time
+) -> dict[str, tuple[float, float]]:
+    """(best, median) seconds of each function, the functions run in turn `repeat` times, so
+    load from other processes falls on all of them alike; CPU time by default."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = clock()
+            fn()
+            times[name].append(clock() - start)
+    return {name: (min(t), statistics.median(t)) for name, t in times.items()}

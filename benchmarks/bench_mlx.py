@@ -17,15 +17,13 @@ are what to read.
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
-import psutil
 import torch
-from _measure import best_of
+from _measure import PeakRSS, best_of
 
 import nbinspect
 
@@ -38,23 +36,11 @@ class Stack(nn.Module):
 
 def peak_extra(fn) -> tuple[float, int]:
     """(seconds, peak RSS above the start while fn ran)."""
-    process = psutil.Process()
-    start = process.memory_info().rss
-    peak, done = [start], threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], process.memory_info().rss)
-            time.sleep(0.002)
-
-    thread = threading.Thread(target=sample)
-    thread.start()
-    t0 = time.perf_counter()
-    fn()
-    seconds = time.perf_counter() - t0
-    done.set()
-    thread.join()
-    return seconds, peak[0] - start
+    with PeakRSS() as peak:
+        t0 = time.perf_counter()
+        fn()
+        seconds = time.perf_counter() - t0
+    return seconds, peak.extra
 
 
 def bench_stats(layers: int, dims: int) -> None:

@@ -1,113 +1,131 @@
 """Frontier-sized configs on the meta device, and the widget on a many-module MoE tree.
 
-    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_moe.py [--runs 5]
+    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_moe.py [--repeat 5] [--runs 5]
 
 1. transformers configs with their defaults (DeepSeek-V3, Mixtral, Qwen2-MoE) built on
-   meta: seconds for the MoE summary, per-expert rows (``split_experts`` + ``inspect``), the
+   meta: the MoE summary, per-expert rows (``split_experts`` + ``inspect``), the
    training-memory plan without and with a traced input; a Llama-70B-shaped config traced.
+   Each beside a baseline from the same run: a walk over ``named_modules`` and their
+   parameters (the least any tool that reads the tree does) for the analyzers that read the
+   tree, the bare forward pass on fake tensors for those that trace it. The functions run
+   in turn `--repeat` times after one warm-up round; CPU seconds (``time.process_time``),
+   best and median.
 2. An old-style model with one ``nn.Linear`` per expert (32 layers x 160 experts: 20,000+
    modules) and DeepSeek-V3 split into per-expert rows: payload size and first render in
    headless chromium, against the 10,000-module tree of ``bench_widget.py`` as the baseline.
 
-Wall-clock seconds on a 2-core machine shared with other jobs: figures vary between runs.
+Measured on a 2-core machine shared with other jobs: figures vary between runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
-import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from _measure import interleaved
+from bench_widget import payload_bytes, render_times, wide_tree
 
-sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.moe_models: the models the tests use too
 
-from bench_widget import CHROMIUM, FLAGS, payload_bytes, wide_tree  # noqa: E402  (needs the sys.path line above)
+import nbinspect
+from tests.moe_models import LLAMA_70B, LinearExpertsLM, hf_moe
 
-import nbinspect  # noqa: E402  (imported after the path setup, like the helpers)
-from tests.moe_models import LLAMA_70B, LinearExpertsLM, hf_moe  # noqa: E402  (needs the sys.path line above)
-
-RENDER = """
-async ({ runs }) => {
-  document.getElementById("nbinspect-root").remove();
-  const text = document.getElementById("nbinspect-bundle").textContent;
-  const widget = (await import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })))).default;
-  const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-  const out = { first_render: [], expand_all: [] };
-  for (let i = 0; i < runs; i++) {
-    const el = document.createElement("div");
-    document.body.append(el);
-    let cleanup;
-    let t0 = performance.now();
-    cleanup = widget.render({ model: window.nbinspectModel, el });
-    await frame();
-    out.first_render.push(performance.now() - t0);
-    t0 = performance.now();
-    [...el.querySelectorAll(".nbi-button")].find((b) => b.textContent === "Expand all").click();
-    await frame();
-    out.expand_all.push(performance.now() - t0);
-    cleanup();
-    el.remove();
-    await frame();
-  }
-  return out;
-}
-"""
+# The baselines, and how the ratio column names them.
+WALK = "walk: named_modules + their own parameters"
+FAKE = "bare forward on fake tensors, [1, 128]"
+SHORT = {WALK: "walk", FAKE: "fake forward"}
 
 
-def timed(action):
-    start = time.perf_counter()
-    result = action()
-    return result, time.perf_counter() - start
+def walk(model: torch.nn.Module) -> None:
+    """Every module and its own parameters: what reading the tree costs before any analysis."""
+    for _, module in model.named_modules():
+        list(module.named_parameters(recurse=False))
 
 
-def configs() -> None:
+def bare_fake_forward(model: torch.nn.Module) -> None:
+    """The forward pass alone on fake stand-ins for the meta weights, token ids [1, 128]: what
+    any shape trace of the model runs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fakes = {n: mode.from_tensor(torch.empty(t.shape, dtype=t.dtype)) for n, t in model.state_dict().items()}
+        ids = mode.from_tensor(torch.zeros(1, 128, dtype=torch.long))
+        torch.func.functional_call(model, fakes, (ids,))
+
+
+def report(title: str, rows: list[tuple[str, Callable[[], object], str | None]], repeat: int) -> None:
+    """Runs the functions of `rows` (name, function, its baseline's name or None) in turn
+    `repeat` times after one warm-up round; prints each one's best and median CPU seconds and
+    its best over its baseline's."""
+    fns = {name: fn for name, fn, _ in rows}
+    for fn in fns.values():
+        fn()
+    results = interleaved(fns, repeat)
+    print(f"  {title}")
+    for name, _, base in rows:
+        best, median = results[name]
+        ratio = f"{best / results[base][0]:8.2f}x {SHORT[base]}" if base else ""
+        print(f"    {name:55s} {best:7.3f} s {median:7.3f} s {ratio}")
+
+
+def configs(repeat: int) -> None:
     import transformers
 
-    print("Configs on the meta device (transformers defaults), seconds:")
-    for name in ("DeepseekV3Config", "MixtralConfig", "Qwen2MoeConfig"):
-        model, build = timed(lambda n=name: hf_moe(getattr(transformers, n), dtype=torch.bfloat16))
-        report, summary = timed(lambda m=model: nbinspect.moe(m))
-        split, per_expert = timed(lambda m=model: nbinspect.inspect(nbinspect.split_experts(m), stats=False))
-        _, plan = timed(lambda m=model: nbinspect.memory(m, optimizer="adamw", precision="bf16"))
-        _, traced_plan = timed(
-            lambda m=model: nbinspect.memory(
-                m, input=(1, 128), input_dtype=torch.long, batch_size=1, optimizer="adamw", precision="bf16"
-            )
-        )
-        t = report.totals
-        print(
-            f"  {name:17s} {t['total_params'] / 1e9:7.1f} B params, {t['activated_params'] / 1e9:5.1f} B activated; "
-            f"build {build:.2f}, moe() {summary:.2f}, "
-            f"per-expert tree ({len(split.layers):,} modules) {per_expert:.2f}, "
-            f"memory plan {plan:.2f}, with activations of [1, 128] {traced_plan:.2f}"
-        )
-    llama = hf_moe(transformers.LlamaConfig, **LLAMA_70B)
-    traced, seconds = timed(lambda: nbinspect.trace(llama, (1, 128), input_dtype=torch.long))
     print(
-        f"  Llama-70B shape     {traced.totals['total_params'] / 1e9:.1f} B params: traced [1, 128] on meta in "
-        f"{seconds:.2f} s ({traced.totals['flops'] / 1e12:.1f} TFLOPs, {len(traced.layers)} modules)"
+        f"Configs on the meta device (transformers defaults); CPU seconds, best and median of {repeat} runs "
+        f"interleaved, and best / its baseline's best (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):"
     )
+    for name in ("DeepseekV3Config", "MixtralConfig", "Qwen2MoeConfig"):
+        config = getattr(transformers, name)
+        model = hf_moe(config, dtype=torch.bfloat16)
+        t = nbinspect.moe(model).totals
+        split = nbinspect.inspect(nbinspect.split_experts(model), stats=False)
+        title = (
+            f"{name}: {t['total_params'] / 1e9:.1f} B params, {t['activated_params'] / 1e9:.1f} B activated; "
+            f"per-expert tree {len(split.layers):,} modules"
+        )
+        rows = [
+            ("build on meta (transformers, for scale)", lambda c=config: hf_moe(c, dtype=torch.bfloat16), None),
+            (WALK, lambda m=model: walk(m), None),
+            ("moe()", lambda m=model: nbinspect.moe(m), WALK),
+            (
+                "per-expert tree: split_experts + inspect(stats=False)",
+                lambda m=model: nbinspect.inspect(nbinspect.split_experts(m), stats=False),
+                WALK,
+            ),
+            ("memory plan", lambda m=model: nbinspect.memory(m, optimizer="adamw", precision="bf16"), WALK),
+            (FAKE, lambda m=model: bare_fake_forward(m), None),
+            (
+                "memory plan with activations of [1, 128]",
+                lambda m=model: nbinspect.memory(
+                    m, input=(1, 128), input_dtype=torch.long, batch_size=1, optimizer="adamw", precision="bf16"
+                ),
+                FAKE,
+            ),
+        ]
+        report(title, rows, repeat)
+    llama = hf_moe(transformers.LlamaConfig, **LLAMA_70B)
+    traced = nbinspect.trace(llama, (1, 128), input_dtype=torch.long)
+    title = (
+        f"Llama-70B shape: {traced.totals['total_params'] / 1e9:.1f} B params, {len(traced.layers)} modules, "
+        f"{traced.totals['flops'] / 1e12:.1f} TFLOPs for [1, 128]"
+    )
+    rows = [
+        (FAKE, lambda: bare_fake_forward(llama), None),
+        ("nbinspect.trace [1, 128]", lambda: nbinspect.trace(llama, (1, 128), input_dtype=torch.long), FAKE),
+    ]
+    report(title, rows, repeat)
 
 
-def render(insp, runs: int) -> dict:
-    from playwright.sync_api import sync_playwright
-
-    with tempfile.TemporaryDirectory() as tmp:
-        page_path = Path(tmp) / "page.html"
-        insp.to_html(page_path)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            start = time.perf_counter()
-            page.goto(page_path.as_uri())
-            page.wait_for_selector(".nbi-body [role=row]")
-            load = (time.perf_counter() - start) * 1000
-            result = page.evaluate(RENDER, {"runs": runs})
-            browser.close()
+def render(insp: nbinspect.Inspection, runs: int) -> dict:
+    """Page load, and the median first render and expand-all, ms."""
+    load, (result,) = render_times(insp, runs, steps=("expand_all",))
+    result.pop("rows")
     return {"load": load, **{k: statistics.median(v) for k, v in result.items()}}
 
 
@@ -138,10 +156,11 @@ def widget(runs: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help="timed rounds of each config's functions")
+    parser.add_argument("--runs", type=int, default=5, help="renders of each widget case")
     parser.add_argument("--skip-widget", action="store_true")
     args = parser.parse_args()
-    configs()
+    configs(args.repeat)
     if not args.skip_widget:
         widget(args.runs)
 

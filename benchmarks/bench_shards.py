@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import torch
+from _measure import PeakRSS
 
 SHARD_BYTES = 512 * 2**20
 TENSOR_ELEMENTS = 32 * 2**20  # 64 MB of bf16 per tensor
@@ -47,44 +48,19 @@ def write_checkpoint(folder: Path, gb: float) -> int:
     return written
 
 
-def _rss(pid: int | str) -> int:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-
-
-def _children() -> list[str]:
-    return [c for task in Path("/proc/self/task").iterdir() for c in (task / "children").read_text().split()]
-
-
 def measure(folder: str, workers: int | None, threads: int | None) -> None:
     """Runs in a fresh process: one stats pass, then its time and peak memory as JSON. Peak
     resident memory is sampled every 50 ms from /proc for this process and its workers
     (ru_maxrss would carry the parent's high-water mark over exec)."""
-    import threading
-
     import nbinspect
 
     if threads:
         torch.set_num_threads(threads)
-    peak = {"self": 0, "worker": 0}
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.05):
-            peak["self"] = max(peak["self"], _rss("self"))
-            peak["worker"] = max([peak["worker"], *(_rss(c) for c in _children())])
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.perf_counter()
-    frame = nbinspect.stats(folder, workers=workers, progress=False)
-    seconds = time.perf_counter() - start
-    done.set()
-    sampler.join()
-    print(json.dumps({"seconds": seconds, "rss": peak["self"], "worker_rss": peak["worker"], "rows": len(frame)}))
+    with PeakRSS(interval=0.05, children=True) as peak:
+        start = time.perf_counter()
+        frame = nbinspect.stats(folder, workers=workers, progress=False)
+        seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "rss": peak.peak, "worker_rss": peak.child_peak, "rows": len(frame)}))
 
 
 def run(folder: Path, workers: int | None, threads: int | None = None) -> dict:

@@ -34,43 +34,16 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
-import psutil
 import torch
-from _measure import best_of
+from _measure import PeakRSS, best_of
 from torch import nn
 
 import nbinspect
 from nbinspect.analyze import fused
 from nbinspect.sources import as_source
-
-
-class PeakRSS:
-    """Highest resident set size seen while the block runs, sampled every 2 ms."""
-
-    def __enter__(self):
-        self.process = psutil.Process()
-        self.base = self.peak = self.process.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.wait(0.002):
-            self.peak = max(self.peak, self.process.memory_info().rss)
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.process.memory_info().rss)
-
-    @property
-    def extra_mb(self) -> float:
-        return (self.peak - self.base) / 2**20
 
 
 class Block(nn.Module):
@@ -165,7 +138,7 @@ def bench_gpt(layers: int, d: int, repeat: int) -> None:
     print(f"  bare torch.sum pass      {floor:7.3f} s   {gb / floor:5.1f} GB/s   1.00x")
     print(f"  nbinspect.stats (full)   {ours:7.3f} s   {gb / ours:5.1f} GB/s   {ours / floor:5.2f}x   (target <= 2.0x)")
     print(f"  naive mean/std/min/max   {naive_time:7.3f} s   {gb / naive_time:5.1f} GB/s   {naive_time / floor:5.2f}x")
-    print(f"  peak extra memory during stats(): {memory.extra_mb:.1f} MB   (target <= 64 MB)")
+    print(f"  peak extra memory during stats(): {memory.extra / 2**20:.1f} MB   (target <= 64 MB)")
 
     rows = frame.set_index("name")
     checked = ["wte.weight", "h.0.c_fc.weight", "h.0.ln_1.weight", f"h.{layers - 1}.mlp_proj.weight"]

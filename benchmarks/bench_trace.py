@@ -29,23 +29,13 @@ import statistics
 import time
 
 import torch
+from _measure import interleaved
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import nbinspect
 from nbinspect.analyze.trace import run_trace
-
-
-def interleaved(fns: dict, repeat: int) -> dict[str, tuple[float, float]]:
-    """(best, median) CPU seconds of each function, the functions run in turn `repeat` times."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            start = time.process_time()
-            fn()
-            times[name].append(time.process_time() - start)
-    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 
 
 def with_noop_wrapper(model: nn.Module, x: torch.Tensor) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _measure import best_of
+from _measure import best_of, reset_peak, status
 from torch import nn
 
 from nbinspect.track import AnalysisContext, ParameterChangeMetrics, ParameterDelta, ParameterSnapshot
@@ -67,14 +67,6 @@ def floor(snapshot: ParameterSnapshot, model: nn.Module) -> float:
     return total
 
 
-def rss(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
@@ -104,13 +96,11 @@ def main() -> None:
     t_snapshot = best_of(lambda: ParameterSnapshot.take(model), max(2, args.repeat // 2))
     t_adamw = best_of(optimizer.step, max(2, args.repeat // 2))
 
-    before = rss("VmRSS:")
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset the high-water mark to what is resident now
+    before = status("VmRSS")
+    if reset_peak():  # the high-water mark restarts from what is resident now
         measure()
-        added = f"{(rss('VmHWM:') - before) / 2**20:.1f} MiB"
-    except OSError:
+        added = f"{(status('VmHWM') - before) / 2**20:.1f} MiB"
+    else:
         added = "unavailable (no /proc/self/clear_refs)"
     delta = ParameterDelta.between(snapshot, model, 1, THRESHOLDS)
     half = ParameterSnapshot.take(model, dtype=torch.float16)

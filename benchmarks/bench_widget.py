@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from _measure import launch_chromium
 from torch import nn
 
 import nbinspect
@@ -31,28 +32,28 @@ from nbinspect.inspection import Inspection
 from nbinspect.render.payload import build_payload
 from nbinspect.widget import bundle_source
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 # Runs in the page: renders each bundle (the inlined one when `sources` is empty) into a fresh
-# element in turn and times it; one result object per bundle.
+# element in turn, times the first render and then each of `steps` in order; one result
+# object per bundle (ms per run for each step, and the row count after "expand_all").
 HARNESS = """
-async ({ runs, sources }) => {
+async ({ runs, sources, steps }) => {
   document.getElementById("nbinspect-root").remove();
   const texts = sources.length ? sources : [document.getElementById("nbinspect-bundle").textContent];
   const widgets = [];
   for (const text of texts) widgets.push((await import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })))).default);
   const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   const time = async (action) => { const t0 = performance.now(); action(); await frame(); return performance.now() - t0; };
-  const results = widgets.map(() => ({ first_render: [], sort: [], expand_all: [], search: [], sort_expanded: [], collapse_all: [] }));
+  const button = (el, text) => [...el.querySelectorAll(".nbi-button")].find((b) => b.textContent === text);
+  const sortBy = (el, column) => el.querySelector(`[role=columnheader][data-column="${column}"] button`).click();
+  const search = (el, text) => { const box = el.querySelector(".nbi-search"); box.value = text; box.dispatchEvent(new Event("input")); };
+  const actions = {
+    sort: (el) => sortBy(el, "params"),
+    expand_all: (el) => button(el, "Expand all").click(),
+    sort_expanded: (el) => sortBy(el, "memory"),
+    search: (el) => search(el, "blocks.1234"),
+    collapse_all: (el) => button(el, "Collapse all").click(),
+  };
+  const results = widgets.map(() => Object.fromEntries(["first_render", ...steps].map((s) => [s, []])));
   const order = widgets.map((_, w) => w);
   for (let i = 0; i < runs; i++) for (const w of i % 2 ? [...order].reverse() : order) {  // who goes first alternates
     const widget = widgets[w];
@@ -61,15 +62,11 @@ async ({ runs, sources }) => {
     document.body.append(el);
     let cleanup;
     out.first_render.push(await time(() => { cleanup = widget.render({ model: window.nbinspectModel, el }); }));
-    const q = (s) => el.querySelector(s);
-    out.sort.push(await time(() => q('[role=columnheader][data-column="params"] button').click()));
-    out.expand_all.push(await time(() => [...el.querySelectorAll(".nbi-button")].find((b) => b.textContent === "Expand all").click()));
-    out.rows = Number(q("[role=treegrid]").getAttribute("aria-rowcount")) - 1;
-    out.sort_expanded.push(await time(() => q('[role=columnheader][data-column="memory"] button').click()));
-    const search = q(".nbi-search");
-    out.search.push(await time(() => { search.value = "blocks.1234"; search.dispatchEvent(new Event("input")); }));
-    search.value = ""; search.dispatchEvent(new Event("input")); await frame();
-    out.collapse_all.push(await time(() => [...el.querySelectorAll(".nbi-button")].find((b) => b.textContent === "Collapse all").click()));
+    for (const step of steps) {
+      out[step].push(await time(() => actions[step](el)));
+      if (step === "expand_all") out.rows = Number(el.querySelector("[role=treegrid]").getAttribute("aria-rowcount")) - 1;
+      if (step === "search") { search(el, ""); await frame(); }
+    }
     cleanup();
     el.remove();
     await frame();
@@ -77,6 +74,7 @@ async ({ runs, sources }) => {
   return results;
 }
 """
+STEPS = ("sort", "expand_all", "sort_expanded", "search", "collapse_all")
 
 
 def wide_tree(blocks: int = 2500) -> nn.Module:
@@ -108,28 +106,36 @@ def gpt2_payload() -> None:
         print(f"  payload {label}: {raw:,} bytes JSON, {packed:,} gzipped, built in {seconds * 1000:.0f} ms")
 
 
-def browser_bench(runs: int, baseline: Path | None = None) -> None:
+def render_times(
+    insp: Inspection, runs: int, steps: tuple[str, ...] = STEPS, sources: list[str] | None = None
+) -> tuple[float, list[dict]]:
+    """`insp`'s standalone page in headless chromium: (ms from navigation to the first rows,
+    HARNESS's result for each bundle of `sources`, or for the page's own)."""
     from playwright.sync_api import sync_playwright
 
-    model = wide_tree()
-    insp = nbinspect.inspect(model)
-    raw, packed, _ = payload_bytes(insp)
     with tempfile.TemporaryDirectory() as tmp:
-        page_path = Path(tmp) / "wide.html"
+        page_path = Path(tmp) / "page.html"
         insp.to_html(page_path)
-        print(
-            f"10,000-module tree: {len(insp.layers):,} modules, {len(insp.params):,} tensors; payload {raw:,} bytes ({packed:,} gzipped)"
-        )
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             t0 = time.perf_counter()
             page.goto(page_path.as_uri())
             page.wait_for_selector(".nbi-body [role=row]")
             load = (time.perf_counter() - t0) * 1000
-            sources = [] if baseline is None else [bundle_source(), baseline.read_text(encoding="utf-8")]
-            result, *base = page.evaluate(HARNESS, {"runs": runs, "sources": sources})
+            results = page.evaluate(HARNESS, {"runs": runs, "sources": sources or [], "steps": list(steps)})
             browser.close()
+    return load, results
+
+
+def browser_bench(runs: int, baseline: Path | None = None) -> None:
+    insp = nbinspect.inspect(wide_tree())
+    raw, packed, _ = payload_bytes(insp)
+    print(
+        f"10,000-module tree: {len(insp.layers):,} modules, {len(insp.params):,} tensors; payload {raw:,} bytes ({packed:,} gzipped)"
+    )
+    sources = None if baseline is None else [bundle_source(), baseline.read_text(encoding="utf-8")]
+    load, (result, *base) = render_times(insp, runs, sources=sources)
     print(f"  page load to first rows (file://, includes JSON parse and bundle import): {load:.0f} ms")
     print(f"  rows after expand-all: {result.pop('rows'):,}; median (min–max) of {runs} runs, ms:")
     if base:

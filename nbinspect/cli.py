@@ -18,7 +18,7 @@ from .analyze.compare import DEFAULT_THRESHOLDS
 from .analyze.memory import OPTIMIZERS
 from .comparison import compare
 from .config_inspection import from_config, with_plan
-from .errors import DTYPE_HINT, first_line
+from .errors import first_line_for
 from .inspection import Inspection, inspect
 from .render.compare_text import groups_table
 from .sources.checkpoint import load_checkpoint
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         print("nbinspect: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the command's contract: one line, exit code 1
-        message = first_line(exc).replace(DTYPE_HINT, "add --input-dtype int64")
+        message = first_line_for(exc, "--input-dtype")
         print(f"nbinspect: error: {shown(message)}", file=sys.stderr)
         return 1
     return 0

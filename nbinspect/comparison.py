@@ -36,6 +36,8 @@ class Comparison(Result):
         thresholds: tuple[float, ...],
         framework: str = "torch",
         sources: tuple[ModelSource, ModelSource] | None = None,
+        bins: int = 64,
+        stats_a: pd.DataFrame | None = None,
     ):
         self.name_a, self.name_b = name_a, name_b
         self.sides = (name_a, name_b)
@@ -44,15 +46,18 @@ class Comparison(Result):
         self.totals = MappingProxyType(dict(totals))  # of the shown tree
         self.thresholds = thresholds
         self._sources = sources  # read again, once, for the widget's before/after histograms
-        self._side_stats: dict[str, pd.DataFrame] | None = None
+        self._bins = bins
+        self._side_stats = {} if stats_a is None else {"stats_a": stats_a}
 
     def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
         """The frames plus each side's tensor statistics (the widget's before/after
-        histograms), read once, when the widget is first shown: compare() itself stays one pass."""
-        if self._side_stats is None and self._sources is not None:
-            a, b = self._sources
-            self._side_stats = {"stats_a": stats(a, by="tensor"), "stats_b": stats(b, by="tensor")}
-        return {**self.frames, **(self._side_stats or {})}
+        histograms), read once, when the widget is first shown: compare() itself stays one
+        pass, and a side whose statistics were handed in is not read again."""
+        if self._sources is not None:
+            for key, source in zip(("stats_a", "stats_b"), self._sources):
+                if key not in self._side_stats:
+                    self._side_stats[key] = stats(source, bins=self._bins, by="tensor")
+        return {**self.frames, **self._side_stats}
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -103,12 +108,23 @@ class Comparison(Result):
 
 
 @on_receiving_rank(0, 1)
-def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRESHOLDS) -> Comparison:
+def compare(
+    a: Any,
+    b: Any,
+    thresholds: Iterable[float] = _compare.DEFAULT_THRESHOLDS,
+    *,
+    bins: int = 64,
+    stats_a: pd.DataFrame | None = None,
+) -> Comparison:
     """Compare two models, state_dicts or checkpoint paths (any mix) tensor by tensor.
 
     Tensors are matched by name; each row says whether it is the same, changed, has a
     changed dtype, was reshaped, added (only in b) or removed (only in a), with delta
-    statistics computed chunk by chunk in float64. Neither input is changed."""
+    statistics computed chunk by chunk in float64. Neither input is changed.
+
+    The widget's before/after histograms have `bins` bins; `stats_a`, a's tensor statistics
+    with as many bins when they are at hand (``inspect(a, bins=bins).stats``), are used for
+    them rather than reading a again."""
     src_a, src_b = as_source(a), as_source(b)
     frame = _compare.compare_frame(src_a, src_b, thresholds)
     tree = _union(src_a, src_b)
@@ -121,6 +137,8 @@ def compare(a: Any, b: Any, thresholds: Iterable[float] = _compare.DEFAULT_THRES
         frame.attrs["thresholds"],
         src_a.framework,
         sources=(src_a, src_b),
+        bins=bins,
+        stats_a=stats_a,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -59,7 +60,7 @@ def from_config(
     there are no values. :func:`build_on_meta` gives the module itself."""
     built, how = meta_model(model, config)
     insp = inspect(built, name=name, input=input, input_dtype=input_dtype, flops=flops, stats=False)
-    insp = Inspection(insp.name, insp.framework, insp.frames, insp.totals, insp.io, {"model": how})
+    insp = dataclasses.replace(insp, metadata={"model": how})
     return with_plan(
         insp,
         built,

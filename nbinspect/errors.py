@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DTYPE_HINT", "CheckpointError", "EngineError", "TraceError", "UnsafeCheckpointError", "first_line"]
+__all__ = [
+    "DTYPE_HINT",
+    "CheckpointError",
+    "EngineError",
+    "TraceError",
+    "UnsafeCheckpointError",
+    "first_line",
+    "first_line_for",
+]
 
 # How a trace error tells a Python caller to build token ids from a shape; the magic and the
-# command line put their own option in its place.
+# command line put their own option in its place (first_line_for).
 DTYPE_HINT = "pass input_dtype=torch.long"
 
 
@@ -22,6 +30,12 @@ def first_line(exc: BaseException) -> str:
     one-line errors that wrap a library's multi-line ones."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def first_line_for(exc: BaseException, dtype_option: str) -> str:
+    """:func:`first_line` for a command rather than a Python caller: the dtype hint names the
+    command's own option, `dtype_option` (the magic's ``--dtype``, the command line's ``--input-dtype``)."""
+    return first_line(exc).replace(DTYPE_HINT, f"add {dtype_option} int64")
 
 
 class EngineError(RuntimeError):

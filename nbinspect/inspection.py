@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -35,27 +36,30 @@ from .sources.vllm_engine import engine_report, is_vllm_engine
 
 __all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
 
+_I = TypeVar("_I", bound="Inspection")  # a copy keeps its class (mlx.ModelSummary stays one)
 
+
+@dataclasses.dataclass(eq=False, repr=False)
 class Inspection(Result):
     """What nbinspect found in one model: DataFrames (``params``, ``layers``, ``by_type``, ...)
-    and ``totals``. ``print()`` it for a text summary; export it with :meth:`to_json`."""
+    and ``totals``. ``print()`` it for a text summary; export it with :meth:`to_json`.
+    ``dataclasses.replace(insp, frames=...)`` makes a copy with some fields changed (of the
+    same class; the frames are shared, not copied)."""
 
-    def __init__(
-        self,
-        name: str,
-        framework: str,
-        frames: Mapping[str, pd.DataFrame],
-        totals: Mapping[str, Any],
-        io: Mapping[str, Any] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ):
-        self.name = name
-        self.framework = framework
-        self.frames = MappingProxyType(dict(frames))
-        self.totals = MappingProxyType(dict(totals))
-        self.io = MappingProxyType(dict(io or {}))
-        # what a checkpoint file held besides weights (epoch, optimizer, load report)
-        self.metadata = MappingProxyType(dict(metadata or {}))
+    name: str
+    framework: str
+    frames: Mapping[str, pd.DataFrame]
+    totals: Mapping[str, Any]
+    io: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # what a checkpoint file held besides weights (epoch, optimizer, load report)
+    metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # read-only views of copies: the caller's dicts may change later, this Inspection does not
+        self.frames = MappingProxyType(dict(self.frames))
+        self.totals = MappingProxyType(dict(self.totals))
+        self.io = MappingProxyType(dict(self.io))
+        self.metadata = MappingProxyType(dict(self.metadata))
 
     @property
     def params(self) -> pd.DataFrame:
@@ -223,9 +227,8 @@ def inspect(
         totals.update(activated_params=moe["activated_params"], routed_params=moe["routed_params"])
     inspection = Inspection(source.name, source.framework, frames, totals, metadata=source.metadata)
     if input is not None:
-        args, kwargs = split_input(input)
-        inspection = _traced(
-            inspection, source.model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype
+        inspection = with_forward(
+            inspection, source.model, input, backward=backward, flops=flops, input_dtype=input_dtype
         )
     return inspection
 
@@ -252,23 +255,27 @@ def trace(
     )
 
 
-def with_trace(inspection: Inspection, result: TraceResult) -> Inspection:
+def with_forward(inspection: _I, model: Any, input: Any, **options: Any) -> _I:
+    """`inspection` of `model` with one forward pass on `input` traced, as ``inspect(model,
+    input=...)`` does (`options`: ``backward``, ``flops``, ``input_dtype``)."""
+    args, kwargs = split_input(input)
+    return _traced(inspection, model, args, kwargs, **options)
+
+
+def with_trace(inspection: _I, result: TraceResult) -> _I:
     """`inspection` with a trace's columns, ``flow`` frame, totals and io added."""
     frames = {**inspection.frames, "layers": layers_with_trace(inspection.layers, result), "flow": flow(result)}
     totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
     io = {"input": result.inputs, "output": result.outputs}
-    return Inspection(inspection.name, inspection.framework, frames, totals, io, inspection.metadata)
+    return dataclasses.replace(inspection, frames=frames, totals=totals, io=io)
 
 
-def with_memory(inspection: Inspection, plan: pd.DataFrame) -> Inspection:
+def with_memory(inspection: _I, plan: pd.DataFrame) -> _I:
     """`inspection` holding a memory plan (from :func:`memory`) as its ``memory`` frame."""
-    frames = {**inspection.frames, "memory": pd.DataFrame(plan)}
-    return Inspection(
-        inspection.name, inspection.framework, frames, inspection.totals, inspection.io, inspection.metadata
-    )
+    return dataclasses.replace(inspection, frames={**inspection.frames, "memory": pd.DataFrame(plan)})
 
 
-def _traced(inspection: Inspection, model: Any, args: tuple, kwargs: dict, **options: Any) -> Inspection:
+def _traced(inspection: _I, model: Any, args: tuple, kwargs: dict, **options: Any) -> _I:
     try:
         result = run_trace(model, args, kwargs, **options)
     except TraceError as exc:

@@ -21,7 +21,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .errors import DTYPE_HINT, first_line
+from .errors import first_line, first_line_for
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
@@ -30,6 +30,11 @@ MAGIC = "inspect_model"
 
 def _fail(message: str) -> UsageError:
     return UsageError(f"%{MAGIC}: {message}")
+
+
+def _failed(exc: Exception) -> UsageError:
+    """The user's model or input failed: what failed, in one line naming the magic's options."""
+    return _fail(first_line_for(exc, "--dtype"))
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -205,7 +210,7 @@ class InspectMagics(Magics):
                 return None
             result = with_trace(inspected, recorded)
         except Exception as exc:
-            raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
+            raise _failed(exc) from None
         self._keep(result, args)
         if args.text:
             print(result.summary(depth=args.depth))
@@ -245,7 +250,9 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
     from .comparison import compare
     from .config_inspection import from_config
     from .inspection import inspect, memory
+    from .sources import as_source
     from .sources.checkpoint import load_checkpoint
+    from .sources.vllm_engine import is_vllm_engine
 
     try:
         if model is None:  # the config alone: built on meta, planned
@@ -254,6 +261,8 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
             return result, [result.memory]
         if factory is not None or config is not None:
             model = load_checkpoint(model, model=factory, config=config)
+        if not is_vllm_engine(model):  # one source for the inspection, the plan and the comparison: read once
+            model = as_source(model)
         prompt = None if args.sample_input is None else _unquoted(args.sample_input)
         result = inspect(
             model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins, sample_input=prompt
@@ -266,11 +275,12 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
                 )
             )
         if other is not None:
-            comparison = compare(model, other)
+            # the comparison's before/after histograms: the model's side is the inspection's statistics
+            comparison = compare(model, other, bins=args.bins, stats_a=result.frames.get("stats"))
             comparison.sides = (args.expr, args.compare)  # the title names what the user typed
             extras.append(comparison)
     except Exception as exc:  # the user's model or input: say what failed, in one line
-        raise _fail(first_line(exc).replace(DTYPE_HINT, "add --dtype int64")) from None
+        raise _failed(exc) from None
     return result, extras
 
 

@@ -7,12 +7,15 @@ torchinfo-style summary MLX users ask for, rendered from the same frames.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from .analyze.gc_pause import gc_paused
 from .errors import TraceError
-from .inspection import Inspection, inspect
+from .inspection import Inspection, inspect, with_forward
 from .render.summary_table import summary_table
+from .sources import as_source
 
 __all__ = ["ModelSummary", "summary"]
 
@@ -42,6 +45,7 @@ def _shapes(input_shape: Shape | Sequence[Shape], batch_size: int) -> list[tuple
     return shapes
 
 
+@gc_paused()  # as inspect() does: the collector's passes over a large model cost more than the analysis
 def summary(
     model: Any,
     input_shape: Shape | Sequence[Shape] | None = None,
@@ -58,10 +62,11 @@ def summary(
     per input (default the model's floating dtype; MLX or torch dtypes or names). Without
     `input_shape` the table has no output shapes. A shape that does not fit the model
     raises ``ValueError`` naming the layer it failed in."""
-    base = inspect(model, stats=stats)
-    cls_args = (base.name, base.framework, base.frames, base.totals, base.io, base.metadata)
+    source = as_source(model)  # read once: the inspection and the forward pass share it
+    base = inspect(source, stats=stats)
+    table = ModelSummary(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)})
     if input_shape is None:
-        return ModelSummary(*cls_args)
+        return table
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"summary: batch_size must be a positive int, got {batch_size!r}")
     shapes = _shapes(input_shape, batch_size)
@@ -71,14 +76,13 @@ def summary(
     floating = [d for d in base.params["dtype"] if "float" in d]
     inputs = [_zeros(model, s, d or (floating[0] if floating else "float32")) for s, d in zip(shapes, types)]
     try:
-        traced = inspect(model, input=tuple(inputs), input_dtype=types[0], stats=stats)
+        return with_forward(table, source.model, tuple(inputs), input_dtype=types[0])
     except TraceError as exc:
         given = " ".join(str(list(s)) for s in shapes)
         raise ValueError(
             f"summary: input shape {given} (batch {batch_size} in front) does not fit the model "
             f"(MLX layers take channels last, e.g. (H, W, C) for Conv2d): {exc}"
         ) from exc
-    return ModelSummary(traced.name, traced.framework, traced.frames, traced.totals, traced.io, traced.metadata)
 
 
 def _zeros(model: Any, shape: tuple[int, ...], dtype: Any) -> Any:

@@ -1,8 +1,11 @@
-"""Shared fixtures: the example zoo, golden-file comparison, and a model-unchanged check."""
+"""Shared fixtures: the example zoo, golden-file comparison, a model-unchanged check, call counting."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -29,6 +32,25 @@ def golden(request):
         assert text == path.read_text(encoding="utf-8")
 
     return check
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """calls(module, name, key=id): the real ``module.name`` stays in place, wrapped to record
+    ``key(first argument)`` per call; returns the list it records into (how often work is done)."""
+
+    def record(module: Any, name: str, key: Callable[[Any], Any] = id) -> list:
+        real, seen = getattr(module, name), []
+
+        @functools.wraps(real)
+        def recorded(first, *args, **kwargs):
+            seen.append(key(first))
+            return real(first, *args, **kwargs)
+
+        monkeypatch.setattr(module, name, recorded)
+        return seen
+
+    return record
 
 
 @pytest.fixture(params=examples.names())

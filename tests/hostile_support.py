@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .support import ROOT, subprocess_env
+
+__all__ = ["ROOT", "baseline_mb", "isolated"]
 
 _REPORT = """
 import json as _json, resource as _resource
@@ -23,7 +24,6 @@ print("@@" + _json.dumps({"peak_mb": _resource.getrusage(_resource.RUSAGE_SELF).
 def isolated(code: str, *, timeout: float = 120, cwd: Path | None = None) -> tuple[str, float]:
     """Run `code` in a fresh interpreter; (its stdout without the report, peak resident MB).
     Fails the test if it does not finish within `timeout` seconds (a hang) or raises."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code) + _REPORT],
@@ -31,7 +31,7 @@ def isolated(code: str, *, timeout: float = 120, cwd: Path | None = None) -> tup
             text=True,
             timeout=timeout,
             cwd=cwd,
-            env=env,
+            env=subprocess_env(),
         )
     except subprocess.TimeoutExpired:
         raise AssertionError(f"did not finish within {timeout} s (a hang):\n{code}") from None

@@ -20,6 +20,7 @@ from safetensors.torch import save_file
 import nbinspect
 from nbinspect import examples
 from nbinspect.sources.tree import UNKNOWN_TYPE
+from tests.support import subprocess_env
 
 transformers = pytest.importorskip("transformers")
 COMMAND = Path(sys.executable).with_name("nbinspect")
@@ -234,15 +235,11 @@ def test_command_on_a_folder_and_its_usage_errors(hf, tmp_path):
 
 PEAK = """
 import sys, nbinspect, transformers
-from pathlib import Path
-
-def status(key):
-    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(key + ":"))
-    return int(line.split()[1]) * 1024
+from tests.support.rss import reset_peak, status
 
 mode, folder = sys.argv[1], sys.argv[2]
 nbinspect.inspect(folder, stats=False)  # warm-up: transformers imports its model code lazily (~100 MB)
-Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) restarts from here: imports' own peak left out
+assert reset_peak()  # the peak (VmHWM) restarts from here: imports' own peak left out
 before = status("VmRSS")
 if mode == "live":  # the same statistics over the model transformers loads (its pages stay)
     nbinspect.stats(transformers.AutoModelForCausalLM.from_pretrained(folder))
@@ -268,7 +265,7 @@ def test_statistics_stream_the_folder_without_holding_the_weights(tmp_path):
 
     def peak(mode: str) -> int:
         r = subprocess.run([sys.executable, "-c", PEAK, mode, str(tmp_path)], capture_output=True, text=True,
-                           timeout=300)  # fmt: skip
+                           timeout=300, env=subprocess_env())  # fmt: skip
         assert r.returncode == 0, r.stderr
         return int(r.stdout.split()[-1])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -142,6 +143,39 @@ def test_compare_shows_one_widget(ip, cell):
     widgets = [o for o in cap.outputs if "application/vnd.jupyter.widget-view+json" in o.data]
     assert len(widgets) == 1 and "<Inspection " not in cap.stdout
     assert widgets[0].data["text/plain"].startswith("<Comparison")
+
+
+def test_compare_reads_the_model_and_its_statistics_once(ip, calls):
+    from IPython.utils.capture import capture_output
+
+    from nbinspect.analyze import stats as stats_module
+    from nbinspect.sources import torch_module
+
+    built = calls(torch_module, "from_module")  # the model read into a source
+    read = calls(stats_module, "tensor_stats", lambda source: id(source.model))  # its weights
+    shown = calls(nbinspect.Comparison, "_widget_frames", lambda c: c)
+    ip.user_ns["other"] = examples.build("mlp", seed=1)
+    with capture_output():
+        assert ip.run_cell("c = %inspect_model nets[0] --compare other", store_history=False).success
+    model, other = ip.user_ns["nets"][0], ip.user_ns["other"]
+    assert sorted(built) == sorted(read) == sorted([id(model), id(other)])  # was: the model twice each
+    frames = shown[0]._widget_frames()  # what the comparison's widget showed: before/after statistics
+    assert frames["stats_a"] is ip.user_ns["c"].frames["stats"]  # the inspection's own frame, reused
+    fresh = nbinspect.compare(examples.build("mlp"), examples.build("mlp", seed=1))._widget_frames()
+    for side in ("stats_a", "stats_b"):  # the same numbers the comparison computed by itself
+        pd.testing.assert_frame_equal(frames[side], fresh[side])
+
+
+def test_compare_histograms_take_the_bins_option_on_both_sides(ip, calls):
+    from IPython.utils.capture import capture_output
+
+    shown = calls(nbinspect.Comparison, "_widget_frames", lambda c: c)
+    ip.user_ns["other"] = examples.build("mlp", seed=1)
+    with capture_output():
+        insp = ip.run_line_magic("inspect_model", "nets[0] --compare other --bins 8")
+    frames = shown[0]._widget_frames()
+    for hists in (insp.stats["hist_counts"], frames["stats_a"]["hist_counts"], frames["stats_b"]["hist_counts"]):
+        assert {len(c) for c in hists if c is not None} == {8}  # before and after line up bin for bin
 
 
 def test_input_shape_and_dtype_trace_a_forward_pass(ip):

@@ -81,6 +81,7 @@ def test_layer_attrs_of_common_mlx_layers():
         def __init__(self):
             super().__init__()
             self.width = 7
+            self.scale = 0.5  # public, not in the repr
 
         def _extra_repr(self):
             return "width=7, mode='fast'"
@@ -116,7 +117,7 @@ def test_layer_attrs_of_common_mlx_layers():
     assert attrs["layers.8"] == {"num_heads": 4, "dims": 16, "head_dim": 4}
     assert attrs["layers.9"]["dims"] == 8 and attrs["layers.9"]["traditional"] is True
     assert attrs["layers.10"]["kernel_size"] == (2, 2)
-    assert attrs["layers.12"] == {"width": 7, "mode": "fast"}
+    assert attrs["layers.12"] == {"width": 7, "scale": 0.5, "mode": "fast"}
 
 
 # ------------------------------------------------------------------ statistics
@@ -237,6 +238,65 @@ def model_state(model):
     )
 
 
+class Pair(nn.Module):
+    """Positional, keyword and nested inputs; nested outputs with non-array leaves."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 3)
+        self.b = nn.Linear(6, 3)
+
+    def __call__(self, x, y, extra):
+        out = self.a(x) + self.b(y) + self.a(extra["z"][0])
+        return {"out": out, "pair": (out, None), "label": "ok"}
+
+
+def test_nested_inputs_and_outputs_of_an_mlx_model():
+    insp = nbinspect.trace(Pair(), (2, 4), mx.zeros((2, 6), dtype=mx.float16), extra={"z": [(2, 4)]})
+    assert insp.layers.set_index("name").loc["a", "calls"] == 2
+    assert insp.layers.set_index("name").loc["", "input_shapes"] == [(2, 4), (2, 6), (2, 4)]
+    assert insp.io["input"] == [
+        {"path": "0", "shape": [2, 4], "dtype": "float32"},  # shapes become zeros of the model's dtype
+        {"path": "1", "shape": [2, 6], "dtype": "float16"},
+        {"path": "extra.z.0", "shape": [2, 4], "dtype": "float32"},
+    ]
+    assert insp.io["output"] == [
+        {"path": "out", "shape": [2, 3], "dtype": "float32"},
+        {"path": "pair.0", "shape": [2, 3], "dtype": "float32"},
+        {"path": "pair.1", "type": "NoneType"},
+        {"path": "label", "type": "str"},
+    ]
+
+
+def test_batch_size_resizes_given_arrays_and_shapes_alike():
+    from nbinspect.analyze.mlx_trace import run_mlx_trace
+
+    given = mx.ones((2, 6))
+    result = run_mlx_trace(Pair(), ((2, 4), given), {"extra": {"z": [(2, 4)]}}, batch_size=5)
+    assert [r["shape"] for r in result.inputs] == [[5, 4], [5, 6], [5, 4]]
+    assert result.totals["input_bytes"] == 5 * (4 + 6 + 4) * 4
+    assert given.shape == (2, 6)  # the caller's array is not changed
+
+
+def test_watch_totals_add_up_every_call_the_block_made():
+    """Totals over both calls (the totals code the torch watch shares), each against a
+    separate trace: output arrays of the two calls are distinct, so activations add up too."""
+    from nbinspect.analyze.watch import watch
+
+    net, x2, x3 = MLP(), mx.zeros((2, 8)), mx.zeros((3, 8))
+    with watch(net) as watched:
+        net(x2)
+        net(x3)
+    one, two = nbinspect.trace(net, x2).totals, nbinspect.trace(net, x3).totals
+    assert watched.totals["model_calls"] == 2
+    assert watched.totals["flops"] == one["flops"] + two["flops"] == 2 * 5 * (8 * 32 + 32 * 16 + 16 * 4)
+    assert watched.totals["input_bytes"] == (2 + 3) * 8 * 4
+    assert watched.totals["activation_bytes"] == one["activation_bytes"] + two["activation_bytes"] > 0
+    with watch(net, flops=False) as unwatched:
+        net(x2)
+    assert unwatched.totals["flops"] is None and unwatched.totals["model_calls"] == 1
+
+
 def test_failing_forward_names_the_layer_and_leaves_the_model_unchanged(lm):
     lm.blocks[1].freeze()
     lm.eval()
@@ -341,6 +401,22 @@ def test_summary_is_a_torchinfo_style_table_from_the_frames():
     assert "Input shape: [2, 32, 32, 3]" in text
     assert "Forward/backward pass size (MB)" in text and "Estimated Total Size (MB)" in text
     assert insp.layers.equals(nbinspect.trace(model, mx.zeros((2, 32, 32, 3))).layers)
+
+
+def test_summary_inspects_the_model_once(calls):
+    from nbinspect.analyze import stats as stats_module
+    from nbinspect.analyze import structure
+    from nbinspect.sources import mlx_module
+
+    model = CNN()
+    built = calls(mlx_module, "from_mlx_module")  # the model read into a source
+    layers = calls(structure, "layers")  # the structure frames
+    read = calls(stats_module, "tensor_stats")  # the weights
+    insp = nbinspect.mlx.summary(model, (32, 32, 3), batch_size=2, stats=True)
+    assert (len(built), len(layers), len(read)) == (1, 1, 1)  # was (2, 2, 2): inspected without, then with input
+    assert type(insp) is nbinspect.mlx.ModelSummary and {"stats", "flow"} <= set(insp.frames)
+    assert insp.layers.equals(nbinspect.trace(model, mx.zeros((2, 32, 32, 3))).layers)
+    assert insp.stats.equals(nbinspect.stats(model))
 
 
 def test_summary_names_the_layer_a_channels_first_shape_does_not_fit():

@@ -269,13 +269,14 @@ def test_custom_module_attrs_fallback():
             super().__init__()
             self.factor = 2.5
             self.name = "scale"
+            self.dtype = torch.float16  # torch's one value of its own: written by name
             self.table = {"not": "a scalar"}
 
     class Opaque(nn.Module):
         def extra_repr(self) -> str:
             return "mode=fast"
 
-    assert nbinspect.layers(Scaler()).iloc[0]["attrs"] == {"factor": 2.5, "name": "scale"}
+    assert nbinspect.layers(Scaler()).iloc[0]["attrs"] == {"factor": 2.5, "name": "scale", "dtype": "float16"}
     assert nbinspect.layers(Opaque()).iloc[0]["attrs"] == {"extra_repr": "mode=fast"}
 
 

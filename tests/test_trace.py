@@ -381,3 +381,26 @@ def test_a_container_that_never_runs_holds_its_childrens_work():
     assert blocks["calls"] == 0 and blocks["output_shapes"] is None
     for column in ("flops", "activation_bytes"):
         assert blocks[column] == layers.loc["blocks.0", column] + layers.loc["blocks.1", column] > 0
+
+
+# --- watch (the %%inspect_model cell magic) -----------------------------------------------
+
+
+def test_watch_totals_add_up_every_call_the_block_made():
+    """Totals over both calls (the totals code the MLX watch shares): FLOPs as two separate
+    traces, input bytes by hand, and activations as the two traces plus the inputs, which
+    the first Linear saves and a watch cannot tell from the model's own tensors."""
+    from nbinspect.analyze.watch import watch
+
+    model, x3, x5 = examples.build("mlp"), torch.randn(3, 32), torch.randn(5, 32)
+    with watch(model) as watched:
+        model(x3)
+        model(x5)
+    one, two = nbinspect.trace(model, x3).totals, nbinspect.trace(model, x5).totals
+    assert watched.totals["model_calls"] == 2
+    assert watched.totals["flops"] == one["flops"] + two["flops"] > 0
+    assert watched.totals["input_bytes"] == (3 + 5) * 32 * 4
+    assert watched.totals["activation_bytes"] == one["activation_bytes"] + two["activation_bytes"] + (3 + 5) * 32 * 4
+    with watch(model, flops=False) as unwatched:
+        model(x3)
+    assert unwatched.totals["flops"] is None and unwatched.totals["model_calls"] == 1

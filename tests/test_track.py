@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+import nbinspect
 from nbinspect import examples
 from nbinspect.schema import COMPARE, TRACK_HISTORY
 from nbinspect.track import (
@@ -550,6 +551,16 @@ def test_widget_follows_the_measurements():
     compare = dict(zip(_tensor_paths(payload), payload["tensors"]["compare"]))
     assert compare["tok_emb.weight"][1] == pytest.approx(change["tok_emb.weight"], rel=1e-5)
     assert repr(widget) == "<TrackWidget TinyLM: steps 2→4, selected=None>"
+
+
+def test_widget_reads_the_model_once(calls):
+    from nbinspect.sources import torch_module
+
+    model = examples.build("tiny_lm")
+    built = calls(torch_module, "from_module")  # the model read into a source
+    widget = ModelAnalysisManager.create(AnalysisConfig(interval=2)).widget(model)
+    assert built == [id(model)]  # was three times: for layers, params and totals
+    assert widget.payload["totals"]["total_params"] == nbinspect.totals(model)["total_params"] == 118_528
 
 
 def test_widget_payload_keeps_the_contract():

@@ -249,6 +249,23 @@ def test_module_histograms_count_the_weight_matrices_only():
     assert sum(fine["c"]) == sum(hist["c"]) and len(fine["c"]) == 64
 
 
+def test_a_module_histogram_request_merges_that_module_only(calls):
+    from nbinspect.render import payload as payload_module
+
+    insp = nbinspect.inspect(examples.build("tiny_lm"))
+    w = insp.widget()
+    every = payload_module._matrix_histograms(insp.frames["stats"], insp.frames["params"])  # the payload's roll-up
+    merges = calls(payload_module, "rebin_sum", len)  # one call per module merged, recording its matrix count
+    for name, (counts, edges) in every.items():
+        response, _ = w._histogram({"name": name, "kind": "module"}, [])
+        assert response == {"e": [float(f"{e:.6g}") for e in edges], "c": counts.tolist()}, name
+    assert len(merges) == len(every) == 18  # was 18 x 18: every module merged for each request
+    assert merges[list(every).index("blocks.0.attn")] == 2  # qkv and proj weights, the biases left out
+    # a module with one matrix: the numbers are that tensor's own histogram in the stats frame
+    qkv, _ = w._histogram({"name": "blocks.0.attn.qkv", "kind": "module"}, [])
+    assert qkv == histogram(insp.frames, "blocks.0.attn.qkv.weight") and sum(qkv["c"]) == 3 * 64 * 64
+
+
 def test_comparison_payload_has_deltas_both_histograms_and_components():
     a, b = examples.build("mlp"), examples.build("mlp")
     with torch.no_grad():

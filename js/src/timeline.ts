@@ -2,10 +2,10 @@
 // Reads the payload's optional `timeline` field (render/payload.py `timeline()`); the tree
 // itself shows the last interval's change through the compare columns.
 
+import { h, svg } from "./dom";
 import { formatStat } from "./format";
 import type { Timeline as TimelineData, TimelineSeries } from "./payload";
 
-const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 168;
 const HEIGHT = 44;
 
@@ -46,48 +46,34 @@ export function sparkPoints(
 }
 
 function card(steps: number[], series: TimelineSeries): HTMLElement {
-  const box = document.createElement("div");
-  box.className = "nbi-timeline-card";
+  const box = h("div", "nbi-timeline-card");
   box.dataset.key = series.key;
-  const key = document.createElement("div");
-  key.className = "nbi-timeline-key";
-  key.textContent = series.key;
   const last = [...series.values].reverse().find((v) => v !== null) ?? null;
-  const value = document.createElement("div");
-  value.className = "nbi-timeline-value";
-  value.textContent = last === null ? "–" : formatStat(last, 4);
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("width", String(WIDTH));
-  svg.setAttribute("height", String(HEIGHT));
-  svg.setAttribute("role", "img");
   const points = sparkPoints(steps, series.values);
-  svg.setAttribute("aria-label", `${series.key} over ${points.length} measurements`);
-  const line = document.createElementNS(SVG, "polyline");
-  line.setAttribute("points", points.map((p) => p.join(",")).join(" "));
-  svg.append(line);
-  if (points.length <= 30) {
-    for (const [px, py] of points) {
-      const dot = document.createElementNS(SVG, "circle");
-      dot.setAttribute("cx", String(px));
-      dot.setAttribute("cy", String(py));
-      dot.setAttribute("r", "2");
-      svg.append(dot);
-    }
-  }
+  const chart = svg("svg", {
+    width: WIDTH,
+    height: HEIGHT,
+    role: "img",
+    "aria-label": `${series.key} over ${points.length} measurements`,
+  });
+  chart.append(svg("polyline", { points: points.map((p) => p.join(",")).join(" ") }));
+  if (points.length <= 30) for (const [cx, cy] of points) chart.append(svg("circle", { cx, cy, r: 2 }));
   box.title = steps
     .map((s, i) => `step ${s}: ${series.values[i] === null ? "–" : formatStat(series.values[i], 6)}`)
     .join("\n");
-  box.append(key, value, svg);
+  box.append(
+    h("div", "nbi-timeline-key", series.key),
+    h("div", "nbi-timeline-value", last === null ? "–" : formatStat(last, 4)),
+    chart,
+  );
   return box;
 }
 
 /** The timeline strip; `update` redraws it from a payload's `timeline` (hidden when absent). */
 export class Timeline {
-  readonly root = document.createElement("div");
+  readonly root = h("div", "nbi-timeline", undefined, { "aria-label": "Metrics over training steps" });
 
   constructor(host: HTMLElement) {
-    this.root.className = "nbi-timeline";
-    this.root.setAttribute("aria-label", "Metrics over training steps");
     host.append(this.root);
   }
 
@@ -97,12 +83,12 @@ export class Timeline {
       this.root.replaceChildren();
       return;
     }
-    const style = document.createElement("style");
-    style.textContent = STYLES;
-    const title = document.createElement("div");
-    title.className = "nbi-timeline-title";
     const measured = data.steps.length;
-    title.textContent = `Training dynamics: ${data.title} · ${measured} measurement${measured === 1 ? "" : "s"} · the tree's Rel. change is ‖Δ‖/‖W‖ over the last interval`;
-    this.root.replaceChildren(style, title, ...data.series.map((s) => card(data.steps, s)));
+    const title = h(
+      "div",
+      "nbi-timeline-title",
+      `Training dynamics: ${data.title} · ${measured} measurement${measured === 1 ? "" : "s"} · the tree's Rel. change is ‖Δ‖/‖W‖ over the last interval`,
+    );
+    this.root.replaceChildren(h("style", "", STYLES), title, ...data.series.map((s) => card(data.steps, s)));
   }
 }

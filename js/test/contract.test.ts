@@ -1,27 +1,14 @@
 // The payloads Python really builds (fixtures from build_payload) render, and a payload of
 // another version is refused with a message instead of a broken table.
 
-import type { AnyModel } from "@anywidget/types";
 import { afterEach, describe, expect, it } from "vitest";
-import widget, { incompatible, type Traits } from "../src/index";
-import { PAYLOAD_VERSION, type Payload } from "../src/payload";
+import { incompatible } from "../src/index";
+import { PAYLOAD_VERSION } from "../src/payload";
 import { buildTree } from "../src/tree";
 import { FIXTURES, fixture } from "./fixtures";
+import { mount, unmountAll } from "./mount";
 
-let cleanup: (() => void) | undefined;
-afterEach(() => {
-  cleanup?.();
-  document.body.replaceChildren();
-});
-
-function mount(payload: Payload): HTMLElement {
-  const state: Traits = { payload, selected: null };
-  const model = { get: (k: keyof Traits) => state[k], set() {}, save_changes() {}, on() {}, off() {} };
-  const el = document.createElement("div");
-  document.body.append(el);
-  cleanup = widget.render({ model: model as unknown as AnyModel<Traits>, el });
-  return el;
-}
+afterEach(unmountAll);
 
 describe("fixtures from build_payload", () => {
   it("cover every example model, a comparison and a folding model", () => {
@@ -35,14 +22,14 @@ describe("fixtures from build_payload", () => {
     expect(p.version).toBe(PAYLOAD_VERSION);
     const tree = buildTree(p);
     expect(tree.nodes).toHaveLength(p.modules.key.length + p.tensors.key.length);
-    const el = mount(p);
+    const { el } = mount(p);
     expect(el.querySelector(".nbi-error")).toBeNull();
     expect(el.querySelectorAll(".nbi-body [role=row]").length).toBeGreaterThan(0);
     expect(el.querySelector(".nbi-header")!.textContent).toContain(p.model.name);
   });
 
   it("shows totals and traced columns in the shared number format", () => {
-    const el = mount(fixture("tiny_lm"));
+    const { el } = mount(fixture("tiny_lm"));
     const header = el.querySelector(".nbi-header")!.textContent;
     expect(header).toContain("118.5 K"); // unique parameters
     expect(header).toContain("134.9 K"); // by path: the tied head counted twice
@@ -62,7 +49,7 @@ describe("payload version", () => {
   });
 
   it("renders the message instead of the table", () => {
-    const el = mount({ ...fixture("mlp"), version: 0 });
+    const { el } = mount({ ...fixture("mlp"), version: 0 });
     expect(el.querySelector("[role=alert]")!.textContent).toContain("was sent version 0");
     expect(el.querySelector("[role=treegrid]")).toBeNull();
   });

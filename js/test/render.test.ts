@@ -1,44 +1,15 @@
 // Rendering against a fake anywidget model in jsdom.
 
-import type { AnyModel } from "@anywidget/types";
 import { afterEach, describe, expect, it } from "vitest";
-import widget, { type Traits } from "../src/index";
 import type { Payload } from "../src/payload";
 import { payload } from "./fixtures";
+import { mount, unmountAll } from "./mount";
 
-/** The part of an anywidget model the widget uses; the rest of AnyModel throws if touched. */
-class FakeModel {
-  saved = 0;
-  handlers = new Map<string, () => void>();
-  constructor(public state: Traits) {}
-  get<K extends keyof Traits>(key: K): Traits[K] {
-    return this.state[key];
-  }
-  set<K extends keyof Traits>(key: K, value: Traits[K]) {
-    this.state[key] = value;
-  }
-  save_changes() {
-    this.saved++;
-  }
-  on(event: string, cb: () => void) {
-    this.handlers.set(event, cb);
-  }
-  off(event?: string | null) {
-    if (event) this.handlers.delete(event);
-  }
-}
+afterEach(unmountAll);
 
-let cleanup: (() => void) | undefined;
-afterEach(() => {
-  cleanup?.();
-  document.body.replaceChildren();
-});
-
-function mount(p: Payload = payload(), selected: string | null = null) {
-  const model = new FakeModel({ payload: p, selected });
-  const el = document.createElement("div");
-  document.body.append(el);
-  cleanup = widget.render({ model: model as unknown as AnyModel<Traits>, el });
+/** The mounted widget, its grid and its rows. */
+function mountGrid(p: Payload = payload(), selected: string | null = null) {
+  const { model, el } = mount(p, selected);
   const grid = el.querySelector<HTMLElement>("[role=treegrid]")!;
   const rows = () => [...el.querySelectorAll<HTMLElement>(".nbi-body [role=row]")];
   const row = (path: string) => rows().find((r) => r.dataset.path === path);
@@ -50,7 +21,7 @@ const key = (grid: HTMLElement, k: string) =>
 
 describe("render", () => {
   it("is an ARIA treegrid with levels, expansion state and column headers", () => {
-    const { grid, rows, row, el } = mount();
+    const { grid, rows, row, el } = mountGrid();
     expect(grid.getAttribute("aria-rowcount")).toBe(String(rows().length + 1));
     expect(row("")!.getAttribute("aria-level")).toBe("1");
     expect(row("")!.getAttribute("aria-expanded")).toBe("true");
@@ -77,7 +48,7 @@ describe("render", () => {
   });
 
   it("expands a fold on click and marks the sorted column", () => {
-    const { row, el } = mount();
+    const { row, el } = mountGrid();
     const fold = row("blocks.0–3")!;
     expect(fold.getAttribute("aria-expanded")).toBe("false");
     expect(fold.textContent).toContain("blocks.0–3 ×4");
@@ -94,7 +65,7 @@ describe("render", () => {
   });
 
   it("sends the selected path to the model and shows details", () => {
-    const { model, row, el } = mount();
+    const { model, row, el } = mountGrid();
     row("stem")!.click();
     expect(model.state.selected).toBe("stem");
     expect(model.saved).toBe(1);
@@ -108,7 +79,7 @@ describe("render", () => {
   });
 
   it("moves with the arrow keys and expands with Enter", () => {
-    const { model, grid, row } = mount();
+    const { model, grid, row } = mountGrid();
     key(grid, "ArrowDown");
     expect(model.state.selected).toBe(""); // the root module
     key(grid, "ArrowDown");
@@ -123,7 +94,7 @@ describe("render", () => {
   });
 
   it("draws an inline histogram for rows with stats and colours changed rows", () => {
-    const { row } = mount();
+    const { row } = mountGrid();
     expect(row("stem.weight")!.querySelector("svg.nbi-spark rect")).not.toBeNull();
     // no module roll-up stats in this fixture: a module's histogram is of its weight matrices
     expect(row("stem")!.querySelector("svg.nbi-spark")).not.toBeNull();
@@ -133,7 +104,7 @@ describe("render", () => {
   });
 
   it("filters from the search box and hides columns", () => {
-    const { el, rows } = mount();
+    const { el, rows } = mountGrid();
     const search = el.querySelector<HTMLInputElement>(".nbi-search")!;
     search.value = "head";
     search.dispatchEvent(new Event("input"));
@@ -149,7 +120,7 @@ describe("render", () => {
     p.modules.type[1] = "<script>alert(1)</script>";
     p.modules.key[1] = "<img src=x onerror=alert(1)>";
     p.modules.attrs[1] = { extra_repr: "<b>bold</b>" };
-    const { el, rows, model } = mount(p);
+    const { el, rows, model } = mountGrid(p);
     const stem = rows()[1];
     expect(stem.textContent).toContain("<script>alert(1)</script>");
     expect(el.querySelector("script, img, b")).toBeNull();
@@ -160,19 +131,16 @@ describe("render", () => {
   });
 
   it("opens at the row the model already has selected and follows payload changes", () => {
-    const { row, model, rows } = mount(payload(), "blocks.2.fc");
+    const { row, model, rows } = mountGrid(payload(), "blocks.2.fc");
     expect(row("blocks.2.fc")!.getAttribute("aria-selected")).toBe("true");
-    model.state.selected = "head.weight"; // set from Python
-    model.handlers.get("change:selected")!();
+    model.change("selected", "head.weight"); // set from Python
     expect(row("head.weight")!.getAttribute("aria-selected")).toBe("true");
-    model.state.selected = null;
-    model.handlers.get("change:selected")!();
+    model.change("selected", null);
     expect(rows().some((r) => r.getAttribute("aria-selected") === "true")).toBe(false);
     expect(model.saved).toBe(0);
     const next = payload();
     next.model.name = "Other";
-    model.state.payload = next;
-    model.handlers.get("change:payload")!();
+    model.change("payload", next);
     expect(rows()[0].textContent).toContain("Other");
   });
 });

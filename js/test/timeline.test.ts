@@ -1,7 +1,11 @@
 // The training-dynamics strip: sparkline geometry and rendering from a payload's timeline.
 
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { sparkPoints, Timeline } from "../src/timeline";
+import { payload } from "./fixtures";
+import { mount, unmountAll } from "./mount";
+
+afterEach(unmountAll);
 
 describe("sparkPoints", () => {
   it("spans the width by step and the height by value, skipping missing values", () => {
@@ -47,37 +51,22 @@ describe("Timeline", () => {
 });
 
 describe("the widget with a timeline", () => {
-  it("draws the strip above the tree and redraws it when the payload changes", async () => {
-    const { default: widget } = await import("../src/index");
-    const { payload } = await import("./fixtures");
+  it("draws the strip above the tree and redraws it when the payload changes", () => {
     const first = {
       ...payload(),
       timeline: { title: "steps 0→2", steps: [2], series: [{ key: "param_change/norm_l2", values: [1] }] },
     };
-    const handlers = new Map<string, () => void>();
-    const state: Record<string, unknown> = { payload: first, selected: null };
-    const model = {
-      get: (key: string) => state[key],
-      set: (key: string, value: unknown) => {
-        state[key] = value;
-      },
-      save_changes: () => {},
-      on: (event: string, cb: () => void) => void handlers.set(event, cb),
-      off: (event: string) => void handlers.delete(event),
-    };
-    const el = document.createElement("div");
-    const cleanup = widget.render({ model: model as never, el });
+    const { model, el } = mount(first);
     expect(el.firstElementChild?.className).toBe("nbi-timeline");
     expect(el.querySelectorAll(".nbi-timeline circle")).toHaveLength(1);
-    state.payload = {
+    model.change("payload", {
       ...payload(),
       timeline: { title: "steps 2→4", steps: [2, 4], series: [{ key: "param_change/norm_l2", values: [1, 0.5] }] },
-    };
-    handlers.get("change:payload")?.();
+    });
     expect(el.querySelectorAll(".nbi-timeline circle")).toHaveLength(2);
     expect(el.querySelector(".nbi-timeline-value")?.textContent).toBe("0.5");
     expect(el.querySelector("[role=treegrid]")).not.toBeNull();
-    cleanup();
+    unmountAll();
     expect(el.querySelector(".nbi-timeline")).toBeNull();
   });
 });

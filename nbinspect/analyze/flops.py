@@ -237,23 +237,30 @@ class FlopCounter(TorchDispatchMode):
         kind, run = found
         if kind is _FREE:  # views and data movement: no arithmetic, forward or backward (most ops: first)
             return run(*args, **kwargs) if kwargs else run(*args)
-        kwargs = kwargs or {}
         if kind is _COMPOSITE:
             with self:
-                decomposed = func.decompose(*args, **kwargs)
+                decomposed = func.decompose(*args, **(kwargs or {}))
             if decomposed is not NotImplemented:
                 return decomposed
             kind = _UNCOUNTED
-        out = run(*args, **kwargs)
+        out = run(*args, **kwargs) if kwargs else run(*args)
+        if self.in_backward:
+            if kind is _UNCOUNTED:
+                if _floating_out(out):
+                    self.uncounted[func._overloadpacket.__name__] += 1
+            else:
+                n = kind(*args, **kwargs, out_val=out) if kwargs else kind(*args, out_val=out)
+                self._backward_call().own_backward_flops += n
+            return out
+        stack = self.stack
+        call = stack[-1] if stack else self.outside
         if kind is _UNCOUNTED:
             if _floating_out(out):
                 self.uncounted[func._overloadpacket.__name__] += 1
-        elif self.in_backward:
-            self._backward_call().own_backward_flops += kind(*args, **kwargs, out_val=out)
         else:
-            (self.stack[-1] if self.stack else self.outside).own_flops += kind(*args, **kwargs, out_val=out)
-        if self.tag_nodes and not self.in_backward:
-            self._pending = (out, (self.stack[-1] if self.stack else self.outside).index)
+            call.own_flops += kind(*args, **kwargs, out_val=out) if kwargs else kind(*args, out_val=out)
+        if self.tag_nodes:
+            self._pending = (out, call.index)
         return out
 
 

@@ -1,5 +1,8 @@
 """What goes into and comes out of a traced forward pass: building inputs from shapes,
 and walking nested outputs (tuples, dicts, dataclasses, HF ``ModelOutput``) to their leaves.
+
+Torch tensors by default; the MLX trace passes ``array=mx.array`` (and its dtype namer to
+:func:`io_records`): what counts as a tensor and how its dtype is named are all that differ.
 """
 
 from __future__ import annotations
@@ -34,24 +37,27 @@ def split_input(input: Any) -> tuple[tuple, dict]:
     return (input,), {}
 
 
-def map_inputs(obj: Any, on_tensor: Callable[[torch.Tensor], Any], on_shape: Callable[[tuple], Any]) -> Any:
-    """`obj` with every tensor and every shape tuple replaced, containers rebuilt."""
-    if isinstance(obj, torch.Tensor):
+def map_inputs(
+    obj: Any, on_tensor: Callable[[Any], Any], on_shape: Callable[[tuple], Any], array: type[Any] = torch.Tensor
+) -> Any:
+    """`obj` with every tensor (instance of `array`) and every shape tuple replaced, containers rebuilt."""
+    if isinstance(obj, array):
         return on_tensor(obj)
     if is_shape(obj):
         return on_shape(tuple(obj))
     if isinstance(obj, dict):
-        return {k: map_inputs(v, on_tensor, on_shape) for k, v in obj.items()}
+        return {k: map_inputs(v, on_tensor, on_shape, array) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [map_inputs(v, on_tensor, on_shape) for v in obj]
+        return [map_inputs(v, on_tensor, on_shape, array) for v in obj]
     if isinstance(obj, tuple):
-        items = [map_inputs(v, on_tensor, on_shape) for v in obj]
+        items = [map_inputs(v, on_tensor, on_shape, array) for v in obj]
         return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
     return obj
 
 
 def leaves(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
-    """(path, value) for every leaf of nested tuples, lists, dicts and dataclasses."""
+    """(path, value) for every leaf of nested tuples, lists, dicts and dataclasses (a tensor
+    or an MLX array is a leaf: neither is one of those containers)."""
     if isinstance(obj, torch.Tensor) or depth > 20:
         yield path, obj
         return
@@ -69,23 +75,26 @@ def leaves(obj: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]
         yield path, obj
 
 
-def tensors_in(obj: Any) -> list[torch.Tensor]:
-    """The tensors inside `obj`, in order. Fast for the common single-tensor cases."""
-    if isinstance(obj, torch.Tensor):
+def tensors_in(obj: Any, array: type[Any] = torch.Tensor) -> list:
+    """The tensors (instances of `array`) inside `obj`, in order. Fast for the common
+    single-tensor cases."""
+    if isinstance(obj, array):
         return [obj]
-    if type(obj) is tuple and len(obj) == 1 and isinstance(obj[0], torch.Tensor):
+    if type(obj) is tuple and len(obj) == 1 and isinstance(obj[0], array):
         return [obj[0]]
-    return [v for _, v in leaves(obj) if isinstance(v, torch.Tensor)]
+    return [v for _, v in leaves(obj) if isinstance(v, array)]
 
 
-def io_records(obj: Any, bare: str) -> list[dict]:
+def io_records(
+    obj: Any, bare: str, array: type[Any] = torch.Tensor, name_dtype: Callable[[Any], str] = dtype_name
+) -> list[dict]:
     """JSON-ready records of the leaves of a model's inputs or outputs; `bare` names a
     leaf that is the whole object (e.g. a single output tensor)."""
     records = []
     for path, value in leaves(obj):
         path = path or bare
-        if isinstance(value, torch.Tensor):
-            records.append({"path": path, "shape": list(value.shape), "dtype": dtype_name(value.dtype)})
+        if isinstance(value, array):
+            records.append({"path": path, "shape": list(value.shape), "dtype": name_dtype(value.dtype)})
         else:
             records.append({"path": path, "type": type(value).__name__})
     return records

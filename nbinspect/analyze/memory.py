@@ -29,7 +29,7 @@ from .gc_pause import gc_paused
 from .inputs import map_inputs, split_input
 from .trace import run_trace
 
-__all__ = ["OPTIMIZERS", "PRECISIONS", "memory_plan"]
+__all__ = ["OPTIMIZERS", "PRECISIONS", "adafactor_numel", "memory_plan"]
 
 # name -> (state tensors shaped like the parameter, 0-dim float32 scalars per parameter tensor)
 OPTIMIZERS: dict[str, tuple[int, int]] = {
@@ -62,15 +62,19 @@ def _scalar_bytes() -> int:
     return 8 if torch.get_default_dtype() == torch.float64 else 4
 
 
+def adafactor_numel(shape: tuple[int, ...]) -> int:
+    """Elements of Adafactor's factored second moment for one parameter (torch.optim and
+    mlx.optimizers alike): a row and a column factor for 2D+, the full shape below that."""
+    if len(shape) >= 2:
+        return math.prod(shape[:-1]) + math.prod(shape[:-2]) * shape[-1]
+    return math.prod(shape)
+
+
 def _state_bytes(optimizer: str, shape: tuple[int, ...], esize: int) -> int:
     full, scalars = OPTIMIZERS[optimizer]
-    numel = math.prod(shape)
-    out = full * numel * esize + scalars * _scalar_bytes()
-    if optimizer == "adafactor":  # torch.optim.Adafactor: row and column factors for 2D+, else full
-        if len(shape) >= 2:
-            out += (math.prod(shape[:-1]) + math.prod(shape[:-2]) * shape[-1]) * esize
-        else:
-            out += numel * esize
+    out = full * math.prod(shape) * esize + scalars * _scalar_bytes()
+    if optimizer == "adafactor":
+        out += adafactor_numel(shape) * esize
     return out
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 from ..schema import PARAMETER
 from ..sources import ModelSource
 from .inputs import split_input
-from .memory import _frame
+from .memory import _frame, adafactor_numel
 from .mlx_trace import run_mlx_trace
 
 __all__ = ["MLX_OPTIMIZERS", "MLX_PRECISIONS", "mlx_memory_plan"]
@@ -46,13 +46,10 @@ _FLOATING = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
 def _state_bytes(optimizer: str, shape: tuple[int, ...], esize: int) -> int:
-    full, _ = MLX_OPTIMIZERS[optimizer]
-    numel = math.prod(shape)
     if optimizer == "adafactor":
-        if len(shape) >= 2:
-            return (math.prod(shape[:-1]) + math.prod(shape[:-2]) * shape[-1]) * esize
-        return numel * esize
-    return full * numel * esize
+        return adafactor_numel(shape) * esize
+    full, _ = MLX_OPTIMIZERS[optimizer]
+    return full * math.prod(shape) * esize
 
 
 def _tensor_rows(source: ModelSource, optimizer: str, precision: str) -> list[dict]:

@@ -26,9 +26,10 @@ import torch
 
 from ..errors import TraceError
 from ..sources.mlx_module import flat_arrays, mlx_dtype_name, module_objects
-from .inputs import leaves, map_inputs
+from .inputs import io_records, map_inputs, tensors_in
 from .mlx_flops import LAYER_FORMULAS, coverage_note, einsum_flops, matmul_flops, sdpa_flops
 from .trace import Call, Recorder, TraceResult, _failure, finish
+from .watch import add_block_totals
 
 __all__ = ["run_mlx_trace", "watch_mlx"]
 
@@ -36,27 +37,12 @@ __all__ = ["run_mlx_trace", "watch_mlx"]
 def _arrays(obj: Any) -> list:
     import mlx.core as mx
 
-    if isinstance(obj, mx.array):
-        return [obj]
-    return [v for _, v in leaves(obj) if isinstance(v, mx.array)]
+    return tensors_in(obj, mx.array)
 
 
 def _torch_dtype(dtype: Any) -> torch.dtype:
     # the frames name dtypes as torch does; every MLX dtype has a torch namesake
     return getattr(torch, mlx_dtype_name(dtype))
-
-
-def io_records(obj: Any, bare: str) -> list[dict]:
-    """JSON-ready records of the leaves of an MLX model's inputs or outputs."""
-    import mlx.core as mx
-
-    records = []
-    for path, value in leaves(obj):
-        if isinstance(value, mx.array):
-            records.append({"path": path or bare, "shape": list(value.shape), "dtype": mlx_dtype_name(value.dtype)})
-        else:
-            records.append({"path": path or bare, "type": type(value).__name__})
-    return records
 
 
 class MlxRecorder(Recorder):
@@ -289,14 +275,7 @@ def watch_mlx(model: Any, *, flops: bool = True) -> Iterator[TraceResult]:
         yield result
     finally:
         recorder.detach()
-        _finish(result)
-        roots = [c for c in result.calls if c.parent is None]
-        result.totals.update(
-            flops=sum(c.flops for c in roots) if flops else None,
-            activation_bytes=sum(c.activation_bytes for c in roots),
-            input_bytes=sum(c.input_bytes for c in roots),
-            model_calls=len(roots),
-        )
+        add_block_totals(_finish(result))
 
 
 def _finish(result: TraceResult) -> TraceResult:
@@ -355,13 +334,12 @@ def run_mlx_trace(
             return a
         return mx.zeros((batch_size, *a.shape[1:]), dtype=a.dtype)
 
-    args, kwargs = map_inputs((args, kwargs), lambda t: t, lambda shape: mx.zeros(shape, dtype=dtype))
-    args, kwargs = _map_arrays((args, kwargs), resize)
+    args, kwargs = map_inputs((args, kwargs), resize, lambda shape: resize(mx.zeros(shape, dtype=dtype)), mx.array)
     inputs = _arrays((args, kwargs))
     recorder = MlxRecorder(model, params | {id(a) for a in inputs}, flops)
     result = TraceResult(
         recorder.calls,
-        io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, ""),
+        io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "", mx.array, mlx_dtype_name),
         None,
         recorder.uncounted,
         flops,
@@ -381,22 +359,9 @@ def run_mlx_trace(
         if evaluate:
             mx.reset_peak_memory()
             mx.eval(_arrays(output), *(_arrays(kept) for kept in recorder.kept))
-    result.outputs = io_records(output, "output")
+    result.outputs = io_records(output, "output", mx.array, mlx_dtype_name)
     _finish(result)
     if evaluate:
         result.totals["measured_active_bytes"] = mx.get_active_memory() - before
         result.totals["measured_peak_bytes"] = mx.get_peak_memory()
     return result
-
-
-def _map_arrays(obj: Any, fn: Callable[[Any], Any]) -> Any:
-    import mlx.core as mx
-
-    if isinstance(obj, mx.array):
-        return fn(obj)
-    if isinstance(obj, dict):
-        return {k: _map_arrays(v, fn) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        items = [_map_arrays(v, fn) for v in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-    return obj

@@ -249,7 +249,8 @@ def preserved(
                 buffers += [
                     (m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta
                 ]
-    cuda = sorted({t.device.index or 0 for t in tensors if t.is_cuda})  # is_cuda: no device object per tensor
+    # is_cuda in C first: a device object per tensor only on a CUDA model
+    cuda = sorted({t.device.index or 0 for t in tensors if t.is_cuda}) if any(map(_IS_CUDA, tensors)) else []
     with torch.random.fork_rng(devices=cuda):
         try:
             if training is not None:
@@ -318,6 +319,7 @@ def _quiet_fake_errors() -> Iterator[None]:
 
 
 _IS_META = operator.attrgetter("is_meta")
+_IS_CUDA = operator.attrgetter("is_cuda")
 
 
 def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:

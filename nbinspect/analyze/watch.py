@@ -19,7 +19,7 @@ from .activations import SavedTensorMeter, storage_ids
 from .flops import FlopCounter
 from .trace import Recorder, TraceResult, finish, named_modules_of, tensors_of
 
-__all__ = ["watch"]
+__all__ = ["add_block_totals", "watch"]
 
 
 @contextlib.contextmanager
@@ -45,11 +45,16 @@ def watch(model: nn.Module, *, flops: bool = True) -> Iterator[TraceResult]:
             counter.tag_pending()
     finally:
         recorder.detach()
-        finish(result)
-        roots = [c for c in result.calls if c.parent is None]  # each time the block called the model
-        result.totals.update(
-            flops=sum(c.flops for c in roots) if flops else None,
-            activation_bytes=sum(c.activation_bytes for c in roots),
-            input_bytes=sum(c.input_bytes for c in roots),
-            model_calls=len(roots),
-        )
+        add_block_totals(finish(result))
+
+
+def add_block_totals(result: TraceResult) -> None:
+    """Totals over every time the block called the model (each root call), not the first
+    call only as a one-pass trace has them; the MLX watch shares this."""
+    roots = [c for c in result.calls if c.parent is None]
+    result.totals.update(
+        flops=sum(c.flops for c in roots) if result.flops else None,
+        activation_bytes=sum(c.activation_bytes for c in roots),
+        input_bytes=sum(c.input_bytes for c in roots),
+        model_calls=len(roots),
+    )

@@ -176,11 +176,18 @@ def _uniform(edges: np.ndarray) -> bool:
     return bool(np.allclose(edges, histogram_edges(edges[0], edges[-1], edges.size - 1), rtol=0, atol=1e-9 * span))
 
 
-def _matrix_histograms(tensor_stats: pd.DataFrame | None, params: pd.DataFrame) -> dict[str, tuple]:
+def _matrix_histograms(
+    tensor_stats: pd.DataFrame | None, params: pd.DataFrame, only: str | None = None
+) -> dict[str, tuple]:
     """Per module path: (counts, edges) of its subtree's weight matrices (parameters with 2+
-    dims, a tied path once), merged onto the range that holds them all."""
+    dims, a tied path once), merged onto the range that holds them all. With `only`, the
+    module `only` alone (one merge, of its subtree's rows: what a histogram request needs)."""
     if tensor_stats is None or not {"name", "module", "hist_counts", "hist_edges"} <= set(tensor_stats.columns):
         return {}
+    if only:  # "" is the root: every row is in its subtree
+        owners = tensor_stats["module"]
+        tensor_stats = tensor_stats[(owners == only) | owners.str.startswith(only + ".", na=False)]
+        params = params[params["name"].isin(tensor_stats["name"])]
     matrices = {
         name
         for name, kind, shape, tied in zip(params["name"], params["kind"], params["shape"], params["tied_to"])
@@ -192,7 +199,7 @@ def _matrix_histograms(tensor_stats: pd.DataFrame | None, params: pd.DataFrame) 
         hist = _hist_of({"hist_counts": counts, "hist_edges": edges})
         if hist is None or not _uniform(hist[1]):
             continue
-        for path in ancestors(module):
+        for path in ancestors(module) if only is None else (only,):
             members.setdefault(path, []).append(hist)
     out = {}
     for path, hists in members.items():
@@ -323,7 +330,9 @@ def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor
     """The full-resolution histogram of one tensor (``kind="tensor"``) or module (of its weight
     matrices when it has any, as in the payload), or None."""
     if kind != "tensor":
-        matrices = _matrix_histograms(_split_stats(frames)[0], frames["params"]) if "params" in frames else {}
+        matrices = (
+            _matrix_histograms(_split_stats(frames)[0], frames["params"], only=name) if "params" in frames else {}
+        )
         if name in matrices:
             counts, edges = matrices[name]
             return _full_histogram({"hist_counts": counts, "hist_edges": edges})

@@ -12,15 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-_SCALARS = (bool, int, float, str, type(None))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, _SCALARS):
-        return value
-    if isinstance(value, (tuple, list)) and all(isinstance(v, _SCALARS) for v in value):
-        return tuple(value)
-    return None
+from .plain_attrs import plain, public_attrs
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -47,20 +39,11 @@ def _from_repr(module: Any) -> dict[str, Any]:
         if not eq or not key.strip().isidentifier():
             continue
         try:
-            out[key.strip()] = _plain(ast.literal_eval(value.strip()))
+            out[key.strip()] = plain(ast.literal_eval(value.strip()))
         except (ValueError, SyntaxError):
             out[key.strip()] = value.strip()
     if not out and text:
         out["extra_repr"] = text
-    return out
-
-
-def _public(module: Any) -> dict[str, Any]:
-    out = {}
-    for name, value in vars(module).items():
-        plain = _plain(value)
-        if not name.startswith("_") and plain is not None:
-            out[name] = plain
     return out
 
 
@@ -101,4 +84,4 @@ def layer_attrs(module: Any) -> dict[str, Any]:
     attrs = _known(module, type_name)
     if attrs:
         return attrs
-    return {**_public(module), **_from_repr(module)}
+    return {**public_attrs(module), **_from_repr(module)}

@@ -16,19 +16,15 @@ import torch
 from torch import nn
 
 from ..dtypes import dtype_name
-
-_SCALARS = (bool, int, float, str, type(None))
+from .plain_attrs import plain, public_attrs
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-friendly version of a hyperparameter value, or None if it is not one."""
-    if isinstance(value, _SCALARS):
-        return value
+    """A JSON-friendly version of a hyperparameter value, or None if it is not one; torch
+    dtypes by name (the only torch-specific value)."""
     if isinstance(value, torch.dtype):
         return dtype_name(value)
-    if isinstance(value, (tuple, list, torch.Size)) and all(isinstance(v, _SCALARS) for v in value):
-        return tuple(value)
-    return None
+    return plain(value)
 
 
 @functools.cache
@@ -80,13 +76,7 @@ def _extras(module: nn.Module) -> dict[str, Any]:
 
 def _generic(module: nn.Module) -> dict[str, Any]:
     """Simple public attributes of a module from outside torch.nn, else its extra_repr."""
-    out = {}
-    for name, value in vars(module).items():
-        if name.startswith("_") or name == "training":
-            continue
-        plain = _plain(value)
-        if plain is not None:
-            out[name] = plain
+    out = public_attrs(module, _plain)
     if not out:
         try:
             text = module.extra_repr()

@@ -21,6 +21,7 @@ from ..analyze.structure import layers, params, totals
 from ..render.payload import build_payload, timeline
 from ..render.plots import _figure_class, _show_in_notebook
 from ..schema import TRACK_HISTORY
+from ..sources import as_source
 from ..widget import InspectWidget
 
 if TYPE_CHECKING:
@@ -112,8 +113,9 @@ class TrackWidget(InspectWidget):
         self._manager = manager
         self._metrics = metrics
         self._name = type(model).__name__
-        self._structure = {"layers": layers(model), "params": params(model)}
-        self._totals = totals(model)
+        source = as_source(model)  # the model read once, for the three structure frames
+        self._structure = {"layers": layers(source), "params": params(source)}
+        self._totals = totals(source)
         frames, timeline = self._state()
         super().__init__(frames, self._totals, name=self._name)
         self.payload = {**self.payload, "timeline": timeline}

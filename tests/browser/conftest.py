@@ -10,17 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
-CHROMIUM = os.environ.get("NBINSPECT_CHROMIUM", "/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.support.chromium import CHROMIUM, launch
 
 
 def _require_chromium() -> None:
@@ -37,7 +29,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        b = launch(p)
         try:
             yield b
         finally:
@@ -62,3 +54,21 @@ def open_page(browser):
     for c in contexts:
         c.close()
     assert not errors, errors
+
+
+@pytest.fixture
+def open_result(tmp_path, open_page):
+    """open_result(result, name, width=None, color_scheme="light") -> page: an Inspection's or
+    Comparison's standalone page (``to_html`` into tmp_path), opened and its table shown;
+    `width` sets the viewport to width x 900."""
+
+    def open_(result, name: str, width: int | None = None, color_scheme: str = "light"):
+        path = tmp_path / f"{name}.html"
+        result.to_html(path)
+        page = open_page(path.as_uri(), color_scheme)
+        if width is not None:
+            page.set_viewport_size({"width": width, "height": 900})
+        expect(page.locator("[role=treegrid]")).to_be_visible()
+        return page
+
+    return open_

@@ -13,25 +13,13 @@ from torch import nn
 import nbinspect
 from nbinspect import examples
 
-ROWS = ".nbi-body [role=row]"
+from .pages import ROWS, row, visible_paths
 
 
 @pytest.fixture
-def tiny_lm_page(tmp_path, open_page):
-    path = tmp_path / "tiny_lm.html"
+def tiny_lm_page(open_result):
     insp = nbinspect.inspect(examples.build("tiny_lm"))  # with per-tensor and per-module stats
-    insp.to_html(path)
-    page = open_page(path.as_uri())
-    expect(page.locator("[role=treegrid]")).to_be_visible()
-    return page, insp
-
-
-def row(page, path: str):
-    return page.locator(f'{ROWS}[data-path="{path}"]')
-
-
-def visible_paths(page) -> list[str]:
-    return page.locator(ROWS).evaluate_all("rows => rows.map(r => r.dataset.path)")
+    return open_result(insp, "tiny_lm"), insp
 
 
 def test_renders_the_tree_with_totals(tiny_lm_page):
@@ -158,24 +146,20 @@ class Weird(nn.Module):
         return "<script>alert(2)</script>"
 
 
-def test_strings_render_as_text(tmp_path, open_page):
+def test_strings_render_as_text(open_result):
     model = nn.Sequential(Weird())
     type(model[0]).__name__ = "<script>alert(3)</script>"
-    path = tmp_path / "weird.html"
-    nbinspect.inspect(model).to_html(path)
-    page = open_page(path.as_uri())
+    page = open_result(nbinspect.inspect(model), "weird")
     page.get_by_role("button", name="Expand all").click()
     expect(page.locator(".nbi-body")).to_contain_text("<script>alert(3)</script>")
     expect(page.locator(".nbi-body")).to_contain_text("<img src=x onerror=alert(1)>")
     assert page.locator(".nbi img, .nbi-body script").count() == 0
 
 
-def test_large_trees_stay_virtualized(tmp_path, open_page):
+def test_large_trees_stay_virtualized(open_result):
     with torch.device("meta"):
         model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.LayerNorm(4)) for _ in range(1000)])
-    path = tmp_path / "big.html"
-    nbinspect.inspect(model).to_html(path)
-    page = open_page(path.as_uri())
+    page = open_result(nbinspect.inspect(model), "big")
     page.get_by_role("button", name="Expand all").click()
     grid = page.locator("[role=treegrid]")
     total = int(grid.get_attribute("aria-rowcount"))
@@ -197,10 +181,8 @@ def edge_models() -> dict[str, nn.Module]:
 
 
 @pytest.mark.parametrize("name", sorted(edge_models()))
-def test_awkward_models_render_without_errors(tmp_path, open_page, name):
-    path = tmp_path / f"{name}.html"
-    nbinspect.inspect(edge_models()[name]).to_html(path)
-    page = open_page(path.as_uri())
+def test_awkward_models_render_without_errors(open_result, name):
+    page = open_result(nbinspect.inspect(edge_models()[name]), name)
     page.get_by_role("button", name="Expand all").click()
     for i in range(page.locator(ROWS).count()):
         page.locator(ROWS).nth(i).click()
@@ -208,10 +190,8 @@ def test_awkward_models_render_without_errors(tmp_path, open_page, name):
     expect(page.locator(ROWS).first).to_have_attribute("aria-level", "1")
 
 
-def test_follows_the_dark_theme(tmp_path, open_page):
-    path = tmp_path / "mlp.html"
-    nbinspect.inspect(examples.build("mlp")).to_html(path)
-    light = open_page(path.as_uri(), "light").locator(".nbi").evaluate("e => getComputedStyle(e).backgroundColor")
-    dark = open_page(path.as_uri(), "dark").locator(".nbi").evaluate("e => getComputedStyle(e).backgroundColor")
-    assert light == "rgb(255, 255, 255)"
-    assert dark == "rgb(17, 17, 17)"
+def test_follows_the_dark_theme(open_result):
+    insp = nbinspect.inspect(examples.build("mlp"))
+    background = "e => getComputedStyle(e).backgroundColor"
+    assert open_result(insp, "mlp", color_scheme="light").locator(".nbi").evaluate(background) == "rgb(255, 255, 255)"
+    assert open_result(insp, "mlp", color_scheme="dark").locator(".nbi").evaluate(background) == "rgb(17, 17, 17)"

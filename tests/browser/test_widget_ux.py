@@ -17,16 +17,9 @@ from torch import nn
 import nbinspect
 from nbinspect import examples
 
-ROWS = ".nbi-body [role=row]"
+from .pages import ROWS, row, visible_paths
+
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "widget.png"
-
-
-def row(page, path: str):
-    return page.locator(f'{ROWS}[data-path="{path}"]')
-
-
-def visible_paths(page) -> list[str]:
-    return page.locator(ROWS).evaluate_all("rows => rows.map(r => r.dataset.path)")
 
 
 def sick_lm() -> nn.Module:
@@ -38,19 +31,10 @@ def sick_lm() -> nn.Module:
     return model
 
 
-def open_at(open_page, browser, tmp_path, result, name: str, width: int = 1280):
-    path = tmp_path / f"{name}.html"
-    result.to_html(path)
-    page = open_page(path.as_uri())
-    page.set_viewport_size({"width": width, "height": 900})
-    expect(page.locator("[role=treegrid]")).to_be_visible()
-    return page
-
-
 @pytest.fixture
-def sick(tmp_path, open_page, browser):
+def sick(open_result):
     insp = nbinspect.inspect(sick_lm(), input=torch.randint(0, 256, (2, 16)))
-    return open_at(open_page, browser, tmp_path, insp, "sick"), insp
+    return open_result(insp, "sick", width=1280), insp
 
 
 def test_a_nan_shows_on_every_collapsed_ancestor_and_in_the_header(sick):
@@ -108,8 +92,8 @@ class Long(nn.Module):
         self.transformer.h = nn.ModuleList([block])
 
 
-def test_full_paths_cut_in_the_middle_with_the_whole_path_on_hover(tmp_path, open_page, browser):
-    page = open_at(open_page, browser, tmp_path, nbinspect.inspect(Long()), "long", width=700)
+def test_full_paths_cut_in_the_middle_with_the_whole_path_on_hover(open_result):
+    page = open_result(nbinspect.inspect(Long()), "long", width=700)
     page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
     for name in ("c_fc", "c_proj"):
         path = f"transformer.h.0.mlp.{name}.weight"
@@ -148,9 +132,9 @@ def test_columns_resize_by_dragging_the_header_edge(sick):
 
 
 @pytest.mark.parametrize("width", [1400, 1100, 800])  # 1400: the details panel sits beside the table
-def test_at_narrow_widths_the_columns_fit_and_the_name_column_stays(tmp_path, open_page, browser, width):
+def test_at_narrow_widths_the_columns_fit_and_the_name_column_stays(open_result, width):
     insp = nbinspect.inspect(sick_lm(), input=torch.randint(0, 256, (2, 16)))
-    page = open_at(open_page, browser, tmp_path, insp, f"w{width}", width=width)
+    page = open_result(insp, f"w{width}", width=width)
     grid = page.locator("[role=treegrid]")
     page.wait_for_timeout(100)  # the resize observer picks the columns for the width
     headers = page.locator("[role=columnheader]").evaluate_all("cs => cs.map(c => c.dataset.column)")
@@ -249,13 +233,13 @@ def _overlaps(boxes: list[dict], axis: str) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("log", [False, True], ids=["linear", "log"])
-def test_histogram_axis_labels_do_not_collide(tmp_path, open_page, browser, log):
+def test_histogram_axis_labels_do_not_collide(open_result, log):
     torch.manual_seed(0)
     model = nn.Linear(512, 512)
     with torch.no_grad():
         model.weight.uniform_(-0.09, 0.09)  # ticks every 0.02 would run together: "-0.08-0.06-0.04"
         model.weight[0, :4] = 0.0899  # a tall single bin and near-empty ones: log ticks 0, 1, 10 crowd
-    page = open_at(open_page, browser, tmp_path, nbinspect.inspect(model), "hist")
+    page = open_result(nbinspect.inspect(model), "hist", width=1280)
     page.get_by_role("button", name="Expand all").click()
     row(page, "weight").click()
     if log:
@@ -269,14 +253,14 @@ def test_histogram_axis_labels_do_not_collide(tmp_path, open_page, browser, log)
 
 
 @pytest.fixture
-def comparison(tmp_path, open_page, browser):
+def comparison(open_result):
     a, b = examples.build("tiny_lm"), examples.build("tiny_lm")
     with torch.no_grad():
         b.blocks[0].attn.qkv.weight.mul_(1.1)
         b.blocks[1].mlp[0].weight.add_(0.01)
     c = nbinspect.compare(a, b)
     c.sides = ("base.pt", "tuned.pt")
-    return open_at(open_page, browser, tmp_path, c, "cmp"), c
+    return open_result(c, "cmp", width=1280), c
 
 
 def test_comparison_columns_summary_and_title(comparison):
@@ -337,12 +321,12 @@ def _differs(image, path: Path) -> bool:
     return changed > 0.005 * image.width * image.height
 
 
-def test_screenshot_for_the_readme(tmp_path, open_page, browser):
+def test_screenshot_for_the_readme(open_result):
     """docs/widget.png: the widget on a model with a NaN, as the README shows it."""
     from PIL import Image
 
     insp = nbinspect.inspect(sick_lm(), input=torch.randint(0, 256, (2, 16)))
-    page = open_at(open_page, browser, tmp_path, insp, "readme", width=1100)
+    page = open_result(insp, "readme", width=1100)
     row(page, "blocks.0–1").locator(".nbi-caret").click()
     row(page, "blocks.1").locator(".nbi-caret").click()
     row(page, "blocks.1.attn").locator(".nbi-caret").click()
