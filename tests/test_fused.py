@@ -282,3 +282,11 @@ def test_fused_pair_sums_of_mixed_dtypes_match_float64(a_dtype, b_dtype, monkeyp
     assert (sums.n, sums.lo, sums.hi, sums.above) == (a.numel(), ref["lo"], ref["hi"], ref["above"])
     for key, want in ref["sums"].items():
         assert getattr(sums, key) == pytest.approx(want, rel=1e-9), key
+
+
+def test_fused_compare_of_an_empty_tensor_is_same_and_zero(always_fused):
+    a = {"empty": torch.empty(0), "w": torch.ones(3)}
+    frame = nbinspect.compare(a, {k: v.clone() for k, v in a.items()}).frame.set_index("name")
+    row = frame.loc["empty"]
+    assert (row["status"], row["numel"], row["l2_delta"], row["max_abs_delta"]) == ("same", 0, 0.0, 0.0)
+    assert row["frac_above"] == (0.0, 0.0, 0.0) and frame.loc["w", "status"] == "same"
