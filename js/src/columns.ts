@@ -66,6 +66,12 @@ function column(spec: Spec): Column {
   };
 }
 
+/** Short labels for the status column where the frame's value would not fit its width. */
+const STATUS_LABELS: Record<string, string> = { dtype_changed: "dtype" };
+const STATUS_TITLES: Record<string, string> = {
+  dtype_changed: "dtype changed (the values are compared after both are widened to float64)",
+};
+
 const stat = (tree: Tree, n: TreeNode, field: string): number | null => {
   const i = tree.statFields.indexOf(field);
   return n.stats && i >= 0 ? (n.stats[i] ?? null) : null;
@@ -274,11 +280,16 @@ export const COLUMNS: Column[] = [
   column({
     id: "status",
     label: "Status",
-    title: "Same, changed, added, removed or reshaped",
+    title: "Same, changed, dtype (changed dtype), reshaped, added or removed",
     width: "80px",
     priority: 1,
     available: (t) => t.has.compare,
     value: (n) => n.status,
+    text: (n) => (n.status === null ? "" : (STATUS_LABELS[n.status] ?? n.status)),
+    render(cell, n) {
+      cell.textContent = n.status === null ? "" : (STATUS_LABELS[n.status] ?? n.status);
+      cell.title = n.status === null ? "" : (STATUS_TITLES[n.status] ?? n.status);
+    },
   }),
   column({
     id: "rel_change",

@@ -103,6 +103,17 @@ describe("render", () => {
     expect(row("head.weight")!.classList.contains("nbi-heat")).toBe(false);
   });
 
+  it("labels a changed dtype so that it fits the status column, with the full status as its title", () => {
+    const p = payload();
+    const i = p.tensors.key.findIndex((k, j) => `${p.modules.key[p.tensors.module[j]]}.${k}` === "stem.weight");
+    p.tensors.compare![i] = ["dtype_changed", p.tensors.compare![i]![1]];
+    const { row } = mountGrid(p);
+    const cell = row("stem.weight")!.querySelector(".nbi-col-status")!;
+    expect(cell.textContent).toBe("dtype");
+    expect(cell.getAttribute("title")).toContain("dtype changed");
+    expect(row("head.weight")!.querySelector(".nbi-col-status")!.textContent).toBe("same");
+  });
+
   it("filters from the search box and hides columns", () => {
     const { el, rows } = mountGrid();
     const search = el.querySelector<HTMLInputElement>(".nbi-search")!;
