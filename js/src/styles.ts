@@ -100,7 +100,7 @@ export const STYLES = `
 .nbi-frozen { background: color-mix(in srgb, #1565c0 20%, transparent); }
 .nbi-partial { background: color-mix(in srgb, var(--nbi-warn) 25%, transparent); }
 .nbi-spark { display: block; fill: var(--nbi-accent); opacity: .85; }
-.nbi-detail { flex: 0 0 ${DETAIL}px; max-height: 440px; overflow: auto; padding: 6px 10px; border: 1px solid var(--nbi-border);
+.nbi-detail { flex: 0 0 ${DETAIL}px; max-height: 760px; overflow: auto; padding: 6px 10px; border: 1px solid var(--nbi-border);
   border-radius: 4px; background: var(--nbi-bg-alt); }
 .nbi-detail-title { margin: 2px 0 6px; font-size: 1.05em; font-family: var(--jp-code-font-family, ui-monospace, monospace);
   word-break: break-all; }

@@ -290,6 +290,23 @@ def test_comparison_columns_summary_and_title(comparison):
     assert float(mlp.locator("td").nth(4).inner_text()) == pytest.approx(mine["cosine"], rel=1e-3)
 
 
+def test_comparison_detail_beside_the_table_shows_both_histograms_unscrolled(comparison):
+    """From 1360 px the details panel sits beside the table; the after (b) histogram of a
+    changed tensor must be in view without scrolling the panel (it was cut off at 440 px)."""
+    page, _ = comparison
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.get_by_role("button", name="Expand all").click()
+    row(page, "blocks.0.attn.qkv.weight").click()
+    detail = page.locator(".nbi-detail")
+    charts = detail.locator(".nbi-before-after svg.nbi-chart")
+    expect(charts).to_have_count(2)
+    panel, table = detail.bounding_box(), page.locator(".nbi-grid").bounding_box()
+    assert panel["x"] > table["x"] + table["width"]  # beside, not below
+    after = charts.nth(1).bounding_box()
+    assert after["y"] + after["height"] <= panel["y"] + panel["height"]
+    assert detail.evaluate("e => e.scrollHeight <= e.clientHeight")
+
+
 def test_comparison_detail_shows_before_and_after(comparison):
     page, _ = comparison
     page.get_by_role("button", name="Expand all").click()
