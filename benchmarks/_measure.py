@@ -21,6 +21,7 @@ from tests.support.chromium import launch as launch_chromium
 from tests.support.rss import PeakRSS, reset_peak, status
 
 __all__ = [
+    "FLOAT_DTYPES",
     "PRELUDE",
     "PeakRSS",
     "best_of",
@@ -46,6 +47,9 @@ _EPILOGUE = """
 _dt = time.perf_counter() - _t0
 print(json.dumps({"seconds": _dt, "peak_bytes": _status("VmHWM") - _base, "base_bytes": _base}))
 """
+
+# Names of the floating dtypes a benchmark can run in (`getattr(torch, name)`): torch stays unimported here.
+FLOAT_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def run_isolated(code: str, setup: str = "") -> dict:

@@ -24,14 +24,13 @@ import tempfile
 from pathlib import Path
 
 import torch
-from _measure import best_of, gb, run_isolated, warm
+from _measure import FLOAT_DTYPES, best_of, gb, run_isolated, warm
 from safetensors.torch import save_file
 
 import nbinspect
 from nbinspect.analyze import fused
 
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def gpt2_small(seed: int) -> dict[str, torch.Tensor]:
@@ -80,7 +79,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads (default: torch's)")
     parser.add_argument("--quick", action="store_true", help="in memory only")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="both models' dtype (default float32)")
+    parser.add_argument("--dtype", default="float32", choices=FLOAT_DTYPES, help="both models' dtype (default float32)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     loaded = "loaded" if fused.kernels(fused.FUSED_ABOVE) else "absent"
@@ -88,7 +87,7 @@ def main() -> None:
     a = gpt2_small(0)
     b = fine_tuned(a)
     if args.dtype != "float32":
-        a, b = ({k: v.to(DTYPES[args.dtype]) for k, v in sd.items()} for sd in (a, b))
+        a, b = ({k: v.to(getattr(torch, args.dtype)) for k, v in sd.items()} for sd in (a, b))
     n = sum(v.numel() for v in a.values())
     size = 2 * sum(v.numel() * v.element_size() for v in a.values())
     print(f"two models of {n:,} {args.dtype} parameters, {gb(size)} GB together; {args.threads} torch thread(s)\n")

@@ -22,15 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from _measure import interleaved
 from bench_widget import payload_bytes, render_times, wide_tree
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.moe_models: the models the tests use too
 
 import nbinspect
 from tests.moe_models import LLAMA_70B, LinearExpertsLM, hf_moe

@@ -24,14 +24,13 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _measure import best_of, reset_peak, status
+from _measure import FLOAT_DTYPES, best_of, reset_peak, status
 from torch import nn
 
 from nbinspect.track import AnalysisContext, ParameterChangeMetrics, ParameterDelta, ParameterSnapshot
 from nbinspect.track.snapshot import CHUNK
 
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 class GPT2Small(nn.Module):
@@ -71,15 +70,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="the model's dtype (default float32)")
-    parser.add_argument("--snapshot-dtype", default="float32", choices=DTYPES, help="the snapshot's (default float32)")
+    parser.add_argument("--dtype", default="float32", choices=FLOAT_DTYPES, help="the model's dtype (default float32)")
+    parser.add_argument(
+        "--snapshot-dtype", default="float32", choices=FLOAT_DTYPES, help="the snapshot's (default float32)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = GPT2Small().to(DTYPES[args.dtype])
+    model = GPT2Small().to(getattr(torch, args.dtype))
     n = sum(p.numel() for p in model.parameters())
-    snapshot = ParameterSnapshot.take(model, dtype=DTYPES[args.snapshot_dtype])
+    snapshot = ParameterSnapshot.take(model, dtype=getattr(torch, args.snapshot_dtype))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for p in model.parameters():
         p.grad = torch.randn_like(p) * 1e-3

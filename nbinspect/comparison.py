@@ -125,6 +125,8 @@ def compare(
     The widget's before/after histograms have `bins` bins; `stats_a`, a's tensor statistics
     with as many bins when they are at hand (``inspect(a, bins=bins).stats``), are used for
     them rather than reading a again."""
+    if stats_a is not None:
+        _check_stats_a(stats_a, bins)
     src_a, src_b = as_source(a), as_source(b)
     frame = _compare.compare_frame(src_a, src_b, thresholds)
     tree = _union(src_a, src_b)
@@ -140,6 +142,19 @@ def compare(
         bins=bins,
         stats_a=stats_a,
     )
+
+
+def _check_stats_a(stats: pd.DataFrame, bins: int) -> None:
+    """a's statistics must be per tensor and have `bins` bins, or the widget would lay a's
+    histograms over b's with other bins, or look module roll-ups up as tensors."""
+    sizes = {len(h) for h in stats["hist_counts"] if h is not None} if "hist_counts" in stats else {None}
+    modules = "kind" in stats and bool((stats["kind"] == "module").any())
+    if modules or sizes - {bins}:
+        what = "module roll-ups" if modules else f"histograms of {sorted(sizes, key=str)} bins"
+        raise ValueError(
+            f"compare(stats_a=...) must be a's per-tensor statistics with {bins} bins "
+            f"(inspect(a, bins={bins}).stats); got {what}"
+        )
 
 
 def _union(a: ModelSource, b: ModelSource) -> ModelSource:

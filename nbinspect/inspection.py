@@ -58,8 +58,8 @@ class Inspection(Result):
         # read-only views of copies: the caller's dicts may change later, this Inspection does not
         self.frames = MappingProxyType(dict(self.frames))
         self.totals = MappingProxyType(dict(self.totals))
-        self.io = MappingProxyType(dict(self.io))
-        self.metadata = MappingProxyType(dict(self.metadata))
+        self.io = MappingProxyType(dict(self.io or {}))  # None as the old constructor took it
+        self.metadata = MappingProxyType(dict(self.metadata or {}))
 
     @property
     def params(self) -> pd.DataFrame:

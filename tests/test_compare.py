@@ -323,3 +323,15 @@ def test_the_compared_tree_holds_what_only_b_has():
     status = dict(zip(names, (row[0] for row in tensors["compare"])))
     assert status["classifier.weight"] == "added" and status["head.weight"] == "removed"
     assert status["body.weight"] == "changed"
+
+
+def test_stats_a_must_match_the_bins_and_be_per_tensor():
+    """Statistics of a with other bins, or module roll-ups, would be laid over b's
+    histograms silently: refused, naming what was given."""
+    a, b = examples.build("mlp"), examples.build("mlp")
+    with pytest.raises(ValueError, match=r"with 8 bins .*histograms of \[64\] bins"):
+        nbinspect.compare(a, b, bins=8, stats_a=nbinspect.inspect(a).stats)
+    with pytest.raises(ValueError, match="module roll-ups"):
+        nbinspect.compare(a, b, stats_a=nbinspect.stats(a, by="module"))
+    fitting = nbinspect.inspect(a, bins=8).stats
+    assert nbinspect.compare(a, b, bins=8, stats_a=fitting)._side_stats["stats_a"] is fitting

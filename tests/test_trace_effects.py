@@ -135,6 +135,25 @@ def test_recorders_detached_out_of_order_leave_the_others_working():
     assert _no_global_hooks()
 
 
+def test_a_stand_in_put_back_by_another_patch_records_nothing_after_detach():
+    """Another library patches Module.__call__ while a recorder is attached and restores
+    what it saw after the recorder detached: that stale stand-in must let calls through."""
+    from nbinspect.analyze.trace import Recorder, named_modules_of
+
+    model, x = nn.Sequential(nn.Linear(4, 4)), torch.ones(1, 4)
+    recorder = Recorder(named_modules_of(model))
+    recorder.attach()
+    seen_by_other = nn.Module.__call__  # the other library's patch keeps ours to restore it
+    recorder.detach()
+    try:
+        nn.Module.__call__ = seen_by_other  # ... and puts it back when it is done
+        out = model(x)
+        assert recorder.calls == [] and torch.equal(out, model[0](x))
+    finally:
+        nn.Module.__call__ = _MODULE_CALL
+    assert _no_global_hooks()
+
+
 def test_existing_user_hooks_survive():
     model = examples.build("mlp")
     seen = []

@@ -42,6 +42,8 @@ export interface Column {
   value(n: TreeNode, tree: Tree): Value;
   /** The cell as plain text. */
   text(n: TreeNode, tree: Tree): string;
+  /** The cell's tooltip, where it should say more than the text (default: the text). */
+  tip?(n: TreeNode, tree: Tree): string;
   /** Fills the (empty) cell; by default with `text`, which is also its tooltip. */
   render(cell: HTMLElement, n: TreeNode, ctx: CellContext): void;
 }
@@ -60,7 +62,7 @@ function column(spec: Spec): Column {
     text,
     render(cell, n, ctx) {
       cell.textContent = text(n, ctx.tree);
-      cell.title = cell.textContent;
+      cell.title = spec.tip?.(n, ctx.tree) ?? cell.textContent;
     },
     ...spec,
   };
@@ -286,10 +288,7 @@ export const COLUMNS: Column[] = [
     available: (t) => t.has.compare,
     value: (n) => n.status,
     text: (n) => (n.status === null ? "" : (STATUS_LABELS[n.status] ?? n.status)),
-    render(cell, n) {
-      cell.textContent = n.status === null ? "" : (STATUS_LABELS[n.status] ?? n.status);
-      cell.title = n.status === null ? "" : (STATUS_TITLES[n.status] ?? n.status);
-    },
+    tip: (n) => (n.status === null ? "" : (STATUS_TITLES[n.status] ?? n.status)),
   }),
   column({
     id: "rel_change",

@@ -48,7 +48,7 @@ class SavedTensorMeter:
     ``exclude`` are storages that are not activations."""
 
     def __init__(self, stack: list, outside: Any, exclude: Iterable[int] = ()):
-        self.seen = seen = set(exclude)
+        seen = set(exclude)
 
         def pack(t: torch.Tensor) -> torch.Tensor:  # runs for every saved tensor: locals only
             try:

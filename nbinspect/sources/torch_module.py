@@ -85,25 +85,14 @@ _LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # n
 
 
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
+    key: Hashable
     if isinstance(tensor, _LAZY):  # lazy: no shape yet
-        return TensorEntry(
-            name, module, kind, None, dtype_name(tensor.dtype), _device_name(tensor.device), 0, 0, requires_grad,
-            ("id", id(tensor)), tensor,
-        )  # fmt: skip
-    numel = tensor.numel()
-    return TensorEntry(
-        name,
-        module,
-        kind,
-        tuple(tensor.shape),
-        dtype_name(tensor.dtype),
-        _device_name(tensor.device),
-        numel,
-        numel * tensor.element_size(),
-        requires_grad,
-        storage_key(tensor),
-        tensor,
-    )
+        shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
+    else:
+        numel = tensor.numel()
+        shape, nbytes, key = tuple(tensor.shape), numel * tensor.element_size(), storage_key(tensor)
+    dtype, device = dtype_name(tensor.dtype), _device_name(tensor.device)
+    return TensorEntry(name, module, kind, shape, dtype, device, numel, nbytes, requires_grad, key, tensor)
 
 
 def _walk(model: nn.Module) -> Iterator[tuple[str, str | None, nn.Module]]:

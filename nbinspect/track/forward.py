@@ -26,9 +26,8 @@ __all__ = ["logits", "preserved", "run"]
 
 @contextlib.contextmanager
 def preserved(model: nn.Module) -> Iterator[None]:
-    modules = list(model.modules())
-    tensors = [t for m in modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
-    with torch.no_grad(), trace.preserved(modules, tensors, training=False, real=True):
+    modules = [m for _, m in trace.named_modules_of(model)]
+    with torch.no_grad(), trace.preserved(modules, trace.tensors_of(modules), training=False, real=True):
         yield
 
 
