@@ -264,7 +264,12 @@ def with_forward(inspection: _I, model: Any, input: Any, **options: Any) -> _I:
 
 def with_trace(inspection: _I, result: TraceResult) -> _I:
     """`inspection` with a trace's columns, ``flow`` frame, totals and io added."""
-    frames = {**inspection.frames, "layers": layers_with_trace(inspection.layers, result), "flow": flow(result)}
+    flow_frame = flow(result)
+    frames = {
+        **inspection.frames,
+        "layers": layers_with_trace(inspection.layers, result, flow_frame),
+        "flow": flow_frame,
+    }
     totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
     io = {"input": result.inputs, "output": result.outputs}
     return dataclasses.replace(inspection, frames=frames, totals=totals, io=io)
