@@ -155,7 +155,7 @@ def _packed(values: list, array: type, kind: str, numpy_dtype: type) -> Any:
     packed = np.array([v for v in values if v is not None] if missing.any() else values)
     if packed.dtype.kind != kind or packed.ndim != 1:
         return None
-    data = np.zeros(len(values), dtype=numpy_dtype)
+    data: np.ndarray = np.zeros(len(values), dtype=numpy_dtype)
     data[~missing] = packed
     return array(data, missing)
 

@@ -74,8 +74,8 @@ def layers(model: Any) -> pd.DataFrame:
     index = {m.name: i for i, m in enumerate(modules)}
     parents = [m.parent if m.parent is not None else source.parent(m.name) for m in modules]
     depths: list[int] = []
-    for i, m in enumerate(modules):  # pre-order: a parent's depth is known before its children's
-        up = index.get(parents[i], i) if parents[i] is not None else i
+    for i, (m, parent) in enumerate(zip(modules, parents)):  # pre-order: parents' depths come first
+        up = index.get(parent, i) if parent is not None else i
         depths.append(depths[up] + 1 if up < i else len(source.ancestors(m.name)) - 1)
     # Every storage at one path (most models): a subtree's unique counts are its modules' own
     # counts added up. Otherwise each subtree counts its distinct storages.
