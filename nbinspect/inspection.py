@@ -90,7 +90,7 @@ class Inspection(Result):
         exploding or vanishing scale, per tensor and rolled up per module, with the default
         :class:`~nbinspect.HealthThresholds` (``nbinspect.health(insp, exploding=...)`` for
         others). Needs the weight statistics."""
-        return DisplayFrame(health_frame(self.stats, self.params, list(self.layers["name"])))
+        return DisplayFrame(health_frame(self.stats, self.params, self.layers["name"].tolist()))
 
     def problems(self) -> dict[str, int]:
         """Distinct tensors with each problem, e.g. ``{"NaN": 2}``; {} when healthy or when
@@ -301,7 +301,7 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
         exploding=defaults.exploding if exploding is None else exploding,
         vanishing=defaults.vanishing if vanishing is None else vanishing,
     )
-    return health_frame(insp.stats, insp.params, list(insp.layers["name"]), limits)
+    return health_frame(insp.stats, insp.params, insp.layers["name"].tolist(), limits)
 
 
 @on_receiving_rank(0)
