@@ -7,6 +7,7 @@ paths) is counted once wherever a total is given; the per-path view is kept alon
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -171,17 +172,15 @@ def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
     type_of = {m.name: m.type for m in source.modules}
-    groups: dict[str, dict[str, int]] = {}
-    for m in source.modules:
-        if m.alias_of is None:
-            groups.setdefault(m.type, {"modules": 0, "params": 0, "param_bytes": 0})["modules"] += 1
+    counts = Counter(m.type for m in source.modules if m.alias_of is None)
+    groups = {name: {"modules": n, "params": 0, "param_bytes": 0} for name, n in counts.items()}
     total = 0
     unique = source.unique_tensors()
     repeated = source.repeated_elements(unique)
     for t in unique.values():
         if t.kind == PARAMETER:
             g = groups[type_of[t.module]]
-            numel, nbytes = _counted(t, repeated)
+            numel, nbytes = _counted(t, repeated) if repeated else (t.numel, t.nbytes)
             g["params"] += numel
             g["param_bytes"] += nbytes
             total += numel

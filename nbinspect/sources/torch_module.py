@@ -119,6 +119,8 @@ def _walk(model: nn.Module) -> Iterator[tuple[str, str | None, nn.Module]]:
         if count > MAX_MODULE_PATHS:
             raise ValueError(f"{type(model).__name__} has more than {MAX_MODULE_PATHS:,} module paths (shared modules)")
         yield path, parent, module
+        if not module._modules:  # a leaf (most modules): no ancestor set to pass on
+            continue
         above = {**above, id(module): path}
         children = []
         for local, child in module._modules.items():
