@@ -17,11 +17,11 @@ _TRACE = FrameSchema("layer trace columns", TRACE_COLUMNS)
 
 
 def _shapes(shapes: list | None) -> list | None:
-    return None if shapes is None else [tuple(s) for s in shapes]
+    return None if shapes is None else list(map(tuple, shapes))
 
 
 def _dtypes(dtypes: list | None) -> list | None:
-    return None if dtypes is None else [dtype_name(d) for d in dtypes]
+    return None if dtypes is None else list(map(dtype_name, dtypes))
 
 
 def flow(result: TraceResult) -> pd.DataFrame:
