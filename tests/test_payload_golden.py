@@ -26,6 +26,8 @@ from torch import nn
 
 import nbinspect
 from nbinspect import examples
+from nbinspect.inspection import with_memory
+from nbinspect.render.json_export import column_values, jsonable, records
 from nbinspect.render.payload import build_payload, histogram, timeline
 
 from .generate_contract import dump
@@ -130,6 +132,7 @@ def _inspections() -> dict[str, Callable[[], nbinspect.Inspection]]:
         "tied": lambda: nbinspect.inspect(_exact(_TiedLM()), input=torch.tensor([[1, 2, 3]])),
         "health": lambda: nbinspect.inspect(_health_model()),
         "shapes": lambda: nbinspect.inspect(_exact(_Shapes())),
+        "memory": lambda: with_memory(nbinspect.inspect(_blocks(), stats=False), nbinspect.memory(_blocks(), input=_X)),
     }
 
 
@@ -164,3 +167,33 @@ def test_module_rows_in_the_stats_frame_payload_is_unchanged(golden):
     frames = dict(nbinspect.inspect(_blocks(), input=_X)._widget_frames())
     frames["stats"] = pd.concat([frames["stats"], frames.pop("stats_by_module")], ignore_index=True)
     golden("payload_merged.json", dump(build_payload("Merged", "torch", {}, frames)))
+
+
+_COLUMNS = {
+    "float64": np.array([1.5, np.nan, np.inf, -np.inf, -0.0]),
+    "float32": np.array([1.5, np.nan, np.inf, 2, 3], dtype=np.float32),
+    "float16": np.array([1.5, np.nan, -np.inf, 2, 3], dtype=np.float16),
+    "int64": np.arange(5),
+    "uint8": np.arange(5, dtype=np.uint8),
+    "bool": np.array([True, False, True, True, False]),
+    "Int64": pd.array([1, None, 3, 4, 5], dtype="Int64"),
+    "boolean": pd.array([True, None, False, True, None], dtype="boolean"),
+    "Float64": pd.array([1.5, None, np.nan, np.inf, 2], dtype="Float64"),
+    "string": pd.array(["a", None, "c", "", "e"], dtype="string"),
+    "str": pd.array(["a", None, "c", "", "e"], dtype="str"),
+    "object": pd.array([np.float32("nan"), (1, np.int64(2)), {"a": np.int64(3)}, pd.NA, np.float64("inf")], dtype=object),
+    "complex": np.array([1 + 2j] * 5),
+}
+
+
+@pytest.mark.parametrize("dtype", list(_COLUMNS))
+def test_a_column_is_read_as_jsonable_reads_each_cell(dtype):
+    column = pd.Series(_COLUMNS[dtype])
+    frame = pd.DataFrame({"c": column})
+    for got, want in (
+        (column_values(column), [jsonable(v) for v in column.tolist()]),
+        (column_values(column, box=True), [jsonable(row["c"]) for row in frame.to_dict("records")]),
+        (records(frame), jsonable(frame.to_dict("records"))),
+    ):
+        assert repr(got) == repr(want)  # NaN, None and -0.0 told apart
+        assert [type(v) for v in got] == [type(v) for v in want]

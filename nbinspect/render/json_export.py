@@ -6,6 +6,7 @@ Built from the frames only. Missing values become null; tuples become arrays.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any
@@ -15,7 +16,16 @@ import pandas as pd
 
 from .format import is_missing, trainable_status
 
-__all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "inspection_dict", "json_schema", "jsonable", "tensors_by_module"]
+__all__ = [
+    "SCHEMA_ID",
+    "SCHEMA_VERSION",
+    "column_values",
+    "inspection_dict",
+    "json_schema",
+    "jsonable",
+    "records",
+    "tensors_by_module",
+]
 
 SCHEMA_ID = "nbinspect/inspection"
 SCHEMA_VERSION = 1
@@ -28,6 +38,11 @@ def json_schema() -> dict:
 
 def jsonable(value: Any) -> Any:
     """`value` with numpy/pandas scalars, tuples and missing values made plain JSON."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # the common cells, at once
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None  # JSON has no NaN or inf
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
@@ -41,21 +56,68 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def column_values(column: pd.Series, box: bool = False) -> list:
+    """``[jsonable(v) for v in column.tolist()]``, read a whole column at a time where its
+    dtype allows (numbers, booleans, strings). `box` first makes each numpy scalar of an
+    object column a Python one, as ``DataFrame.to_dict`` does (a NaN of any width then
+    becomes null, as Python's own does)."""
+    array = column.array
+    if isinstance(array, _MASKED):  # Int64, boolean, Float64: the values, then null where missing
+        values = array.to_numpy(dtype=array.dtype.numpy_dtype, na_value=_FILL[array.dtype.kind])
+        missing, nonfinite = array.isna(), _nonfinite(values)
+        return _with_nulls(values.tolist(), missing if nonfinite is None else missing | nonfinite)
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind in "fiub":
+        values = column.to_numpy()
+        return _with_nulls(values.tolist(), _nonfinite(values))
+    if isinstance(column.dtype, pd.StringDtype):
+        return _with_nulls(column.tolist(), column.isna().to_numpy())
+    values = column.tolist()
+    if box:
+        values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    return [jsonable(v) for v in values]
+
+
+_MASKED = (pd.arrays.IntegerArray, pd.arrays.BooleanArray, pd.arrays.FloatingArray)
+_FILL = {"i": 0, "u": 0, "b": False, "f": 0.0}  # stands in for a missing value until it is made null
+
+
+def _nonfinite(values: np.ndarray) -> np.ndarray | None:
+    return ~np.isfinite(values) if values.dtype.kind == "f" else None
+
+
+def _with_nulls(values: list, null: np.ndarray | None) -> list:
+    """`values` with None where `null` is true."""
+    if null is not None:
+        for i in np.flatnonzero(null).tolist():
+            values[i] = None
+    return values
+
+
 def tensors_by_module(params: pd.DataFrame) -> dict[str, list[dict]]:
-    """Each module path -> its own tensors (local name, kind, shape, dtype, requires_grad, tied_to)."""
+    """Each module path -> its own tensors (local name, kind, shape, dtype, requires_grad,
+    tied_to), as plain JSON values."""
     out: dict[str, list[dict]] = {}
-    for row in params.itertuples(index=False):
-        out.setdefault(row.module, []).append(
+    columns = ("kind", "shape", "dtype", "requires_grad", "tied_to")
+    rows = zip(params["module"].tolist(), params["name"].tolist(), *(column_values(params[c]) for c in columns))
+    for module, name, kind, shape, dtype, requires_grad, tied_to in rows:
+        out.setdefault(module, []).append(
             {
-                "name": row.name.rsplit(".", 1)[-1],
-                "kind": row.kind,
-                "shape": row.shape,
-                "dtype": row.dtype,
-                "requires_grad": row.requires_grad,
-                "tied_to": row.tied_to,
+                "name": name.rsplit(".", 1)[-1],
+                "kind": kind,
+                "shape": shape,
+                "dtype": dtype,
+                "requires_grad": requires_grad,
+                "tied_to": tied_to,
             }
         )
     return out
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """``jsonable(frame.to_dict("records"))``, read column by column."""
+    columns = [str(c) for c in frame.columns]
+    values = [column_values(frame[c], box=True) for c in frame.columns]
+    return [dict(zip(columns, row)) for row in zip(*values)]
 
 
 def inspection_dict(
@@ -70,21 +132,22 @@ def inspection_dict(
     """The export document. `io` holds the model's top-level input/output once traced;
     `memory`, a training-memory plan, adds its rows."""
     tensors = tensors_by_module(params)
-    records = []
-    for row in layers.to_dict("records"):
+    layer_records = records(layers)
+    for row in layer_records:
         row["trainable"] = trainable_status(row["trainable_params"], row["frozen_params"]) or None
         row["tensors"] = tensors.get(row["name"], [])
-        records.append(row)
     io = io or {}
-    document = {
-        "schema": SCHEMA_ID,
-        "schema_version": SCHEMA_VERSION,
-        "model": {"name": name, "framework": framework},
-        "totals": dict(totals),
-        "input": io.get("input"),
-        "output": io.get("output"),
-        "layers": records,
-    }
+    document = jsonable(
+        {
+            "schema": SCHEMA_ID,
+            "schema_version": SCHEMA_VERSION,
+            "model": {"name": name, "framework": framework},
+            "totals": dict(totals),
+            "input": io.get("input"),
+            "output": io.get("output"),
+        }
+    )
+    document["layers"] = layer_records
     if memory is not None:
-        document["memory"] = memory.to_dict("records")
-    return jsonable(document)
+        document["memory"] = records(memory)
+    return document
