@@ -41,7 +41,9 @@ def _payload(result) -> dict:
 def _report(title: str, modules: int, results: dict[str, tuple[float, float]], made_by: str, dumps: str) -> None:
     base, sent = results[made_by][0], results[dumps][0]
     print(f"{title}: {modules:,} modules; best of N, CPU time, 1 thread")
-    print(f"  {'':38s} {'best':>9s} {'median':>9s} {'us/module':>10s} {'x ' + made_by.split('(')[0]:>12s} {'x dumps':>8s}")
+    print(
+        f"  {'':38s} {'best':>9s} {'median':>9s} {'us/module':>10s} {'x ' + made_by.split('(')[0]:>12s} {'x dumps':>8s}"
+    )
     for name, (best, median) in results.items():
         print(
             f"  {name:38s} {best * 1e3:7.1f}ms {median * 1e3:7.1f}ms {best / modules * 1e6:10.1f}"

@@ -181,7 +181,9 @@ _COLUMNS = {
     "Float64": pd.array([1.5, None, np.nan, np.inf, 2], dtype="Float64"),
     "string": pd.array(["a", None, "c", "", "e"], dtype="string"),
     "str": pd.array(["a", None, "c", "", "e"], dtype="str"),
-    "object": pd.array([np.float32("nan"), (1, np.int64(2)), {"a": np.int64(3)}, pd.NA, np.float64("inf")], dtype=object),
+    "object": pd.array(
+        [np.float32("nan"), (1, np.int64(2)), {"a": np.int64(3)}, pd.NA, np.float64("inf")], dtype=object
+    ),
     "complex": np.array([1 + 2j] * 5),
 }
 

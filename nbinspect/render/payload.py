@@ -21,12 +21,12 @@ import pandas as pd
 
 from ..analyze import compare as _compare
 from ..analyze.health import health_frame
-from ..analyze.moments import histogram_edges, rebin_sum
+from ..analyze.moments import _rebinned, histogram_edges  # _rebinned: rebin_sum's rows, each onto its own range
 from ..payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Field, check_payload
 from ..schema import PARAMETER, STATS
 from ..sources import ancestors
 from .format import is_missing
-from .json_export import jsonable
+from .json_export import column_values, jsonable
 
 __all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram", "timeline"]
 
@@ -47,30 +47,87 @@ def _round(value: Any, digits: int = 6) -> Any:
     return value
 
 
+def _rounded(values: list) -> list:
+    """``[_round(v) for v in values]`` for plain JSON values (floats, ints, None and others)."""
+    return [float(f"{v:.6g}") if type(v) is float and math.isfinite(v) else _round(v) for v in values]
+
+
+def _numbers(column: pd.Series) -> list:
+    """``_round(jsonable(v))`` of each cell of `column`."""
+    return _rounded(column_values(column))
+
+
 def _is_array(value: Any) -> bool:
     return isinstance(value, (list, tuple, np.ndarray))
 
 
-def _column(frame: pd.DataFrame, name: str) -> list:
-    return jsonable(frame[name].tolist())
+def _positions(keys: pd.Series, names: list[str]) -> list[int]:
+    """For each of `names`, the position of the last of `keys` equal to it, or -1."""
+    last = dict(zip(keys.tolist(), range(len(keys))))
+    return [last.get(n, -1) for n in names]
 
 
-def _coarse(counts: Any, edges: Any, bins: int = INLINE_BINS) -> dict | None:
-    """Merge adjacent bins down to at most `bins`; edges as [lo, hi] when they are uniform."""
-    if not _is_array(counts) or not _is_array(edges):
-        return None
-    c = np.asarray(counts, dtype=np.int64)
-    e = np.asarray(edges, dtype=np.float64)
-    if c.size == 0 or e.size != c.size + 1 or not np.isfinite(e).all():
-        return None
-    step = max(1, math.ceil(c.size / bins))
-    starts = np.arange(0, c.size, step)
-    merged = np.add.reduceat(c, starts)
-    cut = np.append(e[starts], e[-1])
-    widths = np.diff(cut)
-    uniform = widths.size < 2 or np.allclose(widths, widths[0], rtol=1e-6, atol=0)
-    kept = [cut[0], cut[-1]] if uniform else cut
-    return {"e": [_round(x) for x in kept], "c": merged.tolist()}
+def _picked(values: list | None, where: list[int]) -> list:
+    """``values[i]`` for each position of `where`, None where it is -1 or without values."""
+    if values is None:
+        return [None] * len(where)
+    return [None if i < 0 else values[i] for i in where]
+
+
+def _aligned(
+    frame: pd.DataFrame | None, column: str, names: list[str], key: str = "name", number: bool = False
+) -> list:
+    """Per name: the JSON value of `column` in the last row whose `key` is that name (None
+    without one); rounded when `number`."""
+    if frame is None or key not in frame.columns:
+        return [None] * len(names)
+    values = (_numbers if number else column_values)(frame[column]) if column in frame.columns else None
+    return _picked(values, _positions(frame[key], names))
+
+
+def _hist_groups(counts: list, edges: list) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The rows of (`counts`, `edges`) that make a histogram (arrays of n >= 1 counts and n + 1
+    finite edges), by bin count n: n -> (row positions, counts (k, n) int64, edges (k, n + 1))."""
+    rows: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+    for i, (c, e) in enumerate(zip(counts, edges)):
+        if _is_array(c) and _is_array(e):
+            c, e = np.asarray(c, dtype=np.int64), np.asarray(e, dtype=np.float64)
+            if c.ndim == e.ndim == 1 and c.size and e.size == c.size + 1:
+                rows.setdefault(c.size, []).append((i, c, e))
+    groups = {}
+    for n, found in rows.items():
+        c, e = np.stack([r[1] for r in found]), np.stack([r[2] for r in found])
+        finite = np.isfinite(e).all(axis=1)
+        groups[n] = (np.array([r[0] for r in found])[finite], c[finite], e[finite])
+    return groups
+
+
+def _by_row(groups: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> list:
+    """Per row of the `n` grouped by :func:`_hist_groups`: (counts, edges), or None."""
+    rows: list[tuple[np.ndarray, np.ndarray] | None] = [None] * n
+    for at, counts, edges in groups.values():
+        for j, i in enumerate(at.tolist()):
+            rows[i] = counts[j], edges[j]
+    return rows
+
+
+def _coarse_rows(counts: list, edges: list, bins: int = INLINE_BINS) -> list[dict | None]:
+    """Per row: its histogram with adjacent bins merged down to at most `bins`, edges as
+    [lo, hi] when they are uniform (widths equal to the first within 1e-6), or None."""
+    out: list[dict | None] = [None] * len(counts)
+    for n, (rows, c, e) in _hist_groups(counts, edges).items():
+        step = max(1, math.ceil(n / bins))
+        starts = np.arange(0, n, step)
+        merged = np.add.reduceat(c, starts, axis=1).tolist()
+        cut = np.concatenate([e[:, starts], e[:, -1:]], axis=1)
+        widths = np.diff(cut, axis=1)
+        # np.allclose(row, row[0], rtol=1e-6, atol=0) is np.isclose(...).all(): the same test row by row
+        uniform = np.isclose(widths, widths[:, :1], rtol=1e-6, atol=0).all(axis=1).tolist()
+        ends = _rounded(cut[:, [0, -1]].ravel().tolist())
+        for j, i in enumerate(rows.tolist()):
+            kept = ends[2 * j : 2 * j + 2] if uniform[j] else _rounded(cut[j].tolist())
+            out[i] = {"e": kept, "c": merged[j]}
+    return out
 
 
 def _full_histogram(row: Mapping[str, Any]) -> dict | None:
@@ -80,19 +137,27 @@ def _full_histogram(row: Mapping[str, Any]) -> dict | None:
     return {"e": [_round(x) for x in np.asarray(edges, dtype=np.float64)], "c": [int(x) for x in np.asarray(counts)]}
 
 
+def _hists(frame: pd.DataFrame) -> tuple[list, list]:
+    """The frame's histogram columns as lists (of None without them)."""
+    if {"hist_counts", "hist_edges"} <= set(frame.columns):
+        return frame["hist_counts"].tolist(), frame["hist_edges"].tolist()
+    return [None] * len(frame), [None] * len(frame)
+
+
 def _stats_rows(frame: pd.DataFrame | None, names: list[str]) -> dict[str, list] | None:
     """Per name: "stats" (STAT_FIELDS values), "hist" (coarse) and "note" lists aligned with
-    `names`, or None without rows."""
+    `names`, or None without rows. A name in several rows takes the last."""
     if frame is None or frame.empty or "name" not in frame.columns:
         return None
-    by_name = {row["name"]: row for row in frame.to_dict("records")}
-    out: dict[str, list] = {"stats": [], "hist": [], "note": []}
-    for name in names:
-        row = by_name.get(name, {})
-        has_values = any(f in row for f in STAT_FIELDS)
-        out["stats"].append([_round(jsonable(row.get(f))) for f in STAT_FIELDS] if has_values else None)
-        out["hist"].append(_coarse(row.get("hist_counts"), row.get("hist_edges")))
-        out["note"].append(jsonable(row.get("note")))
+    where = _positions(frame["name"], names)
+    fields = [_numbers(frame[f]) if f in frame.columns else None for f in STAT_FIELDS]
+    present = [f for f in fields if f is not None]
+    rows = list(zip(*[f if f is not None else [None] * len(frame) for f in fields])) if present else None
+    out: dict[str, list] = {
+        "stats": [None if row is None else list(row) for row in _picked(rows, where)],
+        "hist": _picked(_coarse_rows(*_hists(frame)), where),
+        "note": _picked(column_values(frame["note"]) if "note" in frame.columns else None, where),
+    }
     if not any(out["note"]):
         del out["note"]
     return out
@@ -111,69 +176,63 @@ def _split_stats(frames: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame | Non
     return stats, modules
 
 
-def _by_name(frame: pd.DataFrame | None, key: str = "name") -> dict[str, dict]:
-    return {} if frame is None or key not in frame.columns else {row[key]: row for row in frame.to_dict("records")}
-
-
 def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str]) -> dict[str, list] | None:
     """Per tensor: [status, rel change], the delta columns copied as is, and before/after
     histograms over one range."""
     frame = frames.get("compare")
     if frame is None or "name" not in frame.columns:
         return None
-    by_name = _by_name(frame)
-    side_a, side_b = _by_name(frames.get("stats_a")), _by_name(frames.get("stats_b"))
-    out: dict[str, list] = {"compare": [], "hist_a": [], "hist_b": []}
-    for name in names:
-        row = by_name.get(name)
-        out["compare"].append(
-            None if row is None else [jsonable(row.get("status")), _round(jsonable(row.get("rel_change")))]
-        )
-        a, b = _shared_range(side_a.get(name), side_b.get(name))
-        out["hist_a"].append(a)
-        out["hist_b"].append(b)
+    status, change = _aligned(frame, "status", names), _aligned(frame, "rel_change", names, number=True)
+    where = _positions(frame["name"], names)
+    out: dict[str, list] = {"compare": [None if i < 0 else [s, c] for i, s, c in zip(where, status, change)]}
+    out["hist_a"], out["hist_b"] = _shared_range(frames.get("stats_a"), frames.get("stats_b"), names)
     aligned = frame.set_index("name").reindex(names).reset_index()
-    out.update(
-        {
-            f.name: [_round(v) for v in _column(aligned, f.source)]
-            for f in TENSOR_FIELDS
-            if f.source and f.when == "compare"
-        }
-    )
+    out.update({f.name: _numbers(aligned[f.source]) for f in TENSOR_FIELDS if f.source and f.when == "compare"})
     return out
 
 
-def _shared_range(a: Mapping | None, b: Mapping | None) -> tuple[dict | None, dict | None]:
-    """Two stats rows' histograms moved onto one range, so before and after line up."""
-    hists = [None if r is None else _hist_of(r) for r in (a, b)]
-    present = [h for h in hists if h is not None]
-    if not present:
-        return None, None
-    lo = min(float(e[0]) for _, e in present)
-    hi = max(float(e[-1]) for _, e in present)
-    out: list[dict | None] = []
-    for h in hists:
-        if h is None:
-            out.append(None)
-            continue
-        counts, edges = h
-        moved = rebin_sum(counts[None, :], edges[:1], edges[-1:], lo, hi)
-        out.append(_coarse(moved, histogram_edges(lo, hi, counts.size)))
-    return out[0], out[1]
+def _side_hists(frame: pd.DataFrame | None, names: list[str]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Per name: (counts, edges) of its histogram in the last stats row of that name, or None."""
+    if frame is None or "name" not in frame.columns:
+        return [None] * len(names)
+    return _picked(_by_row(_hist_groups(*_hists(frame)), len(frame)), _positions(frame["name"], names))
 
 
-def _hist_of(row: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    counts, edges = row.get("hist_counts"), row.get("hist_edges")
-    if not _is_array(counts) or not _is_array(edges):
-        return None
-    c, e = np.asarray(counts, dtype=np.int64), np.asarray(edges, dtype=np.float64)
-    return (c, e) if c.size and e.size == c.size + 1 and np.isfinite(e).all() else None
+def _shared_range(
+    side_a: pd.DataFrame | None, side_b: pd.DataFrame | None, names: list[str]
+) -> tuple[list[dict | None], list[dict | None]]:
+    """Per name, the two sides' histograms moved onto one range, so before and after line up."""
+    a, b = _side_hists(side_a, names), _side_hists(side_b, names)
+    moves = []  # (side, position, counts, edges, lo, hi) of every histogram present
+    for i, pair in enumerate(zip(a, b)):
+        present = [h for h in pair if h is not None]
+        if present:
+            lo = min(float(e[0]) for _, e in present)
+            hi = max(float(e[-1]) for _, e in present)
+            moves += [(side, i, *h, lo, hi) for side, h in enumerate(pair) if h is not None]
+    out: tuple[list[dict | None], list[dict | None]] = ([None] * len(names), [None] * len(names))
+    counts, edges = _moved([m[2] for m in moves], [m[3] for m in moves], [(m[4], m[5]) for m in moves])
+    for (side, i, *_), hist in zip(moves, _coarse_rows(counts, edges)):
+        out[side][i] = hist
+    return out
 
 
-def _uniform(edges: np.ndarray) -> bool:
-    """Edges as numpy.histogram draws them (what rebin_sum assumes)."""
-    span = float(edges[-1] - edges[0])
-    return bool(np.allclose(edges, histogram_edges(edges[0], edges[-1], edges.size - 1), rtol=0, atol=1e-9 * span))
+def _moved(counts: list[np.ndarray], edges: list[np.ndarray], targets: list[tuple[float, float]]) -> tuple[list, list]:
+    """Each histogram moved onto its target range (as many bins, the arithmetic of
+    ``rebin_sum`` of one row), rows of one bin count at a time: (counts, edges) per row."""
+    out_counts: list = [None] * len(counts)
+    out_edges: list = [None] * len(counts)
+    by_bins: dict[int, list[int]] = {}
+    for i, c in enumerate(counts):
+        by_bins.setdefault(c.size, []).append(i)
+    for n, rows in by_bins.items():
+        e = np.stack([edges[i] for i in rows])
+        lo, hi = np.array([targets[i] for i in rows]).T
+        moved = _rebinned(np.stack([counts[i] for i in rows]), e[:, 0], e[:, -1], lo, hi)
+        new_edges = histogram_edges(lo, hi, n).reshape(-1, n + 1)  # row by row what the scalar call gives
+        for j, i in enumerate(rows):
+            out_counts[i], out_edges[i] = moved[j], new_edges[j]
+    return out_counts, out_edges
 
 
 def _matrix_histograms(
@@ -188,28 +247,41 @@ def _matrix_histograms(
         owners = tensor_stats["module"]
         tensor_stats = tensor_stats[(owners == only) | owners.str.startswith(only + ".", na=False)]
         params = params[params["name"].isin(tensor_stats["name"])]
+    columns = (params[c].tolist() for c in ("name", "kind", "shape", "tied_to"))
     matrices = {
         name
-        for name, kind, shape, tied in zip(params["name"], params["kind"], params["shape"], params["tied_to"])
+        for name, kind, shape, tied in zip(*columns)
         if kind == PARAMETER and is_missing(tied) and _is_array(shape) and len(shape) >= 2
     }
-    members: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     frame = tensor_stats[tensor_stats["name"].isin(matrices)]
-    for module, counts, edges in zip(frame["module"], frame["hist_counts"], frame["hist_edges"]):
-        hist = _hist_of({"hist_counts": counts, "hist_edges": edges})
-        if hist is None or not _uniform(hist[1]):
-            continue
-        for path in ancestors(module) if only is None else (only,):
-            members.setdefault(path, []).append(hist)
-    out = {}
-    for path, hists in members.items():
-        if len({c.size for c, _ in hists}) != 1:
-            continue
-        lo = np.array([e[0] for _, e in hists])
-        hi = np.array([e[-1] for _, e in hists])
-        counts = rebin_sum(np.stack([c for c, _ in hists]), lo, hi, lo.min(), hi.max())
-        out[path] = (counts, histogram_edges(lo.min(), hi.max(), counts.size))
+    groups = _hist_groups(*_hists(frame))
+    hists = _by_row(groups, len(frame))
+    kept = sorted(i for group in groups.values() for i in _uniform(*group))
+    modules = frame["module"].tolist()
+    members: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for i in kept:  # in frame order, as each path's members were always gathered
+        for path in ancestors(modules[i]) if only is None else (only,):
+            members.setdefault(path, []).append(hists[i])
+    paths = [p for p, found in members.items() if len({c.size for c, _ in found}) == 1]
+    ranges = {}
+    for path in paths:
+        ends = np.array([(e[0], e[-1]) for _, e in members[path]])
+        ranges[path] = (ends[:, 0].min(), ends[:, 1].max())
+    rows = [(path, c, e) for path in paths for c, e in members[path]]
+    counts, edges = _moved([r[1] for r in rows], [r[2] for r in rows], [ranges[r[0]] for r in rows])
+    out: dict[str, tuple] = {}
+    for (path, *_), moved, merged_edges in zip(rows, counts, edges):
+        out[path] = (moved, merged_edges) if path not in out else (out[path][0] + moved, merged_edges)
     return out
+
+
+def _uniform(rows: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> list[int]:
+    """Those of `rows` (with these counts and edges) whose edges are as numpy.histogram draws
+    them (what rebin_sum assumes): each within 1e-9 of the span of ``histogram_edges``."""
+    n = counts.shape[1]
+    drawn = histogram_edges(edges[:, 0], edges[:, -1], n).reshape(-1, n + 1)  # row by row the scalar call's
+    span = (edges[:, -1] - edges[:, 0])[:, None]
+    return rows[np.isclose(edges, drawn, rtol=0, atol=1e-9 * span).all(axis=1)].tolist()
 
 
 def _health_rows(frames: Mapping[str, pd.DataFrame], tensor_stats: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -222,7 +294,7 @@ def _health_rows(frames: Mapping[str, pd.DataFrame], tensor_stats: pd.DataFrame 
 
 def _copied(frame: pd.DataFrame, fields: tuple[Field, ...], when: str | None) -> dict[str, list]:
     """The fields copied as is from frame columns, of those present `when`."""
-    return {f.name: _column(frame, f.source) for f in fields if f.source is not None and f.when == when}
+    return {f.name: column_values(frame[f.source]) for f in fields if f.source is not None and f.when == when}
 
 
 def build_payload(
@@ -245,7 +317,7 @@ def build_payload(
         "key": [n.rsplit(".", 1)[-1] for n in module_names],
         "parent": [-1 if is_missing(p) else index[p] for p in layers["parent"].tolist()],
         **_copied(layers, MODULE_FIELDS, None),
-        "attrs": [a if a else None for a in _column(layers, "attrs")],
+        "attrs": [a if a else None for a in column_values(layers["attrs"])],
     }
     if "flops" in layers.columns and layers["flops"].notna().any():
         modules.update(_copied(layers, MODULE_FIELDS, "trace"))
@@ -267,7 +339,9 @@ def build_payload(
         modules["hist_scope"] = [
             MATRICES if n in matrices else (ALL_VALUES if h else None) for n, h in zip(module_names, modules["hist"])
         ]
-        modules["hist"] = [_coarse(*matrices[n]) if n in matrices else h for n, h in zip(module_names, modules["hist"])]
+        shown = [n for n in module_names if n in matrices]
+        merged = dict(zip(shown, _coarse_rows([matrices[n][0] for n in shown], [matrices[n][1] for n in shown])))
+        modules["hist"] = [merged.get(n, h) for n, h in zip(module_names, modules["hist"])]
         if "stats" not in modules:
             modules["stats"] = [None] * len(module_names)
     compare = _compare_rows(frames, tensor_names)
@@ -275,18 +349,16 @@ def build_payload(
     if compare is not None:
         tensors.update(compare)
         frame = frames["compare"]
-        rolled = _by_name(_compare.by_module(frame), "group")
+        rolled = _compare.by_module(frame)
         for f in MODULE_FIELDS:
             if f.when == "compare":
-                modules[f.name] = [_round(jsonable(rolled.get(n, {}).get(f.name))) for n in module_names]
+                modules[f.name] = _aligned(rolled, f.name, module_names, key="group", number=True)
         components = _compare.by_component(frame)
         a, b = sides or ("a", "b")
         comparison = {
             "a": a,
             "b": b,
-            "components": {
-                f.name: [_round(v) for v in _column(components, f.source)] for f in COMPONENT_FIELDS if f.source
-            },
+            "components": {f.name: _numbers(components[f.source]) for f in COMPONENT_FIELDS if f.source},
         }
 
     payload = {
@@ -311,18 +383,18 @@ def _add_health(
     module_names: list[str],
     tensor_names: list[str],
 ) -> None:
-    rows = _by_name(None if health is None else health[health["kind"] != "module"])
-    rolled = _by_name(None if health is None else health[health["kind"] == "module"])
-    tensors["problems"] = [jsonable(rows.get(n, {}).get("problems")) for n in tensor_names]
-    modules["problems"] = [jsonable(rolled.get(n, {}).get("problems")) for n in module_names]
-    modules["problem_tensors"] = [jsonable(rolled.get(n, {}).get("problem_tensors")) for n in module_names]
+    rows = None if health is None else health[health["kind"] != "module"]
+    rolled = None if health is None else health[health["kind"] == "module"]
+    tensors["problems"] = _aligned(rows, "problems", tensor_names)
+    modules["problems"] = _aligned(rolled, "problems", module_names)
+    modules["problem_tensors"] = _aligned(rolled, "problem_tensors", module_names)
 
 
 def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
     """Metrics over training steps for the widget's small plots: ``steps`` and one
     ``{"key", "values"}`` series per key (missing values as null)."""
     steps = [int(s) for s in history["step"]] if len(history) else []
-    series = [{"key": k, "values": [_round(jsonable(v)) for v in history[k].tolist()]} for k in keys if k in history]
+    series = [{"key": k, "values": _numbers(history[k])} for k in keys if k in history]
     return {"title": title, "steps": steps, "series": series}
 
 
