@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..analyze import compare as _compare
+from ..analyze.gc_pause import gc_paused
 from ..analyze.health import health_frame
 from ..analyze.moments import _rebinned, histogram_edges  # _rebinned: rebin_sum's rows, each onto its own range
 from ..payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Field, check_payload
@@ -297,6 +298,7 @@ def _copied(frame: pd.DataFrame, fields: tuple[Field, ...], when: str | None) ->
     return {f.name: column_values(frame[f.source]) for f in fields if f.source is not None and f.when == when}
 
 
+@gc_paused()  # it allocates a few objects per module and tensor: the collector's passes cost more
 def build_payload(
     name: str,
     framework: str,
@@ -398,6 +400,7 @@ def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
     return {"title": title, "steps": steps, "series": series}
 
 
+@gc_paused()
 def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor") -> dict | None:
     """The full-resolution histogram of one tensor (``kind="tensor"``) or module (of its weight
     matrices when it has any, as in the payload), or None."""
