@@ -29,6 +29,7 @@ from nbinspect import examples
 from nbinspect.inspection import with_memory
 from nbinspect.render.json_export import column_values, jsonable, records
 from nbinspect.render.payload import build_payload, histogram, timeline
+from nbinspect.render.rounding import significant
 
 from .generate_contract import dump
 
@@ -199,3 +200,21 @@ def test_a_column_is_read_as_jsonable_reads_each_cell(dtype):
     ):
         assert repr(got) == repr(want)  # NaN, None and -0.0 told apart
         assert [type(v) for v in got] == [type(v) for v in want]
+
+
+def test_rounding_whole_arrays_gives_what_formatting_each_value_gives():
+    rng = np.random.default_rng(0)
+    digits = rng.integers(100000, 1000000, 100_000) + 0.5
+    values = np.concatenate(
+        [
+            rng.standard_normal(100_000) * 10.0 ** rng.integers(-30, 30, 100_000),  # beyond the exact powers too
+            digits * 10.0 ** rng.integers(-20, 20, 100_000),  # next to a tie of the sixth digit
+            np.nextafter(digits * 10.0 ** rng.integers(-20, 20, 100_000), np.inf),
+            10.0 ** rng.integers(-25, 25, 50_000) * (1 + rng.integers(-3, 4, 50_000) * 2.0**-52),  # next to 10**n
+            rng.standard_normal(50_000).astype(np.float32),
+            [0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 1.7976931348623157e308, 999999.5, 9999995e-3, 1e22, 1e-17],
+        ]
+    )
+    got = significant(values)
+    want = [float(f"{v:.6g}") for v in values.tolist()]
+    assert [repr(v) for v in got] == [repr(v) for v in want]  # -0.0 and nan spelled out

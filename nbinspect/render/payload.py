@@ -28,6 +28,7 @@ from ..schema import PARAMETER, STATS
 from ..sources import ancestors
 from .format import is_missing
 from .json_export import column_values, jsonable
+from .rounding import significant
 
 __all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram", "timeline"]
 
@@ -55,6 +56,12 @@ def _rounded(values: list) -> list:
 
 def _numbers(column: pd.Series) -> list:
     """``_round(jsonable(v))`` of each cell of `column`."""
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind == "f":
+        values = column.to_numpy(dtype=np.float64)
+        out = significant(values)
+        for i in np.flatnonzero(~np.isfinite(values)).tolist():
+            out[i] = None
+        return out
     return _rounded(column_values(column))
 
 
@@ -124,9 +131,9 @@ def _coarse_rows(counts: list, edges: list, bins: int = INLINE_BINS) -> list[dic
         widths = np.diff(cut, axis=1)
         # np.allclose(row, row[0], rtol=1e-6, atol=0) is np.isclose(...).all(): the same test row by row
         uniform = np.isclose(widths, widths[:, :1], rtol=1e-6, atol=0).all(axis=1).tolist()
-        ends = _rounded(cut[:, [0, -1]].ravel().tolist())
+        ends = significant(cut[:, [0, -1]].ravel())
         for j, i in enumerate(rows.tolist()):
-            kept = ends[2 * j : 2 * j + 2] if uniform[j] else _rounded(cut[j].tolist())
+            kept = ends[2 * j : 2 * j + 2] if uniform[j] else significant(cut[j])
             out[i] = {"e": kept, "c": merged[j]}
     return out
 
@@ -259,21 +266,40 @@ def _matrix_histograms(
     hists = _by_row(groups, len(frame))
     kept = sorted(i for group in groups.values() for i in _uniform(*group))
     modules = frame["module"].tolist()
-    members: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    members: dict[str, list[int]] = {}
     for i in kept:  # in frame order, as each path's members were always gathered
         for path in ancestors(modules[i]) if only is None else (only,):
-            members.setdefault(path, []).append(hists[i])
-    paths = [p for p, found in members.items() if len({c.size for c, _ in found}) == 1]
-    ranges = {}
-    for path in paths:
-        ends = np.array([(e[0], e[-1]) for _, e in members[path]])
-        ranges[path] = (ends[:, 0].min(), ends[:, 1].max())
-    rows = [(path, c, e) for path in paths for c, e in members[path]]
-    counts, edges = _moved([r[1] for r in rows], [r[2] for r in rows], [ranges[r[0]] for r in rows])
-    out: dict[str, tuple] = {}
-    for (path, *_), moved, merged_edges in zip(rows, counts, edges):
-        out[path] = (moved, merged_edges) if path not in out else (out[path][0] + moved, merged_edges)
-    return out
+            members.setdefault(path, []).append(i)
+    paths = [p for p, found in members.items() if len({hists[i][0].size for i in found}) == 1]
+    if not paths:
+        return {}
+    rows = [i for p in paths for i in members[p]]
+    sizes = [len(members[p]) for p in paths]
+    lo, hi = _run_ranges(sizes, np.array([hists[i][1][0] for i in rows]), np.array([hists[i][1][-1] for i in rows]))
+    targets = [(a, b) for a, b, n in zip(lo.tolist(), hi.tolist(), sizes) for _ in range(n)]
+    counts, edges = _moved([hists[i][0] for i in rows], [hists[i][1] for i in rows], targets)
+    starts = np.cumsum([0, *sizes[:-1]]).tolist()
+    return {p: (total, edges[at]) for p, total, at in zip(paths, _run_sums(counts, sizes), starts)}
+
+
+def _run_ranges(sizes: list[int], first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The least of `first` and the greatest of `last` over each run of `sizes` values. Where
+    that is zero, numpy's min and max of the run's own array decide between 0.0 and -0.0,
+    as they always did; any other value has one spelling."""
+    starts = np.cumsum([0, *sizes[:-1]])
+    lo, hi = np.minimum.reduceat(first, starts), np.maximum.reduceat(last, starts)
+    for k in np.flatnonzero((lo == 0) | (hi == 0)).tolist():
+        run = slice(starts[k], starts[k] + sizes[k])
+        lo[k], hi[k] = first[run].min(), last[run].max()
+    return lo, hi
+
+
+def _run_sums(rows: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
+    """The sums of consecutive runs of `sizes` rows (the rows of one run have one length)."""
+    starts = np.cumsum([0, *sizes[:-1]])
+    if len({r.size for r in rows}) == 1:
+        return list(np.add.reduceat(np.stack(rows), starts, axis=0))
+    return [np.sum(rows[s : s + n], axis=0) for s, n in zip(starts.tolist(), sizes)]
 
 
 def _uniform(rows: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> list[int]:
