@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -50,6 +51,11 @@ def _io_lines(records: list[dict] | None) -> list[list[str]]:
     return rows
 
 
+_Call = namedtuple(
+    "_Call", "name parent depth type call status input_shapes output_shapes flops activation_bytes"
+)  # the flow columns the text shows
+
+
 def flow_text(
     flow: pd.DataFrame, io: Mapping[str, Any], totals: Mapping[str, Any], title: str = "", depth: int | None = None
 ) -> str:
@@ -58,14 +64,15 @@ def flow_text(
     tree = pd.DataFrame(
         {
             "name": flow["index"].astype(str),
-            "parent": [None if is_missing(p) else str(p) for p in flow["parent"]],
+            "parent": [None if is_missing(p) else str(p) for p in flow["parent"].tolist()],
             "depth": flow["depth"],
         }
     )
     prefixes = _tree_prefixes(tree)
     names = flow["name"].tolist()
     rows = []
-    for prefix, r in zip(prefixes, flow.itertuples(index=False)):
+    called = map(_Call._make, zip(*(flow[c].tolist() for c in _Call._fields)))  # not a pandas row at a time: slower
+    for prefix, r in zip(prefixes, called):
         if depth is not None and r.depth > depth:
             continue
         outer = "" if is_missing(r.parent) else names[r.parent]

@@ -27,12 +27,13 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[
 def _tree_prefixes(layers: pd.DataFrame) -> list[str]:
     """Box-drawing prefixes ('├─ ', '│  └─ ', ...) for rows in pre-order."""
     last_child: dict[str, str] = {}
-    for name, parent in zip(layers["name"], layers["parent"]):
+    names, parents, depths = (layers[c].tolist() for c in ("name", "parent", "depth"))
+    for name, parent in zip(names, parents):
         if not is_missing(parent):
             last_child[parent] = name
     open_levels: dict[int, bool] = {}  # depth -> does that ancestor have siblings still to come
     prefixes = []
-    for name, parent, depth in zip(layers["name"], layers["parent"], layers["depth"]):
+    for name, parent, depth in zip(names, parents, depths):
         if depth == 0:
             prefixes.append("")
             continue
