@@ -37,6 +37,9 @@ def json_schema() -> dict:
     return json.loads(resources.files(__package__).joinpath("inspection.schema.json").read_text())
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # JSON values as they are
+
+
 def jsonable(value: Any) -> Any:
     """`value` with numpy/pandas scalars, tuples and missing values made plain JSON."""
     kind = type(value)
@@ -44,8 +47,10 @@ def jsonable(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else None  # JSON has no NaN or inf
+    if kind is list or kind is tuple:  # shapes and the like: their plain items are kept without a call each
+        return [v if type(v) in _PLAIN else jsonable(v) for v in value]
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(k): v if type(v) in _PLAIN else jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
         return [jsonable(v) for v in value]
     if is_missing(value):

@@ -123,19 +123,26 @@ def _coarse_rows(counts: list, edges: list, bins: int = INLINE_BINS) -> list[dic
     """Per row: its histogram with adjacent bins merged down to at most `bins`, edges as
     [lo, hi] when they are uniform (widths equal to the first within 1e-6), or None."""
     out: list[dict | None] = [None] * len(counts)
-    for n, (rows, c, e) in _hist_groups(counts, edges).items():
-        step = max(1, math.ceil(n / bins))
-        starts = np.arange(0, n, step)
-        merged = np.add.reduceat(c, starts, axis=1).tolist()
-        cut = np.concatenate([e[:, starts], e[:, -1:]], axis=1)
-        widths = np.diff(cut, axis=1)
-        # np.allclose(row, row[0], rtol=1e-6, atol=0) is np.isclose(...).all(): the same test row by row
-        uniform = np.isclose(widths, widths[:, :1], rtol=1e-6, atol=0).all(axis=1).tolist()
-        ends = significant(cut[:, [0, -1]].ravel())
-        for j, i in enumerate(rows.tolist()):
-            kept = ends[2 * j : 2 * j + 2] if uniform[j] else significant(cut[j])
-            out[i] = {"e": kept, "c": merged[j]}
+    for rows, c, e in _hist_groups(counts, edges).values():
+        for i, hist in zip(rows.tolist(), _coarse_group(c, e, bins)):
+            out[i] = hist
     return out
+
+
+def _coarse_group(counts: np.ndarray, edges: np.ndarray, bins: int = INLINE_BINS) -> list[dict]:
+    """:func:`_coarse_rows` of histograms of one bin count: counts (k, n), finite edges (k, n + 1)."""
+    n = counts.shape[1]
+    starts = np.arange(0, n, max(1, math.ceil(n / bins)))
+    merged = np.add.reduceat(counts, starts, axis=1).tolist()
+    cut = np.concatenate([edges[:, starts], edges[:, -1:]], axis=1)
+    widths = np.diff(cut, axis=1)
+    # np.allclose(row, row[0], rtol=1e-6, atol=0) is np.isclose(...).all(): the same test row by row
+    uniform = np.isclose(widths, widths[:, :1], rtol=1e-6, atol=0).all(axis=1).tolist()
+    ends = significant(cut[:, [0, -1]].ravel())
+    return [
+        {"e": ends[2 * j : 2 * j + 2] if uniform[j] else significant(cut[j]), "c": merged[j]}
+        for j in range(len(merged))
+    ]
 
 
 def _full_histogram(row: Mapping[str, Any]) -> dict | None:
@@ -199,29 +206,44 @@ def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str]) -> dict[
     return out
 
 
-def _side_hists(frame: pd.DataFrame | None, names: list[str]) -> list[tuple[np.ndarray, np.ndarray] | None]:
-    """Per name: (counts, edges) of its histogram in the last stats row of that name, or None."""
+def _side_hists(frame: pd.DataFrame | None, names: list[str]) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The histograms of the last stats row of each name, by bin count: n -> (positions in
+    `names`, counts (k, n), edges (k, n + 1))."""
     if frame is None or "name" not in frame.columns:
-        return [None] * len(names)
-    return _picked(_by_row(_hist_groups(*_hists(frame)), len(frame)), _positions(frame["name"], names))
+        return {}
+    where = np.array(_positions(frame["name"], names), dtype=np.int64)
+    out = {}
+    for n, (rows, counts, edges) in _hist_groups(*_hists(frame)).items():
+        slot = np.full(len(frame), -1)
+        slot[rows] = np.arange(len(rows))
+        picked = slot[where] if len(where) else where  # row of each name within this group, or -1
+        at = np.flatnonzero((where >= 0) & (picked >= 0))
+        out[n] = (at, counts[picked[at]], edges[picked[at]])
+    return out
 
 
 def _shared_range(
     side_a: pd.DataFrame | None, side_b: pd.DataFrame | None, names: list[str]
 ) -> tuple[list[dict | None], list[dict | None]]:
-    """Per name, the two sides' histograms moved onto one range, so before and after line up."""
-    a, b = _side_hists(side_a, names), _side_hists(side_b, names)
-    moves = []  # (side, position, counts, edges, lo, hi) of every histogram present
-    for i, pair in enumerate(zip(a, b)):
-        present = [h for h in pair if h is not None]
-        if present:
-            lo = min(float(e[0]) for _, e in present)
-            hi = max(float(e[-1]) for _, e in present)
-            moves += [(side, i, *h, lo, hi) for side, h in enumerate(pair) if h is not None]
+    """Per name, the two sides' histograms moved onto one range, so before and after line up:
+    the least first edge and the greatest last edge of the two (a's on a tie, as Python's
+    min and max give)."""
+    sides = _side_hists(side_a, names), _side_hists(side_b, names)
+    first, last = np.full((2, len(names)), np.nan), np.full((2, len(names)), np.nan)
+    for s, groups in enumerate(sides):
+        for at, _, edges in groups.values():
+            first[s, at], last[s, at] = edges[:, 0], edges[:, -1]
+    a_missing = np.isnan(first[0])
+    lo = np.where(a_missing | (first[1] < first[0]), first[1], first[0])
+    hi = np.where(a_missing | (last[1] > last[0]), last[1], last[0])
     out: tuple[list[dict | None], list[dict | None]] = ([None] * len(names), [None] * len(names))
-    counts, edges = _moved([m[2] for m in moves], [m[3] for m in moves], [(m[4], m[5]) for m in moves])
-    for (side, i, *_), hist in zip(moves, _coarse_rows(counts, edges)):
-        out[side][i] = hist
+    for s, groups in enumerate(sides):
+        for n, (at, counts, edges) in groups.items():
+            moved = _rebinned(counts, edges[:, 0], edges[:, -1], lo[at], hi[at])  # rebin_sum's rows
+            new_edges = histogram_edges(lo[at], hi[at], n).reshape(-1, n + 1)  # row by row the scalar call's
+            finite = np.isfinite(new_edges).all(axis=1)
+            for i, hist in zip(at[finite].tolist(), _coarse_group(moved[finite], new_edges[finite])):
+                out[s][i] = hist
     return out
 
 
