@@ -255,12 +255,12 @@ def test_a_module_histogram_request_merges_that_module_only(calls):
     insp = nbinspect.inspect(examples.build("tiny_lm"))
     w = insp.widget()
     every = payload_module._matrix_histograms(insp.frames["stats"], insp.frames["params"])  # the payload's roll-up
-    merges = calls(payload_module, "_moved", len)  # one merge per request, recording how many matrices it moves
+    merges = calls(payload_module, "_merged", lambda runs: [len(r) for r in runs])  # matrices merged per module
     for name, (counts, edges) in every.items():
         response, _ = w._histogram({"name": name, "kind": "module"}, [])
         assert response == {"e": [float(f"{e:.6g}") for e in edges], "c": counts.tolist()}, name
     assert len(merges) == len(every) == 18  # was 18 x 18: every module merged for each request
-    assert merges[list(every).index("blocks.0.attn")] == 2  # qkv and proj weights, the biases left out
+    assert merges[list(every).index("blocks.0.attn")] == [2]  # qkv and proj weights, the biases left out
     # a module with one matrix: the numbers are that tensor's own histogram in the stats frame
     qkv, _ = w._histogram({"name": "blocks.0.attn.qkv", "kind": "module"}, [])
     assert qkv == histogram(insp.frames, "blocks.0.attn.qkv.weight") and sum(qkv["c"]) == 3 * 64 * 64

@@ -56,6 +56,8 @@ def _rounded(values: list) -> list:
 
 def _numbers(column: pd.Series) -> list:
     """``_round(jsonable(v))`` of each cell of `column`."""
+    if column.dtype.kind in "iub":  # numpy or nullable integers and booleans: nothing to round
+        return column_values(column)
     if isinstance(column.dtype, np.dtype) and column.dtype.kind == "f":
         values = column.to_numpy(dtype=np.float64)
         out = significant(values)
@@ -96,6 +98,12 @@ def _aligned(
 def _hist_groups(counts: list, edges: list) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The rows of (`counts`, `edges`) that make a histogram (arrays of n >= 1 counts and n + 1
     finite edges), by bin count n: n -> (row positions, counts (k, n) int64, edges (k, n + 1))."""
+    if _one_shape(counts) and _one_shape(edges):  # as a stats frame holds them: stacked at once
+        c, e = np.stack(counts), np.stack(edges)
+        if c.ndim == 2 and c.shape[1] and e.shape[1] == c.shape[1] + 1:
+            c, e = c.astype(np.int64, copy=False), e.astype(np.float64, copy=False)
+            finite = np.isfinite(e).all(axis=1)
+            return {c.shape[1]: (np.flatnonzero(finite), c[finite], e[finite])}
     rows: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
     for i, (c, e) in enumerate(zip(counts, edges)):
         if _is_array(c) and _is_array(e):
@@ -110,13 +118,11 @@ def _hist_groups(counts: list, edges: list) -> dict[int, tuple[np.ndarray, np.nd
     return groups
 
 
-def _by_row(groups: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> list:
-    """Per row of the `n` grouped by :func:`_hist_groups`: (counts, edges), or None."""
-    rows: list[tuple[np.ndarray, np.ndarray] | None] = [None] * n
-    for at, counts, edges in groups.values():
-        for j, i in enumerate(at.tolist()):
-            rows[i] = counts[j], edges[j]
-    return rows
+def _one_shape(cells: list) -> bool:
+    """Whether `cells` are numpy arrays of one shape and dtype (the rows of one 2-D array)."""
+    if not cells or any(type(c) is not np.ndarray for c in cells):
+        return False
+    return len({(c.shape, c.dtype) for c in cells}) == 1
 
 
 def _coarse_rows(counts: list, edges: list, bins: int = INLINE_BINS) -> list[dict | None]:
@@ -247,24 +253,6 @@ def _shared_range(
     return out
 
 
-def _moved(counts: list[np.ndarray], edges: list[np.ndarray], targets: list[tuple[float, float]]) -> tuple[list, list]:
-    """Each histogram moved onto its target range (as many bins, the arithmetic of
-    ``rebin_sum`` of one row), rows of one bin count at a time: (counts, edges) per row."""
-    out_counts: list = [None] * len(counts)
-    out_edges: list = [None] * len(counts)
-    by_bins: dict[int, list[int]] = {}
-    for i, c in enumerate(counts):
-        by_bins.setdefault(c.size, []).append(i)
-    for n, rows in by_bins.items():
-        e = np.stack([edges[i] for i in rows])
-        lo, hi = np.array([targets[i] for i in rows]).T
-        moved = _rebinned(np.stack([counts[i] for i in rows]), e[:, 0], e[:, -1], lo, hi)
-        new_edges = histogram_edges(lo, hi, n).reshape(-1, n + 1)  # row by row what the scalar call gives
-        for j, i in enumerate(rows):
-            out_counts[i], out_edges[i] = moved[j], new_edges[j]
-    return out_counts, out_edges
-
-
 def _matrix_histograms(
     tensor_stats: pd.DataFrame | None, params: pd.DataFrame, only: str | None = None
 ) -> dict[str, tuple]:
@@ -285,23 +273,41 @@ def _matrix_histograms(
     }
     frame = tensor_stats[tensor_stats["name"].isin(matrices)]
     groups = _hist_groups(*_hists(frame))
-    hists = _by_row(groups, len(frame))
-    kept = sorted(i for group in groups.values() for i in _uniform(*group))
+    bins, slot = [0] * len(frame), np.full(len(frame), -1)  # per frame row: bin count, row in its group
+    kept = []
+    for n, (rows, counts, edges) in groups.items():
+        slot[rows] = np.arange(len(rows))
+        for i in rows.tolist():
+            bins[i] = n
+        kept += _uniform(rows, counts, edges)
     modules = frame["module"].tolist()
     members: dict[str, list[int]] = {}
-    for i in kept:  # in frame order, as each path's members were always gathered
+    for i in sorted(kept):  # in frame order, as each path's members were always gathered
         for path in ancestors(modules[i]) if only is None else (only,):
             members.setdefault(path, []).append(i)
-    paths = [p for p, found in members.items() if len({hists[i][0].size for i in found}) == 1]
-    if not paths:
-        return {}
-    rows = [i for p in paths for i in members[p]]
-    sizes = [len(members[p]) for p in paths]
-    lo, hi = _run_ranges(sizes, np.array([hists[i][1][0] for i in rows]), np.array([hists[i][1][-1] for i in rows]))
-    targets = [(a, b) for a, b, n in zip(lo.tolist(), hi.tolist(), sizes) for _ in range(n)]
-    counts, edges = _moved([hists[i][0] for i in rows], [hists[i][1] for i in rows], targets)
-    starts = np.cumsum([0, *sizes[:-1]]).tolist()
-    return {p: (total, edges[at]) for p, total, at in zip(paths, _run_sums(counts, sizes), starts)}
+    size = {p: found.pop() for p, rows in members.items() if len(found := {bins[i] for i in rows}) == 1}
+    out = {}
+    for n, (_, counts, edges) in groups.items():
+        paths = [p for p in members if size.get(p) == n]  # a path's matrices have one bin count, or none is shown
+        if paths:
+            out.update(zip(paths, _merged([members[p] for p in paths], counts, edges, slot)))
+    return {p: out[p] for p in members if p in out}
+
+
+def _merged(
+    runs: list[list[int]], counts: np.ndarray, edges: np.ndarray, slot: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per run of frame rows (their histograms: rows `slot[i]` of `counts` and `edges`): their
+    sum moved onto the range that holds them all, with rebin_sum's arithmetic, and its edges."""
+    sizes = [len(r) for r in runs]
+    at = slot[[i for r in runs for i in r]]
+    first, last = edges[at, 0], edges[at, -1]
+    lo, hi = _run_ranges(sizes, first, last)
+    each = np.repeat(np.arange(len(runs)), sizes)
+    moved = _rebinned(counts[at], first, last, lo[each], hi[each])
+    totals = np.add.reduceat(moved, np.cumsum([0, *sizes[:-1]]), axis=0)
+    n = counts.shape[1]
+    return list(zip(totals, histogram_edges(lo, hi, n).reshape(-1, n + 1)))
 
 
 def _run_ranges(sizes: list[int], first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -314,14 +320,6 @@ def _run_ranges(sizes: list[int], first: np.ndarray, last: np.ndarray) -> tuple[
         run = slice(starts[k], starts[k] + sizes[k])
         lo[k], hi[k] = first[run].min(), last[run].max()
     return lo, hi
-
-
-def _run_sums(rows: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
-    """The sums of consecutive runs of `sizes` rows (the rows of one run have one length)."""
-    starts = np.cumsum([0, *sizes[:-1]])
-    if len({r.size for r in rows}) == 1:
-        return list(np.add.reduceat(np.stack(rows), starts, axis=0))
-    return [np.sum(rows[s : s + n], axis=0) for s, n in zip(starts.tolist(), sizes)]
 
 
 def _uniform(rows: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> list[int]:
