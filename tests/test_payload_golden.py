@@ -26,10 +26,9 @@ from torch import nn
 
 import nbinspect
 from nbinspect import examples
+from nbinspect.analyze.moments import histogram_edges
 from nbinspect.inspection import with_memory
-from nbinspect.render.json_export import column_values, jsonable, records
 from nbinspect.render.payload import build_payload, histogram, timeline
-from nbinspect.render.rounding import significant
 
 from .generate_contract import dump
 
@@ -115,6 +114,7 @@ def _odd_frames() -> dict[str, pd.DataFrame]:
         edges[1:-1] += np.linspace(0.0, 0.01, edges.size - 2)
         stats.at[row, "hist_edges"] = edges
     stats.at[2, "hist_edges"] = np.array([0.0, 1.0])  # counts and edges that do not match: no histogram
+    stats.at[6, "hist_edges"] = histogram_edges(0.1, 1 / 3, 64)  # edges that rounding shortens
     stats.loc[3, ["mean", "max"]] = [float("nan"), float("inf")]
     stats.loc[4, "note"] = "a note"
     stats = pd.concat([stats, stats.iloc[[5]].assign(mean=0.125)], ignore_index=True)  # a name twice: the last wins
@@ -170,51 +170,11 @@ def test_module_rows_in_the_stats_frame_payload_is_unchanged(golden):
     golden("payload_merged.json", dump(build_payload("Merged", "torch", {}, frames)))
 
 
-_COLUMNS = {
-    "float64": np.array([1.5, np.nan, np.inf, -np.inf, -0.0]),
-    "float32": np.array([1.5, np.nan, np.inf, 2, 3], dtype=np.float32),
-    "float16": np.array([1.5, np.nan, -np.inf, 2, 3], dtype=np.float16),
-    "int64": np.arange(5),
-    "uint8": np.arange(5, dtype=np.uint8),
-    "bool": np.array([True, False, True, True, False]),
-    "Int64": pd.array([1, None, 3, 4, 5], dtype="Int64"),
-    "boolean": pd.array([True, None, False, True, None], dtype="boolean"),
-    "Float64": pd.array([1.5, None, np.nan, np.inf, 2], dtype="Float64"),
-    "string": pd.array(["a", None, "c", "", "e"], dtype="string"),
-    "str": pd.array(["a", None, "c", "", "e"], dtype="str"),
-    "object": pd.array(
-        [np.float32("nan"), (1, np.int64(2)), {"a": np.int64(3)}, pd.NA, np.float64("inf")], dtype=object
-    ),
-    "complex": np.array([1 + 2j] * 5),
-}
-
-
-@pytest.mark.parametrize("dtype", list(_COLUMNS))
-def test_a_column_is_read_as_jsonable_reads_each_cell(dtype):
-    column = pd.Series(_COLUMNS[dtype])
-    frame = pd.DataFrame({"c": column})
-    for got, want in (
-        (column_values(column), [jsonable(v) for v in column.tolist()]),
-        (column_values(column, box=True), [jsonable(row["c"]) for row in frame.to_dict("records")]),
-        (records(frame), jsonable(frame.to_dict("records"))),
-    ):
-        assert repr(got) == repr(want)  # NaN, None and -0.0 told apart
-        assert [type(v) for v in got] == [type(v) for v in want]
-
-
-def test_rounding_whole_arrays_gives_what_formatting_each_value_gives():
-    rng = np.random.default_rng(0)
-    digits = rng.integers(100000, 1000000, 100_000) + 0.5
-    values = np.concatenate(
-        [
-            rng.standard_normal(100_000) * 10.0 ** rng.integers(-30, 30, 100_000),  # beyond the exact powers too
-            digits * 10.0 ** rng.integers(-20, 20, 100_000),  # next to a tie of the sixth digit
-            np.nextafter(digits * 10.0 ** rng.integers(-20, 20, 100_000), np.inf),
-            10.0 ** rng.integers(-25, 25, 50_000) * (1 + rng.integers(-3, 4, 50_000) * 2.0**-52),  # next to 10**n
-            rng.standard_normal(50_000).astype(np.float32),
-            [0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 1.7976931348623157e308, 999999.5, 9999995e-3, 1e22, 1e-17],
-        ]
-    )
-    got = significant(values)
-    want = [float(f"{v:.6g}") for v in values.tolist()]
-    assert [repr(v) for v in got] == [repr(v) for v in want]  # -0.0 and nan spelled out
+def test_comparison_histograms_on_a_tie_keep_the_first_side(golden):
+    """The two sides' ranges end at -0.0 and 0.0, which compare equal: a's is kept."""
+    cmp = _compared()
+    frames = {k: v.copy() for k, v in cmp._widget_frames().items()}
+    for key, hi in (("stats_a", -0.0), ("stats_b", 0.0)):
+        side = frames[key]
+        side.at[side.index[side["name"] == "0.0.weight"][0], "hist_edges"] = histogram_edges(-1 / 3, hi, 64)
+    golden("payload_compare_tie.json", dump(build_payload("Tie", "torch", {}, frames, ("a", "b"))))
