@@ -115,6 +115,10 @@ def _odd_frames() -> dict[str, pd.DataFrame]:
         stats.at[row, "hist_edges"] = edges
     stats.at[2, "hist_edges"] = np.array([0.0, 1.0])  # counts and edges that do not match: no histogram
     stats.at[6, "hist_edges"] = histogram_edges(0.1, 1 / 3, 64)  # edges that rounding shortens
+    for row, shift in ((5, 3e-6), (7, 2e-7)):  # merged widths apart by twice `shift`: past 1e-6 (sent in full), within
+        edges = histogram_edges(0.0, 1.0, 64)
+        edges[4] += shift / 16
+        stats.at[row, "hist_edges"] = edges
     stats.loc[3, ["mean", "max"]] = [float("nan"), float("inf")]
     stats.loc[4, "note"] = "a note"
     stats = pd.concat([stats, stats.iloc[[5]].assign(mean=0.125)], ignore_index=True)  # a name twice: the last wins
