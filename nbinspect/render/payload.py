@@ -151,7 +151,8 @@ def _coarse_group(counts: np.ndarray, edges: np.ndarray, bins: int = INLINE_BINS
     cut = np.concatenate([edges[:, starts], edges[:, -1:]], axis=1)
     widths = np.diff(cut, axis=1)
     # np.allclose(row, row[0], rtol=1e-6, atol=0) is np.isclose(...).all(): the same test row by row
-    uniform = np.isclose(widths, widths[:, :1], rtol=1e-6, atol=0).all(axis=1).tolist()
+    close = np.isclose(widths, widths[:, :1], rtol=1e-6, atol=0)
+    uniform: list[bool] = close.all(axis=1).tolist()  # type: ignore[assignment]  # numpy's stubs: a bool or an array
     ends = significant(cut[:, [0, -1]].ravel())
     return [
         {"e": ends[2 * j : 2 * j + 2] if uniform[j] else significant(cut[j]), "c": merged[j]}
@@ -294,7 +295,7 @@ def _matrix_histograms(
         for path in ancestors(modules[i]) if only is None else (only,):
             members.setdefault(path, []).append(i)
     size = {p: found.pop() for p, rows in members.items() if len(found := {bins[i] for i in rows}) == 1}
-    out = {}
+    out: dict[str, tuple] = {}
     for n, (_, counts, edges) in groups.items():
         paths = [p for p in members if size.get(p) == n]  # a path's matrices have one bin count, or none is shown
         if paths:
