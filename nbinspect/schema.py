@@ -151,12 +151,18 @@ _PACKED: dict[str, tuple[type, str, type]] = {
 
 def _packed(values: list, array: type, kind: str, numpy_dtype: type) -> Any:
     """`values` (None for missing) as a masked pandas `array`, or None to leave them to pandas."""
-    missing = np.fromiter(map(operator.is_, values, repeat(None)), dtype=bool, count=len(values))
-    packed = np.array([v for v in values if v is not None] if missing.any() else values)
-    if packed.dtype.kind != kind or packed.ndim != 1:
+    n = len(values)
+    packed = np.array(values)
+    if packed.dtype.kind == kind and packed.ndim == 1:  # nothing missing
+        return array(packed.astype(numpy_dtype, copy=False), np.zeros(n, dtype=bool))
+    if packed.dtype != object:
         return None
-    data: np.ndarray = np.zeros(len(values), dtype=numpy_dtype)
-    data[~missing] = packed
+    missing = np.fromiter(map(operator.is_, values, repeat(None)), dtype=bool, count=n)
+    present = np.array([v for v in values if v is not None])
+    if present.dtype.kind != kind or present.ndim != 1:
+        return None
+    data: np.ndarray = np.zeros(n, dtype=numpy_dtype)
+    data[~missing] = present
     return array(data, missing)
 
 
