@@ -90,11 +90,11 @@ def test_float32_block_sums_that_overflow_are_redone_in_float64():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.usefixtures("split_threads")
 def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch, dtype):
     t = _values(dtype, 5 * SAMPLE, seed=2)
     one = large_moments(t, 64, Workspace(KERNELS))
-    monkeypatch.setattr(fused, "PART", SAMPLE)
-    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
+    monkeypatch.setattr(fused, "PART", SAMPLE)  # split_threads: one share per PART
     assert len(fused._splits(t.numel(), fused._threads(t.numel()))) > 1
     split = large_moments(t, 64, Workspace(KERNELS))
     assert (split.min, split.max, split.zeros, split.count) == (one.min, one.max, one.zeros, one.count)
@@ -182,8 +182,8 @@ def _pair_reference(a: torch.Tensor, b: torch.Tensor, thresholds: tuple) -> dict
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.usefixtures("split_threads")
 def test_fused_pair_sums_match_float64_with_and_without_norms(dtype, monkeypatch):
-    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
     monkeypatch.setattr(fused, "_CHUNK", 1 << 17)  # fp16/bf16: several widened chunks per thread's share
     g = torch.Generator().manual_seed(5)
     a = torch.randn(3 * fused.PART + 7, generator=g, dtype=torch.float64)  # several threads' shares
@@ -271,8 +271,8 @@ def test_small_tensors_in_the_segment_kernel_match_the_numpy_path():
         (torch.int64, torch.float16),
     ],
 )
-def test_fused_pair_sums_of_mixed_dtypes_match_float64(a_dtype, b_dtype, monkeypatch):
-    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
+@pytest.mark.usefixtures("split_threads")
+def test_fused_pair_sums_of_mixed_dtypes_match_float64(a_dtype, b_dtype):
     g = torch.Generator().manual_seed(8)
     a = (torch.randn(3 * fused.PART + 5, generator=g) * 50).to(a_dtype)
     b = (a.float() + torch.randn(a.shape, generator=g) * 1e-1).to(b_dtype)
