@@ -252,9 +252,8 @@ def _piece_moments(
     n = c.numel()
     if c.dtype != cdt or c.device.type != "cpu":
         c = workspace.get(cdt, "upcast", n).copy_(c)
-    picked = c[(-position) % stride :: stride]
-    first = -(-position // stride)
-    sample[first : first + picked.numel()].copy_(picked)
+    share, first = fused.sample_share(position, position + n, sample, stride)
+    share.copy_(c[first::stride])
     nan = inf = 0
     lo, hi = (float(v) for v in torch.aminmax(c))
     if not (math.isfinite(lo) and math.isfinite(hi)):
