@@ -335,7 +335,7 @@ def pair_sums(
             sides = (_raw(a), a.dtype, _raw(b), b.dtype)
         else:
             wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
-            buf_a, buf_b = scratch.get(torch.float64 if wide else torch.float32, 2)
+            buf_a, buf_b = scratch.chunks(torch.float64 if wide else torch.float32, "a", "b")
             for start in range(0, n, scratch.chunk):
                 m = min(scratch.chunk, n - start)
                 x = buf_a[:m].copy_(a[start : start + m]).numpy()
