@@ -49,7 +49,7 @@ _SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation
 
 def tensor_moments(values: torch.Tensor, bins: int = 64, workspace: Scratch | None = None) -> Moments:
     """Statistics of one real tensor (floating, integer or bool, dense, any device).
-    `workspace`: the run's buffers, a chunk of ``CHUNK`` elements (and its kernels)."""
+    `workspace`: the run's buffers (chunks of ``CHUNK`` elements) and kernels; None: the torch path."""
     if values.numel() <= SAMPLE:
         return batch_moments([values], bins)[0]
     if workspace is None:
