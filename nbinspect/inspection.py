@@ -90,7 +90,7 @@ class Inspection(Result):
         exploding or vanishing scale, per tensor and rolled up per module, with the default
         :class:`~nbinspect.HealthThresholds` (``nbinspect.health(insp, exploding=...)`` for
         others). Needs the weight statistics."""
-        return DisplayFrame(health_frame(self.stats, self.params, list(self.layers["name"])))
+        return DisplayFrame(health_frame(self.stats, self.params, self.layers["name"].tolist()))
 
     def problems(self) -> dict[str, int]:
         """Distinct tensors with each problem, e.g. ``{"NaN": 2}``; {} when healthy or when
@@ -264,7 +264,12 @@ def with_forward(inspection: _I, model: Any, input: Any, **options: Any) -> _I:
 
 def with_trace(inspection: _I, result: TraceResult) -> _I:
     """`inspection` with a trace's columns, ``flow`` frame, totals and io added."""
-    frames = {**inspection.frames, "layers": layers_with_trace(inspection.layers, result), "flow": flow(result)}
+    flow_frame = flow(result)
+    frames = {
+        **inspection.frames,
+        "layers": layers_with_trace(inspection.layers, result, flow_frame),
+        "flow": flow_frame,
+    }
     totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
     io = {"input": result.inputs, "output": result.outputs}
     return dataclasses.replace(inspection, frames=frames, totals=totals, io=io)
@@ -296,7 +301,7 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
         exploding=defaults.exploding if exploding is None else exploding,
         vanishing=defaults.vanishing if vanishing is None else vanishing,
     )
-    return health_frame(insp.stats, insp.params, list(insp.layers["name"]), limits)
+    return health_frame(insp.stats, insp.params, insp.layers["name"].tolist(), limits)
 
 
 @on_receiving_rank(0)

@@ -305,3 +305,32 @@ def test_garbage_collector_is_left_as_it_was():
     with pytest.raises(TypeError):
         nbinspect.inspect(42)
     assert gc.isenabled()
+
+
+def _nested_untied() -> nn.Module:
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(4, 6),
+        nn.Sequential(nn.Conv1d(2, 3, 3), nn.BatchNorm1d(3), nn.Sequential(nn.Linear(6, 2, bias=False))),
+        nn.LayerNorm(2),
+    )
+    model[1][1].requires_grad_(False)
+    model.register_parameter("scale", nn.Parameter(torch.ones(3)))  # a parameter beside children
+    return model
+
+
+@pytest.mark.parametrize("name", ["nested", *examples.names()])
+def test_layer_counts_agree_with_torch_per_module(name):
+    """Every module path's subtree counts against torch's own per-module iterators, which
+    de-duplicate by object (right for these models' ties)."""
+    model = _nested_untied() if name == "nested" else examples.build(name)
+    frame = nbinspect.layers(model).set_index("name")
+    for path, m in model.named_modules(remove_duplicate=False):
+        row = frame.loc[path]
+        ps, bs = list(m.parameters()), list(m.buffers())
+        assert row["params"] == sum(p.numel() for p in ps), path
+        assert row["trainable_params"] == sum(p.numel() for p in ps if p.requires_grad), path
+        assert row["param_bytes"] == sum(p.numel() * p.element_size() for p in ps), path
+        assert row["buffer_bytes"] == sum(b.numel() * b.element_size() for b in bs), path
+    # own parameters add up to the model's total: a tie is owned at its first path only
+    assert frame["own_params"].sum() == sum(p.numel() for p in model.parameters())

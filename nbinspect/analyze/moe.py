@@ -95,6 +95,11 @@ def _subtree_params(source: ModelSource) -> dict[str, int]:
 def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
     """The routed-expert groups of `model` in tree order. `top_k` overrides what the model says."""
     source = as_source(model)
+    # fused experts hold a 3-D parameter; expert modules say so in their name or type
+    deep = {t.module for t in source.tensors if t.kind == PARAMETER and t.shape is not None and len(t.shape) >= 3}
+    candidates = [m for m in source.modules if m.name in deep or _says_experts(m)]
+    if not candidates:  # most models: nothing more to look at
+        return []
     by_name = {m.name: m for m in source.modules}
     children: dict[str, list[str]] = {}
     for m in source.modules[1:]:
@@ -104,12 +109,8 @@ def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
         own.setdefault(t.module, []).append(t)
     # subtree parameter counts: summed on first use, once a module looks like an expert group
     params = functools.cache(lambda: _subtree_params(source))
-    # fused experts hold a 3-D parameter; expert modules say so in their name or type
-    deep = {t.module for t in source.tensors if t.kind == PARAMETER and t.shape is not None and len(t.shape) >= 3}
     groups = []
-    for m in source.modules:
-        if m.name not in deep and not _says_experts(m):  # neither layout (most modules): skipped cheaply
-            continue
+    for m in candidates:
         layout, size, per_expert = None, _fused_size(m, own.get(m.name, [])), 0
         if size is not None:
             layout, per_expert = "fused", params().get(m.name, 0) // size

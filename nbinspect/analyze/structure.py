@@ -7,12 +7,13 @@ paths) is counted once wherever a total is given; the per-path view is kept alon
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
 
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
-from ..sources import TensorEntry, as_source
+from ..sources import ModelSource, TensorEntry, as_source
 from .distributed import on_receiving_rank
 
 __all__ = ["by_type", "layers", "params", "totals"]
@@ -23,24 +24,25 @@ def params(model: Any) -> pd.DataFrame:
     """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
     source = as_source(model)
     tied, overlaps = source.tied(), source.overlaps()
-    rows = []
-    for t in source.tensors:
-        rows.append(
-            {
-                "name": t.name,
-                "module": t.module,
-                "kind": t.kind,
-                "shape": t.shape,
-                "dtype": t.dtype,
-                "device": t.device,
-                "numel": t.numel,
-                "bytes": t.nbytes,
-                "requires_grad": t.requires_grad,
-                "tied_to": tied.get(t.name),
-                "overlaps": overlaps.get(t.name),
-            }
-        )
-    return PARAMS.build(rows)
+    tensors = source.tensors
+    names = [t.name for t in tensors]
+    # column by column: a dict per tensor row costs more than reading the entries
+    return PARAMS.from_columns(
+        {
+            "name": names,
+            "module": [t.module for t in tensors],
+            "kind": [t.kind for t in tensors],
+            "shape": [t.shape for t in tensors],
+            "dtype": [t.dtype for t in tensors],
+            "device": [t.device for t in tensors],
+            "numel": [t.numel for t in tensors],
+            "bytes": [t.nbytes for t in tensors],
+            "requires_grad": [t.requires_grad for t in tensors],
+            "tied_to": list(map(tied.get, names)),
+            "overlaps": list(map(overlaps.get, names)),
+        },
+        len(tensors),
+    )
 
 
 def _counted(t: TensorEntry, repeated: dict[Any, int]) -> tuple[int, int]:
@@ -69,32 +71,21 @@ def _unique_sums(entries: dict[Any, TensorEntry], repeated: dict[Any, int]) -> d
 def layers(model: Any) -> pd.DataFrame:
     """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
     source = as_source(model)
-    subtree = source.subtree_tensors()
-    own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
-    tied = source.tied()
-    overlapping = bool(source.overlap_groups)
-    # own counts take shared elements at their first path, as totals do
-    repeated = source.repeated_elements(source.unique_tensors()) if overlapping else {}
-    for t in source.tensors:
-        if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
-            own[t.module].setdefault(t.storage_key, t)
     modules = source.modules
-    parents, depths, own_params = [], [], []
-    params, trainable, param_bytes, buffer_bytes = [], [], [], []
-    depth_of: dict[str, int] = {}  # pre-order: a parent's depth is known before its children's
-    for m in modules:
-        sums = _unique_sums(subtree[m.name], source.repeated_elements(subtree[m.name]) if overlapping else {})
-        parent = m.parent if m.parent is not None else source.parent(m.name)  # the entry's own: no lookup
-        depth = depth_of[m.name] = depth_of[parent] + 1 if parent in depth_of else len(source.ancestors(m.name)) - 1
-        parents.append(parent)
-        depths.append(depth)
-        own_params.append(
-            sum(t.numel - repeated.get(t.storage_key, 0) for t in own[m.name].values() if t.kind == PARAMETER)
-        )
-        params.append(sums["params"])
-        trainable.append(sums["trainable_params"])
-        param_bytes.append(sums["param_bytes"])
-        buffer_bytes.append(sums["buffer_bytes"])
+    index = {m.name: i for i, m in enumerate(modules)}
+    parents = [m.parent if m.parent is not None else source.parent(m.name) for m in modules]
+    depths: list[int] = []
+    for i, (m, parent) in enumerate(zip(modules, parents)):  # pre-order: parents' depths come first
+        up = index.get(parent, i) if parent is not None else i
+        depths.append(depths[up] + 1 if up < i else len(source.ancestors(m.name)) - 1)
+    # Every storage at one path (most models): a subtree's unique counts are its modules' own
+    # counts added up. Otherwise each subtree counts its distinct storages.
+    counts = None
+    if len(source.unique_tensors()) == len(source.tensors) and not source.overlap_groups:
+        counts = _summed_up(source, index, parents)
+    if counts is None:
+        counts = _distinct_per_subtree(source)
+    params, trainable, param_bytes, buffer_bytes, own_params = counts
     # column by column: a dict per module row costs more than the counting
     return LAYERS.from_columns(
         {
@@ -118,22 +109,78 @@ def layers(model: Any) -> pd.DataFrame:
     )
 
 
+_Counts = tuple[list[int], list[int], list[int], list[int], list[int]]  # params, trainable, param/buffer bytes, own
+
+
+def _summed_up(source: ModelSource, index: dict[str, int], parents: list[str | None]) -> _Counts | None:
+    """Subtree counts when no storage is held at two paths: each module's own, then added
+    into its parent's from the last module up (pre-order: children come after parents).
+    None for a source whose tensors or parents name modules it does not list."""
+    n = len(source.modules)
+    ups = [index.get(p, n) if p is not None else n for p in parents[1:]]
+    if parents[0] is not None or not all(map(int.__lt__, ups, range(1, n))):
+        return None
+    params, trainable, param_bytes, buffer_bytes = [0] * n, [0] * n, [0] * n, [0] * n
+    for t in source.tensors:
+        i = index.get(t.module)
+        if i is None:
+            return None
+        if t.kind == PARAMETER:
+            params[i] += t.numel
+            param_bytes[i] += t.nbytes
+            if t.requires_grad:
+                trainable[i] += t.numel
+        else:
+            buffer_bytes[i] += t.nbytes
+    own_params = params.copy()
+    for i in range(n - 1, 0, -1):
+        up = ups[i - 1]
+        params[up] += params[i]
+        trainable[up] += trainable[i]
+        param_bytes[up] += param_bytes[i]
+        buffer_bytes[up] += buffer_bytes[i]
+    return params, trainable, param_bytes, buffer_bytes, own_params
+
+
+def _distinct_per_subtree(source: ModelSource) -> _Counts:
+    """Subtree counts of a model with shared storage: each subtree counts its distinct
+    storages once (less the elements a partially overlapping view already holds)."""
+    subtree = source.subtree_tensors()
+    own: dict[str, dict[Any, TensorEntry]] = {m.name: {} for m in source.modules}
+    tied = source.tied()
+    overlapping = bool(source.overlap_groups)
+    # own counts take shared elements at their first path, as totals do
+    repeated = source.repeated_elements(source.unique_tensors()) if overlapping else {}
+    for t in source.tensors:
+        if t.name not in tied:  # a tied tensor is owned at its first path: own counts add up to the total
+            own[t.module].setdefault(t.storage_key, t)
+    params, trainable, param_bytes, buffer_bytes, own_params = [], [], [], [], []
+    for m in source.modules:
+        sums = _unique_sums(subtree[m.name], source.repeated_elements(subtree[m.name]) if overlapping else {})
+        own_params.append(
+            sum(t.numel - repeated.get(t.storage_key, 0) for t in own[m.name].values() if t.kind == PARAMETER)
+        )
+        params.append(sums["params"])
+        trainable.append(sums["trainable_params"])
+        param_bytes.append(sums["param_bytes"])
+        buffer_bytes.append(sums["buffer_bytes"])
+    return params, trainable, param_bytes, buffer_bytes, own_params
+
+
 @on_receiving_rank(0)
 def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
     type_of = {m.name: m.type for m in source.modules}
-    groups: dict[str, dict[str, int]] = {}
-    for m in source.modules:
-        if m.alias_of is None:
-            groups.setdefault(m.type, {"modules": 0, "params": 0, "param_bytes": 0})["modules"] += 1
+    counts = Counter(m.type for m in source.modules if m.alias_of is None)
+    groups = {name: {"modules": n, "params": 0, "param_bytes": 0} for name, n in counts.items()}
     total = 0
     unique = source.unique_tensors()
     repeated = source.repeated_elements(unique)
     for t in unique.values():
         if t.kind == PARAMETER:
             g = groups[type_of[t.module]]
-            numel, nbytes = _counted(t, repeated)
+            numel, nbytes = _counted(t, repeated) if repeated else (t.numel, t.nbytes)
             g["params"] += numel
             g["param_bytes"] += nbytes
             total += numel

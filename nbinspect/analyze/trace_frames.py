@@ -3,11 +3,13 @@ columns of ``layers`` (per module path, over all its calls)."""
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import pandas as pd
 
 from ..dtypes import dtype_name
 from ..schema import FLOW, LAYERS, TRACE_COLUMNS, FrameSchema
-from .trace import Call, TraceResult
+from .trace import TraceResult
 
 __all__ = ["flow", "layers_with_trace"]
 
@@ -15,11 +17,11 @@ _TRACE = FrameSchema("layer trace columns", TRACE_COLUMNS)
 
 
 def _shapes(shapes: list | None) -> list | None:
-    return None if shapes is None else [tuple(s) for s in shapes]
+    return None if shapes is None else list(map(tuple, shapes))
 
 
 def _dtypes(dtypes: list | None) -> list | None:
-    return None if dtypes is None else [dtype_name(d) for d in dtypes]
+    return None if dtypes is None else list(map(dtype_name, dtypes))
 
 
 def flow(result: TraceResult) -> pd.DataFrame:
@@ -29,7 +31,7 @@ def flow(result: TraceResult) -> pd.DataFrame:
     missing = [None] * n
 
     def column(attr: str) -> list:
-        return [getattr(c, attr) for c in calls]
+        return list(map(attrgetter(attr), calls))
 
     return FLOW.from_columns(
         {
@@ -54,16 +56,21 @@ def flow(result: TraceResult) -> pd.DataFrame:
     )
 
 
-def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame:
+def layers_with_trace(
+    layers: pd.DataFrame, result: TraceResult, flow_frame: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """`layers` (schema.LAYERS) with its trace columns filled from `result`. A module
     registered at two paths shows its calls at both; a module that never ran has 0 calls.
-    Built column by column: no dict per module."""
-    first: dict[str, Call] = {}  # module path -> its first call
+    The shapes and dtypes of each module's first call are `flow_frame`'s (the flow of
+    `result`, made if not given). Built column by column: no dict per module."""
+    if flow_frame is None:
+        flow_frame = flow(result)
+    first: dict[str, int] = {}  # module path -> the index of its first call
     sums: dict[str, list[int]] = {}  # module path -> [calls, flops, backward_flops, activation_bytes]
     for c in result.calls:
         row = sums.get(c.name)
         if row is None:
-            first[c.name] = c
+            first[c.name] = c.index
             sums[c.name] = [1, c.flops, c.backward_flops, c.activation_bytes]
         else:
             row[0] += 1
@@ -71,16 +78,22 @@ def layers_with_trace(layers: pd.DataFrame, result: TraceResult) -> pd.DataFrame
             row[2] += c.backward_flops
             row[3] += c.activation_bytes
     idle = [0, 0, 0, 0]
-    paths = list(layers["alias_of"].fillna(layers["name"]))
+    # tolist(), not list(): list() reads a string column one cell at a time (40x slower)
+    paths = layers["alias_of"].fillna(layers["name"]).tolist()
     rows = [list(sums.get(path, idle)) for path in paths]  # copies: each alias path rolls up on its own
-    _roll_up_idle_containers(rows, [path in sums for path in paths], list(layers["name"]), list(layers["parent"]))
+    _roll_up_idle_containers(rows, [path in sums for path in paths], layers["name"].tolist(), layers["parent"].tolist())
     missing = [None] * len(paths)
     calls = [first.get(path) for path in paths]
+
+    def of_first_call(column: str) -> list:
+        values = flow_frame[column].to_numpy()
+        return [None if i is None else values[i] for i in calls]
+
     filled = _TRACE.from_columns(
         {
-            "input_shapes": [None if c is None else _shapes(c.input_shapes) for c in calls],
-            "output_shapes": [None if c is None else _shapes(c.output_shapes) for c in calls],
-            "output_dtypes": [None if c is None else _dtypes(c.output_dtypes) for c in calls],
+            "input_shapes": of_first_call("input_shapes"),
+            "output_shapes": of_first_call("output_shapes"),
+            "output_dtypes": of_first_call("output_dtypes"),
             "calls": [r[0] for r in rows],
             "flops": [r[1] for r in rows] if result.flops else missing,
             "backward_flops": [r[2] for r in rows] if result.backward else missing,

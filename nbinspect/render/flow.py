@@ -63,7 +63,7 @@ def flow_text(
         }
     )
     prefixes = _tree_prefixes(tree)
-    names = list(flow["name"])
+    names = flow["name"].tolist()
     rows = []
     for prefix, r in zip(prefixes, flow.itertuples(index=False)):
         if depth is not None and r.depth > depth:

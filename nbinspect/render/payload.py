@@ -216,7 +216,7 @@ def _health_rows(frames: Mapping[str, pd.DataFrame], tensor_stats: pd.DataFrame 
     health = frames.get("health")
     complete = tensor_stats is not None and set(STATS.names) <= set(tensor_stats.columns)
     if health is None and complete and tensor_stats is not None and not tensor_stats.empty:
-        health = health_frame(tensor_stats, frames["params"], list(frames["layers"]["name"]))
+        health = health_frame(tensor_stats, frames["params"], frames["layers"]["name"].tolist())
     return health
 
 

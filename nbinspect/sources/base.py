@@ -91,10 +91,19 @@ class ModelSource:
     def unique_tensors(self, kind: str | None = None) -> dict[Hashable, TensorEntry]:
         """Each distinct storage once, at the first path that holds it (tied weights count
         once), optionally only parameters or only buffers; in the order of `tensors`."""
+        if kind is None:
+            return dict(self._unique)  # a copy: callers may change theirs
         out: dict[Hashable, TensorEntry] = {}
         for t in self.tensors:
-            if kind is None or t.kind == kind:
+            if t.kind == kind:
                 out.setdefault(t.storage_key, t)
+        return out
+
+    @functools.cached_property
+    def _unique(self) -> dict[Hashable, TensorEntry]:
+        out: dict[Hashable, TensorEntry] = {}
+        for t in self.tensors:
+            out.setdefault(t.storage_key, t)
         return out
 
     def subtree_tensors(self, kind: str | None = None) -> dict[str, dict[Hashable, TensorEntry]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Hashable, Iterable, Sequence
 
+import numpy as np
 import torch
 
 # Strided views in one overlap group are compared element by element (their offsets listed
@@ -50,15 +51,13 @@ def _elements(shape: int | _Dims) -> int:
 def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
     """Key -> group number for the keys whose byte spans meet another key's span; keys that
     meet no other (the normal case: every key) are left out."""
-    found: list[Hashable] = []
-    los: list[int] = []
-    his: list[int] = []
-    for key in keys:  # plain lists of ints: this runs for every distinct storage of every model
-        if type(key) is tuple and len(key) == 4 and key[0] == "mem":
-            _, ptr, shape, dtype = key
-            los.append(ptr)
-            his.append(ptr + (shape if type(shape) is int else _extent(shape)) * dtype.itemsize)
-            found.append(key)
+    # this runs for every distinct storage of every model: columns by comprehension, and
+    # numpy answers the usual question (does any span meet another?) before any loop
+    found = [key for key in keys if type(key) is tuple and len(key) == 4 and key[0] == "mem"]
+    los = [key[1] for key in found]
+    his = [key[1] + (key[2] if type(key[2]) is int else _extent(key[2])) * key[3].itemsize for key in found]
+    if not _any_meet(los, his):
+        return {}
     order = sorted(range(len(los)), key=los.__getitem__)
     runs = []  # [start, stop) in `order` of spans that meet one another
     start, end = 0, -1
@@ -72,6 +71,19 @@ def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
     if len(order) - start > 1:
         runs.append((start, len(order)))
     return {found[i]: group for group, (a, b) in enumerate(runs) for i in order[a:b]}
+
+
+def _any_meet(los: list[int], his: list[int]) -> bool:
+    """Whether any span [lo, hi) meets another: sorted by start, one starts before the
+    furthest end of those before it."""
+    if len(los) < 2:
+        return False
+    try:
+        lo, hi = np.array(los, dtype=np.int64), np.array(his, dtype=np.int64)
+    except OverflowError:  # not addresses of this machine: the caller's exact loop decides
+        return True
+    order = np.argsort(lo, kind="stable")
+    return bool((lo[order][1:] < np.maximum.accumulate(hi[order])[:-1]).any())
 
 
 def _new_in_intervals(intervals: Sequence[tuple[int, int]]) -> list[int]:

@@ -37,10 +37,18 @@ def _constant_names(cls: type) -> tuple[str, ...]:
     return tuple(names)
 
 
+# what most hyperparameters are, kept as they are without two calls per value
+_SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
+
+
 def _constants(module: nn.Module) -> dict[str, Any]:
     # Read the instance dict only: getattr could run a property of user code.
     own = module.__dict__
-    return {name: _plain(own[name]) for name in _constant_names(type(module)) if name in own}  # type: ignore[arg-type]  # stubs: Module unhashable
+    return {
+        name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v)
+        for name in _constant_names(type(module))  # type: ignore[arg-type]  # stubs: Module unhashable
+        if name in own
+    }
 
 
 def _has(module: nn.Module, name: str) -> bool:

@@ -86,13 +86,25 @@ _LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # n
 
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
     key: Hashable
+    dtype = tensor.dtype
     if isinstance(tensor, _LAZY):  # lazy: no shape yet
         shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
     else:
         numel = tensor.numel()
-        shape, nbytes, key = tuple(tensor.shape), numel * tensor.element_size(), storage_key(tensor)
-    dtype, device = dtype_name(tensor.dtype), _device_name(tensor.device)
-    return TensorEntry(name, module, kind, shape, dtype, device, numel, nbytes, requires_grad, key, tensor)
+        shape, nbytes = tuple(tensor.shape), numel * tensor.element_size()
+        key = _contiguous_key(tensor, numel, dtype) or storage_key(tensor)
+    device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
+    return TensorEntry(name, module, kind, shape, dtype_name(dtype), device, numel, nbytes, requires_grad, key, tensor)
+
+
+def _contiguous_key(tensor: torch.Tensor, numel: int, dtype: torch.dtype) -> Hashable | None:
+    """storage_key of a contiguous tensor with memory (almost every parameter), from what
+    the caller has read already; None for the rest, which storage_key sorts out."""
+    try:
+        ptr = tensor.data_ptr() if numel and tensor.layout == torch.strided and tensor.is_contiguous() else 0
+    except Exception:  # fake/functional tensors have no data pointer
+        return None
+    return ("mem", ptr, numel, dtype) if ptr else None
 
 
 def _walk(model: nn.Module) -> Iterator[tuple[str, str | None, nn.Module]]:
@@ -107,6 +119,8 @@ def _walk(model: nn.Module) -> Iterator[tuple[str, str | None, nn.Module]]:
         if count > MAX_MODULE_PATHS:
             raise ValueError(f"{type(model).__name__} has more than {MAX_MODULE_PATHS:,} module paths (shared modules)")
         yield path, parent, module
+        if not module._modules:  # a leaf (most modules): no ancestor set to pass on
+            continue
         above = {**above, id(module): path}
         children = []
         for local, child in module._modules.items():
