@@ -27,6 +27,7 @@ __all__ = [
     "best_of",
     "gb",
     "interleaved",
+    "interleaved_times",
     "launch_chromium",
     "reset_peak",
     "run_isolated",
@@ -93,10 +94,18 @@ def interleaved(
 ) -> dict[str, tuple[float, float]]:
     """(best, median) seconds of each function, the functions run in turn `repeat` times, so
     load from other processes falls on all of them alike; CPU time by default."""
+    return {name: (min(t), statistics.median(t)) for name, t in interleaved_times(fns, repeat, clock).items()}
+
+
+def interleaved_times(
+    fns: dict[str, Callable[[], object]], repeat: int, clock: Callable[[], float] = time.process_time
+) -> dict[str, list[float]]:
+    """Each function's seconds in every round, the functions run in turn `repeat` times
+    (round i of one function ran beside round i of the others: pair them)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
             start = clock()
             fn()
             times[name].append(clock() - start)
-    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
+    return times

@@ -29,7 +29,7 @@ import statistics
 import time
 
 import torch
-from _measure import interleaved
+from _measure import interleaved, interleaved_times
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -120,16 +120,25 @@ def bench_hooks(layers: int, repeat: int) -> None:
         fns["torchinfo.summary"] = lambda: torchinfo.summary(model, input_data=x, verbose=0)
     except ImportError:
         print("torchinfo not installed (pip install -e .[bench]): no torchinfo baseline")
-    results = interleaved(fns, repeat)
-    plain = results["plain forward (grad enabled)"][0]
-    per = {name: (best - plain) / modules * 1e6 for name, (best, _) in results.items()}
-    ref = per.get("torchinfo.summary")
-    print(f"{layers} Linear(8, 8) layers ({modules} modules), input [1, 8]; best of {repeat}, CPU time, 1 thread")
-    head = f"  {'':48s} {'best':>9s} {'median':>9s} {'us/module':>10s} {'x plain':>8s}"
-    print(head + (f" {'x torchinfo':>12s}" if ref else ""))
-    for name, (best, median) in results.items():
-        line = f"  {name:48s} {best * 1e3:7.1f}ms {median * 1e3:7.1f}ms {per[name]:10.1f} {best / plain:8.2f}"
-        print(line + (f" {per[name] / ref:12.2f}" if ref else ""))
+    times = interleaved_times(fns, repeat)
+    plain_times = times["plain forward (grad enabled)"]
+    plain = min(plain_times)
+    per = {name: (min(t) - plain) / modules * 1e6 for name, t in times.items()}
+    # the median over rounds of (this run - the plain forward of the same round): steadier
+    # than best minus best when the host's speed drifts between rounds
+    paired = {
+        name: statistics.median(a - b for a, b in zip(t, plain_times)) / modules * 1e6 for name, t in times.items()
+    }
+    ref, ref_paired = per.get("torchinfo.summary"), paired.get("torchinfo.summary")
+    print(f"{layers} Linear(8, 8) layers ({modules} modules), input [1, 8]; {repeat} rounds, CPU time, 1 thread")
+    print("  us/module: best minus the plain forward's best; paired: median of the per-round differences")
+    head = f"  {'':48s} {'best':>9s} {'median':>9s} {'us/module':>10s} {'paired':>7s} {'x plain':>8s}"
+    print(head + (f" {'x torchinfo':>12s} {'paired':>7s}" if ref else ""))
+    for name, t in times.items():
+        best, median = min(t), statistics.median(t)
+        line = f"  {name:48s} {best * 1e3:7.1f}ms {median * 1e3:7.1f}ms {per[name]:10.1f} {paired[name]:7.1f}"
+        line += f" {best / plain:8.2f}"
+        print(line + (f" {per[name] / ref:12.2f} {paired[name] / ref_paired:7.2f}" if ref else ""))
     print("  targets: shapes <= 10 us/module, with FLOPs <= 20, nbinspect.trace <= 1/3 of torchinfo's")
 
     inspected = interleaved(

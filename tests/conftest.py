@@ -53,6 +53,15 @@ def calls(monkeypatch):
     return record
 
 
+@pytest.fixture
+def split_threads(monkeypatch) -> None:
+    """The fused kernels split a tensor into one share per ``fused.PART`` elements whatever
+    the CPU count, so a test covers the split and the merge of the threads' parts."""
+    from nbinspect.analyze import fused
+
+    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))
+
+
 @pytest.fixture(params=examples.names())
 def zoo_name(request) -> str:
     return request.param

@@ -15,6 +15,7 @@ import nbinspect
 from nbinspect import examples, load_checkpoint
 from nbinspect.schema import BUFFER, LAYERS, PARAMETER, PARAMS
 from nbinspect.sources import as_source
+from nbinspect.sources.attach import attach
 from nbinspect.sources.tree import UNKNOWN_TYPE
 
 from .conftest import assert_unchanged, model_state
@@ -278,6 +279,67 @@ def test_a_tied_weight_saved_once_is_not_reported_missing(tmp_path):
     report = source.metadata["load_report"]
     assert report.ok and report.missing == () and report.loaded == len(sd)
     assert torch.equal(source.model.lm_head.weight, sd["tok_emb.weight"])
+
+
+def _reports(path, build) -> tuple:
+    """(source, report) of the file loaded into build() (load_into) and attached to build() on meta."""
+    loaded = load_checkpoint(path, model=build)
+    with torch.device("meta"):
+        model = build()
+    attached = attach(model, as_source(path))
+    return (loaded, loaded.metadata["load_report"]), (attached, attached.metadata["load_report"])
+
+
+@pytest.mark.parametrize("kept", ["tok_emb.weight", "lm_head.weight"])
+def test_both_load_reports_take_a_tie_saved_once_under_either_path(tmp_path, kept):
+    sd = _state()
+    del sd["lm_head.weight" if kept == "tok_emb.weight" else "tok_emb.weight"]
+    torch.save(sd, tmp_path / "c.pt")
+    build = functools.partial(examples.TinyLM, n_layer=2, vocab_size=256)
+    (loaded, into), (attached, onto) = _reports(tmp_path / "c.pt", build)
+    assert into == onto and into.ok and into.loaded == len(sd)
+    assert torch.equal(loaded.model.lm_head.weight, sd[kept]) and torch.equal(loaded.model.tok_emb.weight, sd[kept])
+    values = {t.name: t for t in attached.tensors}
+    for path in ("tok_emb.weight", "lm_head.weight"):
+        assert torch.equal(values[path].values(), sd[kept]), path
+
+
+class _Aliased(torch.nn.Module):
+    """A bias also held as a non-persistent buffer (not a state_dict key), and a module extra
+    state (a state_dict key that is no path of the module's tensors, as a quantized module's
+    packed parameters are)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+        self.register_buffer("alias", self.proj.bias, persistent=False)
+
+    def get_extra_state(self) -> torch.Tensor:
+        return torch.arange(3.0)
+
+    def set_extra_state(self, state: torch.Tensor) -> None:
+        self.seen = state
+
+
+def test_only_state_dict_keys_hold_a_tie_in_both_load_reports(tmp_path):
+    sd = _Aliased().state_dict()
+    sd["alias"] = torch.full((4,), 7.0)  # the file keeps the non-persistent name, not the bias
+    del sd["proj.bias"]
+    torch.save(sd, tmp_path / "c.pt")
+    (loaded, into), (attached, onto) = _reports(tmp_path / "c.pt", _Aliased)
+    assert into.missing == onto.missing == ("proj.bias",) and into.unexpected == onto.unexpected == ("alias",)
+    assert not torch.equal(loaded.model.proj.bias, sd["alias"])  # load_state_dict skips the name
+    values = {t.name: t for t in attached.tensors}
+    assert values["alias"].device == values["proj.bias"].device == "meta"  # no values, as the report says
+    assert into.loaded == onto.loaded == 2 and torch.equal(loaded.model.seen, torch.arange(3.0))
+
+
+def test_a_state_dict_key_that_is_no_tensor_path_is_reported_by_its_own_name(tmp_path):
+    sd = _Aliased().state_dict()
+    del sd["_extra_state"]
+    torch.save(sd, tmp_path / "c.pt")
+    (_, into), _ = _reports(tmp_path / "c.pt", _Aliased)
+    assert into.missing == ("_extra_state",) and into.loaded == 2
 
 
 def test_load_report_names_missing_unexpected_and_mismatched(tmp_path):

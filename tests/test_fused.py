@@ -14,7 +14,7 @@ import torch
 import nbinspect
 from nbinspect.analyze import fused
 from nbinspect.analyze.moments import histogram_edges
-from nbinspect.analyze.reduce import SAMPLE, Workspace, _bin_counts, batch_moments, large_moments
+from nbinspect.analyze.reduce import CHUNK, SAMPLE, _bin_counts, batch_moments, large_moments
 from nbinspect.analyze.scratch import Scratch
 
 pytest.importorskip("numba")
@@ -57,8 +57,8 @@ def test_fused_moments_match_float64_and_the_torch_path(dtype, special):
     t[-1] = 0
     if special and dtype.is_floating_point:
         t[7], t[900], t[-2] = math.nan, math.inf, -math.inf
-    fast = large_moments(t, 64, Workspace(KERNELS))
-    slow = large_moments(t, 64, Workspace())
+    fast = large_moments(t, 64, Scratch(CHUNK, KERNELS))
+    slow = large_moments(t, 64, Scratch(CHUNK))
     ref = _reference(t)
     assert (fast.min, fast.max, fast.zeros, fast.nan, fast.inf) == (
         ref["min"],
@@ -77,26 +77,26 @@ def test_fused_moments_match_float64_and_the_torch_path(dtype, special):
 def test_min_max_from_bits_cover_signs_and_negative_zero():
     for values in ([-3.0, -1.0, -2.5] * SAMPLE, [0.5, 2.0] * SAMPLE, [-0.0, 1.0] * SAMPLE, [-0.0, -1.0] * SAMPLE):
         t = torch.tensor(values)
-        m = large_moments(t, 8, Workspace(KERNELS))
+        m = large_moments(t, 8, Scratch(CHUNK, KERNELS))
         assert (m.min, m.max, m.zeros) == (min(values), max(values), values.count(0.0))
 
 
 def test_float32_block_sums_that_overflow_are_redone_in_float64():
     t = torch.zeros(3 * SAMPLE)
     t[::3] = 3e19  # squares overflow float32, not float64
-    m = large_moments(t, 16, Workspace(KERNELS))
+    m = large_moments(t, 16, Scratch(CHUNK, KERNELS))
     ref = _reference(t)
     assert m.std == pytest.approx(ref["std"], rel=1e-9) and m.zeros == ref["zeros"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.usefixtures("split_threads")
 def test_a_tensor_split_across_threads_gives_the_same_numbers(monkeypatch, dtype):
     t = _values(dtype, 5 * SAMPLE, seed=2)
-    one = large_moments(t, 64, Workspace(KERNELS))
-    monkeypatch.setattr(fused, "PART", SAMPLE)
-    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
+    one = large_moments(t, 64, Scratch(CHUNK, KERNELS))
+    monkeypatch.setattr(fused, "PART", SAMPLE)  # split_threads: one share per PART
     assert len(fused._splits(t.numel(), fused._threads(t.numel()))) > 1
-    split = large_moments(t, 64, Workspace(KERNELS))
+    split = large_moments(t, 64, Scratch(CHUNK, KERNELS))
     assert (split.min, split.max, split.zeros, split.count) == (one.min, one.max, one.zeros, one.count)
     assert split.mean == pytest.approx(one.mean, rel=1e-12) and split.m2 == pytest.approx(one.m2, rel=1e-9)
     assert np.array_equal(split.hist, one.hist) and split.hist_sample == one.hist_sample  # the sample, part by part
@@ -116,7 +116,7 @@ def test_both_histograms_bin_like_numpy_on_and_near_the_edges():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32])
 def test_short_dtypes_sum_exactly_around_a_shift_of_their_own_type(dtype):
     t = _values(dtype, 5 * SAMPLE, seed=4)  # far from 0: the shift must be near the mean
-    m = large_moments(t, 64, Workspace(KERNELS))
+    m = large_moments(t, 64, Scratch(CHUNK, KERNELS))
     x = t.double().numpy()
     assert m.mean == pytest.approx(x.mean(), rel=1e-15) and m.m2 == pytest.approx(
         ((x - x.mean()) ** 2).sum(), rel=1e-12
@@ -182,8 +182,8 @@ def _pair_reference(a: torch.Tensor, b: torch.Tensor, thresholds: tuple) -> dict
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.usefixtures("split_threads")
 def test_fused_pair_sums_match_float64_with_and_without_norms(dtype, monkeypatch):
-    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
     monkeypatch.setattr(fused, "_CHUNK", 1 << 17)  # fp16/bf16: several widened chunks per thread's share
     g = torch.Generator().manual_seed(5)
     a = torch.randn(3 * fused.PART + 7, generator=g, dtype=torch.float64)  # several threads' shares
@@ -206,7 +206,7 @@ def test_fused_pair_sums_match_float64_with_and_without_norms(dtype, monkeypatch
         pytest.approx(ref["sums"]["bb"], rel=1e-12),
     )
     assert (lean.aa, lean.bb) == (0.0, 0.0)
-    assert scratch.nbytes == scratch.mask.nbytes  # nothing went through torch's upcast
+    assert scratch.nbytes == 0  # nothing went through torch's upcast, nor needed the torch path's mask
 
 
 def test_fused_pair_sums_hand_count_signs_nan_and_empty():
@@ -271,8 +271,8 @@ def test_small_tensors_in_the_segment_kernel_match_the_numpy_path():
         (torch.int64, torch.float16),
     ],
 )
-def test_fused_pair_sums_of_mixed_dtypes_match_float64(a_dtype, b_dtype, monkeypatch):
-    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
+@pytest.mark.usefixtures("split_threads")
+def test_fused_pair_sums_of_mixed_dtypes_match_float64(a_dtype, b_dtype):
     g = torch.Generator().manual_seed(8)
     a = (torch.randn(3 * fused.PART + 5, generator=g) * 50).to(a_dtype)
     b = (a.float() + torch.randn(a.shape, generator=g) * 1e-1).to(b_dtype)

@@ -11,8 +11,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nbinspect.analyze import fused
 from nbinspect.analyze.moments import Moments, _interp_rows, histogram_edges, merge, merge_groups, rebin
-from nbinspect.analyze.reduce import SAMPLE, batch_moments, tensor_moments
+from nbinspect.analyze.reduce import CHUNK, SAMPLE, _sample_stride, _scale_counts, batch_moments, tensor_moments
 
 
 def reference(values: np.ndarray) -> dict:
@@ -207,6 +208,29 @@ def test_sampled_histogram_error_is_small():
     assert m.hist.sum() == exact.sum() == x.numel()
     assert m.hist_sample <= SAMPLE and m.hist_sample > SAMPLE * 0.9
     assert np.abs(m.hist - exact).max() / x.numel() < 0.005
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("stride", [1, 3, 7])
+def test_sample_shares_of_any_split_fill_the_strided_sample_once(kind, stride):
+    """The torch path (a chunk at a time) and the kernels (a thread's share at a time) place a
+    part's sampled elements by fused.sample_share: over any split, elements 0, stride, 2·stride, ..."""
+    n = 100
+    values = np.arange(n, dtype=np.float64) if kind == "numpy" else torch.arange(n, dtype=torch.float64)
+    sample = values[: -(-n // stride)] * 0 - 1
+    cuts = [0, 1, 2, 5, 6, 40, 41, 99, 100]  # parts shorter and longer than the stride
+    for start, end in itertools.pairwise(cuts):
+        share, first = fused.sample_share(start, end, sample, stride)
+        share[:] = values[start:end][first::stride]
+    assert sample.tolist() == list(range(0, n, stride))
+
+
+def test_the_torch_path_samples_a_tensor_of_many_chunks_at_its_stride():
+    t = torch.randn(4 * CHUNK + 12_345, generator=torch.Generator().manual_seed(6))[::2]  # not dense: row pieces
+    m = tensor_moments(t)
+    picked = t.double().numpy()[:: _sample_stride(t)]
+    exact = np.histogram(picked, 64, range=(m.min, m.max))[0]
+    assert m.hist_sample == len(picked) and np.array_equal(m.hist, _scale_counts(exact, t.numel()))
 
 
 def test_rebin_sum_equals_rebinning_each_row_on_its_own():

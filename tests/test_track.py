@@ -177,10 +177,10 @@ def test_counts_exact_across_chunks_that_all_move_and_chunks_that_straddle(path)
         (torch.bfloat16, torch.float32),
     ],
 )
+@pytest.mark.usefixtures("split_threads")
 def test_half_precision_pairs_match_float64_across_threads(path, model_dtype, snapshot_dtype, monkeypatch):
     from nbinspect.analyze import fused
 
-    monkeypatch.setattr(fused, "_threads", lambda n: max(1, n // fused.PART))  # split on any CPU count
     monkeypatch.setattr(fused, "_CHUNK", 1 << 17)  # several widened chunks per thread's share
     torch.manual_seed(0)
     model = nn.Linear(1100, 1000).to(model_dtype)  # 1.1M weights: two threads' shares

@@ -106,7 +106,7 @@ def _delta_sums(
         return _Sums(p.above, p.n, p.aa, p.bb, p.aa + p.ad, p.dd, p.d, p.max_abs)
     wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
     work = torch.float64 if wide else torch.float32
-    buf_a, buf_b, buf_d, buf_sq = buffers.get(work, 4)
+    buf_a, buf_b, buf_d, buf_sq = buffers.chunks(work, "a", "b", "d", "square")
     limits = [(np.float64 if wide else np.float32)(t) for t in thresholds]
     s = _Sums([0] * len(thresholds), n=a.numel())
     for start in range(0, a.numel(), CHUNK):

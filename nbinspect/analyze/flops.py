@@ -43,25 +43,27 @@ def _grouped_mm_flops(mat_a: Any, mat_b: Any, *args: Any, out_val: Any = None, *
 
 # torch's formulas for the matrix multiplies, most ops the counter sees, on the tensors
 # themselves: the registry's wrappers (and a cache keyed by shapes) cost 1.6 us per op more.
-# tests/test_trace.py holds each equal to the registry's on many shapes.
-def _mm_flops(a: Any, b: Any, *args: Any, out_val: Any = None, **kwargs: Any) -> int:
-    m, k = a.shape
-    return m * b.shape[1] * 2 * k
+# Every counting function the counter calls takes (args, kwargs, out) positionally: an
+# ``out_val=`` keyword per call cost ~0.2 us per op. tests/test_trace.py holds each equal to
+# the registry's on many shapes.
+def _mm_flops(args: tuple, kwargs: dict | None, out: Any) -> int:
+    m, k = args[0].shape
+    return m * args[1].shape[1] * 2 * k
 
 
-def _addmm_flops(bias: Any, a: Any, b: Any, *args: Any, out_val: Any = None, **kwargs: Any) -> int:
-    m, k = a.shape
-    return m * b.shape[1] * 2 * k
+def _addmm_flops(args: tuple, kwargs: dict | None, out: Any) -> int:
+    m, k = args[1].shape
+    return m * args[2].shape[1] * 2 * k
 
 
-def _bmm_flops(a: Any, b: Any, *args: Any, out_val: Any = None, **kwargs: Any) -> int:
-    batch, m, k = a.shape
-    return batch * m * b.shape[2] * 2 * k
+def _bmm_flops(args: tuple, kwargs: dict | None, out: Any) -> int:
+    batch, m, k = args[0].shape
+    return batch * m * args[1].shape[2] * 2 * k
 
 
-def _baddbmm_flops(c: Any, a: Any, b: Any, *args: Any, out_val: Any = None, **kwargs: Any) -> int:
-    batch, m, k = a.shape
-    return batch * m * b.shape[2] * 2 * k
+def _baddbmm_flops(args: tuple, kwargs: dict | None, out: Any) -> int:
+    batch, m, k = args[1].shape
+    return batch * m * args[2].shape[2] * 2 * k
 
 
 DIRECT_FORMULAS = {aten.mm: _mm_flops, aten.addmm: _addmm_flops, aten.bmm: _bmm_flops, aten.baddbmm: _baddbmm_flops}
@@ -141,21 +143,23 @@ def _signature(args: tuple, out: Any) -> tuple:
         return tuple([_shape_of(a) for a in args]), _shape_of(out)
 
 
-def _cached(formula: Callable) -> Callable:
-    """Formulas depend only on shapes and plain arguments, but the registry's wrappers map
-    tensors to shapes with pytree at ~50 us per op (and nest: addmm calls mm); remember
-    each distinct shape signature's count instead."""
+def _cached(formula: Callable) -> Callable[[tuple, dict | None, Any], int]:
+    """A registry formula as the counter calls it, ``(args, kwargs, out)``. Formulas depend
+    only on shapes and plain arguments, but the registry's wrappers map tensors to shapes
+    with pytree at ~50 us per op (and nest: addmm calls mm); remember each distinct shape
+    signature's count instead."""
     cache: dict[Any, int] = {}
 
-    def count(*args, out_val=None, **kwargs):
+    def count(args: tuple, kwargs: dict | None, out: Any) -> int:
+        kwargs = kwargs or {}
         try:
-            key = (*_signature(args, out_val), tuple([(k, _shape_of(v)) for k, v in kwargs.items()]) if kwargs else ())
+            key = (*_signature(args, out), tuple([(k, _shape_of(v)) for k, v in kwargs.items()]) if kwargs else ())
             return cache[key]
         except KeyError:
-            n = cache[key] = formula(*args, **kwargs, out_val=out_val)
+            n = cache[key] = formula(*args, **kwargs, out_val=out)
             return n
         except TypeError:  # an unhashable argument: count without the cache
-            return formula(*args, **kwargs, out_val=out_val)
+            return formula(*args, **kwargs, out_val=out)
 
     return count
 
@@ -249,8 +253,7 @@ class FlopCounter(TorchDispatchMode):
                 if _floating_out(out):
                     self.uncounted[func._overloadpacket.__name__] += 1
             else:
-                n = kind(*args, **kwargs, out_val=out) if kwargs else kind(*args, out_val=out)
-                self._backward_call().own_backward_flops += n
+                self._backward_call().own_backward_flops += kind(args, kwargs, out)
             return out
         stack = self.stack
         call = stack[-1] if stack else self.outside
@@ -258,7 +261,7 @@ class FlopCounter(TorchDispatchMode):
             if _floating_out(out):
                 self.uncounted[func._overloadpacket.__name__] += 1
         else:
-            call.own_flops += kind(*args, **kwargs, out_val=out) if kwargs else kind(*args, out_val=out)
+            call.own_flops += kind(args, kwargs, out)
         if self.tag_nodes:
             self._pending = (out, call.index)
         return out

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -42,12 +42,15 @@ __all__ = [
     "kernels",
     "moment_sums",
     "pair_sums",
+    "sample_share",
 ]
 
 FUSED_ABOVE = 2 << 30  # bytes of work from which loading the kernels pays off in one call
 LOADED_ABOVE = 64 << 20  # bytes of work from which kernels already loaded are used
 PART = 1 << 19  # elements per thread's share of one tensor, at least (a hand-off costs ~30 µs)
 _CHUNK = 1 << 20  # elements upcast at a time for dtypes the kernels do not read directly
+
+Sliced = TypeVar("Sliced", np.ndarray, torch.Tensor)
 
 _loaded: dict[str, ModuleType | None] = {}
 _lock = threading.Lock()
@@ -164,9 +167,10 @@ def _array_sums(k: ModuleType, x: np.ndarray, shift: float, sample: np.ndarray, 
     return x.size, count, nan, zeros, s, sq, a, lo, hi
 
 
-def _sampled(start: int, end: int, sample: np.ndarray, stride: int) -> tuple[np.ndarray, int]:
-    """For elements start..end-1 of a tensor: the slice of `sample` that receives its elements
-    at multiples of `stride`, and the offset of the first of them from `start`."""
+def sample_share(start: int, end: int, sample: Sliced, stride: int) -> tuple[Sliced, int]:
+    """For elements start..end-1 of a tensor: the slice of `sample` (an array or a tensor)
+    that receives its elements at multiples of `stride`, and the offset of the first of them
+    from `start`."""
     first = -start % stride
     at = -(-start // stride)
     return sample[at : at + max(0, -(-(end - start - first) // stride))], first
@@ -194,7 +198,7 @@ def moment_sums(
     splits = _splits(flat.numel(), _threads(flat.numel()))
     if direct:
         x = flat.numpy()
-        parts = [(k, x[i:j], *_sampled(i, j, sample, stride)) for i, j in splits]
+        parts = [(k, x[i:j], *sample_share(i, j, sample, stride)) for i, j in splits]
         for part in _run(lambda k, x, out, first: _array_sums(k, x, shift, out, first, stride), parts):
             total.add(*part)
         return total
@@ -209,7 +213,7 @@ def moment_sums(
     for start in range(0, flat.numel(), _CHUNK):
         piece = flat[start : start + _CHUNK]
         x = buf[: piece.numel()].copy_(piece).numpy()
-        out, first = _sampled(start, start + x.size, sample, stride)
+        out, first = sample_share(start, start + x.size, sample, stride)
         total.add(*_array_sums(k, x, shift, out, first, stride))
     return total
 
@@ -249,7 +253,7 @@ def _half_sums(
     sums = []
     for i in range(start, end, _CHUNK):
         j = min(i + _CHUNK, end)
-        out, first = _sampled(i, j, sample, stride)
+        out, first = sample_share(i, j, sample, stride)
         sums.append(_array_sums(k, _widen(bits[i:j], dtype, buf[: j - i]), shift, out, first, stride))
     return sums
 
@@ -331,7 +335,7 @@ def pair_sums(
             sides = (_raw(a), a.dtype, _raw(b), b.dtype)
         else:
             wide = torch.float64 in (a.dtype, b.dtype) or not (a.is_floating_point() and b.is_floating_point())
-            buf_a, buf_b = scratch.get(torch.float64 if wide else torch.float32, 2)
+            buf_a, buf_b = scratch.chunks(torch.float64 if wide else torch.float32, "a", "b")
             for start in range(0, n, scratch.chunk):
                 m = min(scratch.chunk, n - start)
                 x = buf_a[:m].copy_(a[start : start + m]).numpy()

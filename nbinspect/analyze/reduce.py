@@ -15,9 +15,12 @@ the moments:
   stride is made coprime with the last dimension so every column is visited), scaled to
   the finite count; ``Moments.hist_sample`` says how many elements it was binned from.
   Measured on N(0, 0.02) weights of 1M-100M elements: each bin within ~0.25% of the
-  elements of the exact histogram (``benchmarks/bench_stats.py``).
+  elements of the exact histogram (``benchmarks/bench_stats.py``). The chunks reuse the
+  run's buffers (:class:`~.scratch.Scratch`). torch's own intra-op threads do this path's
+  parallel work: a pool of single-threaded Python workers measured slower on an idle
+  2-core machine and would have to change torch's process-wide thread count while it ran.
 
-  When a :class:`Workspace` carries the fused kernels (:mod:`.fused`: a run with enough
+  When the run's buffers carry the fused kernels (:mod:`.fused`: a run with enough
   large-tensor bytes, numba installed), a dense large tensor is instead read once by one
   kernel per thread that takes every sum around a shift (the sample's mean), the min/max
   and the zero count together; the strided sample and the histogram are the same.
@@ -34,8 +37,9 @@ import torch
 
 from . import fused
 from .moments import Moments, histogram_edges, histogram_range, merge
+from .scratch import Scratch
 
-__all__ = ["CHUNK", "SAMPLE", "Workspace", "batch_moments", "large_moments", "tensor_moments"]
+__all__ = ["CHUNK", "SAMPLE", "batch_moments", "large_moments", "tensor_moments"]
 
 CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
 SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
@@ -43,37 +47,13 @@ _SHIFT_SAMPLE = 256  # elements whose mean is the fused path's shift (its sums n
 _SHIFT_ABOVE = 16.0  # re-centre a chunk when sum(x^2) > this * M2 (cancellation risk)
 
 
-class Workspace:
-    """Scratch buffers reused across one stats run: no allocations per chunk and no
-    full-size temporaries. torch's own intra-op threads do the parallel work; a pool of
-    single-threaded Python workers measured slower on an idle 2-core machine and would have
-    to change torch's process-wide thread count while it ran."""
-
-    def __init__(self, kernels: ModuleType | None = None) -> None:
-        self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
-        self.kernels = kernels  # the fused kernels (fused.kernels), or None for the torch path
-
-    def __enter__(self) -> Workspace:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._buffers.clear()
-
-    def get(self, dtype: torch.dtype, role: str, n: int) -> torch.Tensor:
-        """A buffer of `n` elements for this role, grown when needed."""
-        key = (dtype, role)
-        buf = self._buffers.get(key)
-        if buf is None or buf.numel() < n:
-            buf = self._buffers[key] = torch.empty(n if role == "sample" else max(n, CHUNK), dtype=dtype)
-        return buf[:n]
-
-
-def tensor_moments(values: torch.Tensor, bins: int = 64, workspace: Workspace | None = None) -> Moments:
-    """Statistics of one real tensor (floating, integer or bool, dense, any device)."""
+def tensor_moments(values: torch.Tensor, bins: int = 64, workspace: Scratch | None = None) -> Moments:
+    """Statistics of one real tensor (floating, integer or bool, dense, any device).
+    `workspace`: the run's buffers (chunks of ``CHUNK`` elements) and kernels; None: the torch path."""
     if values.numel() <= SAMPLE:
         return batch_moments([values], bins)[0]
     if workspace is None:
-        with Workspace() as workspace:
+        with Scratch(CHUNK) as workspace:
             return large_moments(values, bins, workspace)
     return large_moments(values, bins, workspace)
 
@@ -241,7 +221,7 @@ def _piece_moments(
     piece: torch.Tensor,
     cdt: torch.dtype,
     bins: int,
-    workspace: Workspace,
+    workspace: Scratch,
     sample: torch.Tensor,
     position: int,
     stride: int,
@@ -252,9 +232,8 @@ def _piece_moments(
     n = c.numel()
     if c.dtype != cdt or c.device.type != "cpu":
         c = workspace.get(cdt, "upcast", n).copy_(c)
-    picked = c[(-position) % stride :: stride]
-    first = -(-position // stride)
-    sample[first : first + picked.numel()].copy_(picked)
+    share, first = fused.sample_share(position, position + n, sample, stride)
+    share.copy_(c[first::stride])
     nan = inf = 0
     lo, hi = (float(v) for v in torch.aminmax(c))
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -292,13 +271,13 @@ def _shift(flat: torch.Tensor) -> float:
 
 
 def _fused_moments(
-    k: ModuleType, flat: torch.Tensor, stride: int, workspace: Workspace, bins: int
+    k: ModuleType, flat: torch.Tensor, stride: int, workspace: Scratch, bins: int
 ) -> tuple[Moments, np.ndarray]:
     """(Moments without histogram, float64 sample) of a dense tensor, read once by kernels `k`,
     which copy the sample out while each block is in cache. The sums are taken around a
     shift near the mean (from a few hundred elements) so the squares do not cancel."""
-    sample = workspace.get(torch.float64, "sample", -(-flat.numel() // stride)).numpy()
-    sums = fused.moment_sums(k, flat, _shift(flat), lambda dtype: workspace.get(dtype, "upcast", CHUNK), sample, stride)
+    sample = workspace.get(torch.float64, "sample", -(-flat.numel() // stride), exact=True).numpy()
+    sums = fused.moment_sums(k, flat, _shift(flat), lambda dtype: workspace.get(dtype, "upcast"), sample, stride)
     n, inf = sums.n, sums.n - sums.count - sums.nan
     if sums.count == 0:
         return Moments.empty(bins, n, sums.nan, inf), sample
@@ -309,7 +288,7 @@ def _fused_moments(
     ), sample
 
 
-def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
+def large_moments(t: torch.Tensor, bins: int, workspace: Scratch) -> Moments:
     """Statistics of a large real tensor in one chunked pass plus a strided sample."""
     t = t.detach()
     cdt = _compute_dtype(t.dtype)
@@ -319,12 +298,12 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Workspace) -> Moments:
     if kernels is not None and flat is not None:  # the fused path: dense tensors (nearly all)
         total, picked = _fused_moments(kernels, flat, stride, workspace, bins)
     else:
-        sample = workspace.get(cdt, "sample", -(-t.numel() // stride))
+        sample = workspace.get(cdt, "sample", -(-t.numel() // stride), exact=True)
         pieces = _pieces(t, CHUNK)
         starts = np.cumsum([0] + [p.numel() for p in pieces[:-1]]).tolist()
         parts = [_piece_moments(p, cdt, bins, workspace, sample, start, stride) for p, start in zip(pieces, starts)]
         total = merge(parts)
-        picked = workspace.get(torch.float64, "sample", len(sample)).copy_(sample).numpy()
+        picked = workspace.get(torch.float64, "sample", len(sample), exact=True).copy_(sample).numpy()
     if total.count == 0:
         return total
     if total.nan or total.inf:

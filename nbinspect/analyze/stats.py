@@ -26,7 +26,8 @@ from .distributed import combine_moments, on_receiving_rank
 from .gc_pause import gc_paused
 from .moments import Moments, histogram_edges, merge, merge_groups, spread
 from .parallel import parallel_tensor_stats
-from .reduce import SAMPLE, Workspace, batch_moments, large_moments
+from .reduce import CHUNK, SAMPLE, batch_moments, large_moments
+from .scratch import Scratch
 
 __all__ = ["frames_of", "stats", "stats_frames", "tensor_stats"]
 
@@ -121,7 +122,7 @@ def tensor_stats(
         pending.clear()
 
     large = sum(t.nbytes for t in unique.values() if t.numel > SAMPLE)
-    workspace = Workspace(fused.kernels(large))
+    workspace = Scratch(CHUNK, fused.kernels(large))
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace:
         for key, entry in unique.items():
             values, note, implicit, n = entry.tensor, None, 0, entry.numel

@@ -10,7 +10,7 @@ mismatches (left on meta) and dtype conversions (values converted when read).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,7 +18,7 @@ from torch import nn
 
 from ..dtypes import parse_dtype
 from .base import ModelSource, TensorEntry
-from .model_loader import LoadReport
+from .model_loader import LoadReport, saved_ties
 from .torch_module import from_module
 
 __all__ = ["attach"]
@@ -35,10 +35,12 @@ def attach(model: nn.Module, checkpoint: ModelSource, *, name: str | None = None
     live = from_module(model, name or checkpoint.name)
     stored = {t.name: t for t in checkpoint.tensors}
     persistent = set(model.state_dict(keep_vars=True))
-    by_storage: dict[Hashable, TensorEntry] = {}  # a tie present in the file under any of its paths
-    for entry in live.tensors:
-        if entry.name in stored and entry.shape == stored[entry.name].shape:
-            by_storage.setdefault(entry.storage_key, stored[entry.name])
+    loadable = {
+        e.name: stored[e.name]
+        for e in live.tensors
+        if e.name in persistent and e.name in stored and e.shape == stored[e.name].shape
+    }
+    by_storage = saved_ties(live.tensors, loadable)
     tensors: list[TensorEntry] = []
     mismatched: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
     cast: list[tuple[str, str, str]] = []

@@ -10,20 +10,22 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from ..dtypes import dtype_name
 from ..errors import first_line
-from .base import ModelSource
+from .base import ModelSource, TensorEntry
 from .meta_build import call_factory
 from .torch_module import from_module
 
-__all__ = ["LoadReport", "load_into", "read_config", "resolve_factory"]
+__all__ = ["LoadReport", "load_into", "read_config", "resolve_factory", "saved_ties"]
+
+Saved = TypeVar("Saved")
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,17 @@ class LoadReport:
             if items:
                 lines.append(f"{len(items)} {title}: " + ", ".join(items[:10]) + (" ..." if len(items) > 10 else ""))
         return "\n".join(lines)
+
+
+def saved_ties(tensors: Iterable[TensorEntry], saved: Mapping[str, Saved]) -> dict[Hashable, Saved]:
+    """The tie rule of both load reports (:func:`load_into` and :func:`.attach.attach`): a tie
+    saved once is present at all its paths. Each storage of the model's `tensors` that has a
+    path among the `saved` state_dict keys -> what is saved at its first such path."""
+    out: dict[Hashable, Saved] = {}
+    for t in tensors:
+        if t.name in saved:
+            out.setdefault(t.storage_key, saved[t.name])
+    return out
 
 
 def resolve_factory(spec: str | type | Callable[..., Any]) -> Callable[..., Any]:
@@ -124,8 +137,10 @@ def load_into(source: ModelSource, factory: str | type | Callable[..., Any], con
     for name in matched:
         entries[name].release()
     result = from_module(model, source.name)
+    loaded = saved_ties(result.tensors, matched)
+    # state_dict keys that are no path of the module source (a quantized module's packed
+    # parameters) are their own storage
     storage = {t.name: t.storage_key for t in result.tensors}
-    loaded = {storage.get(n) for n in matched}  # a tie saved once is present at all its paths
     report = LoadReport(
         loaded=len(matched),
         missing=tuple(n for n in target if n not in entries and storage.get(n, n) not in loaded),

@@ -69,7 +69,7 @@ def _tensor_change(
     exceed each limit (ascending). Sums and dots run in torch (BLAS, cascade summation);
     min/max and the counts in numpy, which does them in fewer passes than torch here."""
     work = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
-    buf_a, buf_b, buf_d = scratch.get(work, 3)
+    buf_a, buf_b, buf_d = scratch.chunks(work, "a", "b", "d")
     n = a.numel()
     count = nan = inf = nonzero = 0
     s = q = ad = abs_sum = 0.0
