@@ -141,6 +141,18 @@ def _inspections() -> dict[str, Callable[[], nbinspect.Inspection]]:
     }
 
 
+def _export_text(document: dict) -> str:
+    """JSON with one line per field and per row of a table, so a diff shows which row changed."""
+    lines = []
+    for key, value in document.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows = ",\n".join(f"  {json.dumps(v)}" for v in value)
+            lines.append(f" {json.dumps(key)}: [\n{rows}\n ]")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def _payload(result) -> dict:
     return build_payload(result.name, result.framework_label(), result.totals, result._widget_frames(), result.sides)
 
@@ -150,13 +162,13 @@ def test_inspection_payload_and_export_are_unchanged(case, golden):
     torch.manual_seed(3)
     insp = _inspections()[case]()
     golden(f"payload_{case}.json", dump(_payload(insp)))
-    golden(f"export_{case}.json", json.dumps(insp.to_dict(), indent=1) + "\n")
+    golden(f"export_{case}.json", _export_text(insp.to_dict()))
 
 
 def test_comparison_payload_and_export_are_unchanged(golden):
     cmp = _compared()
     golden("payload_compare.json", dump(_payload(cmp)))
-    golden("export_compare.json", json.dumps(cmp.to_dict(), indent=1) + "\n")
+    golden("export_compare.json", _export_text(cmp.to_dict()))
 
 
 def test_edited_frames_payload_is_unchanged(golden):
