@@ -25,7 +25,17 @@ import numpy as np
 
 _ROWS = 512  # histograms re-binned together
 
-__all__ = ["Moments", "histogram_edges", "histogram_range", "merge", "merge_groups", "rebin", "rebin_sum", "spread"]
+__all__ = [
+    "Moments",
+    "histogram_edges",
+    "histogram_range",
+    "merge",
+    "merge_groups",
+    "rebin",
+    "rebin_rows",
+    "rebin_sum",
+    "spread",
+]
 
 
 class Moments(NamedTuple):
@@ -139,10 +149,12 @@ def rebin_sum(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, new_lo: float,
     whole into the bin that holds its value. Vectorized over rows: a module roll-up merges
     thousands of tensors."""
     k = len(lo)
-    return _rebinned(counts, lo, hi, np.full(k, float(new_lo)), np.full(k, float(new_hi))).sum(axis=0)
+    return rebin_rows(counts, lo, hi, np.full(k, float(new_lo)), np.full(k, float(new_hi))).sum(axis=0)
 
 
-def _rebinned(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, new_lo: np.ndarray, new_hi: np.ndarray) -> np.ndarray:
+def rebin_rows(
+    counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, new_lo: np.ndarray, new_hi: np.ndarray
+) -> np.ndarray:
     """Each row of `counts` (over [lo[i], hi[i]]) moved onto its own target range
     [new_lo[i], new_hi[i]], as :func:`rebin_sum` describes; (k, bins) int64."""
     k, bins = counts.shape
@@ -227,7 +239,7 @@ def merge_groups(parts: Sequence[Moments], groups: Sequence[Sequence[int]]) -> l
     np.maximum.at(g_hi, gid[filled], hist_hi[filled])
     # np.array, not np.stack: 4x faster on thousands of rows
     hists = np.array(columns[10])[pid[filled]] if filled.any() else np.zeros((0, bins), np.int64)
-    moved = _rebinned(hists, hist_lo[filled], hist_hi[filled], g_lo[gid[filled]], g_hi[gid[filled]])
+    moved = rebin_rows(hists, hist_lo[filled], hist_hi[filled], g_lo[gid[filled]], g_hi[gid[filled]])
     cells = (gid[filled][:, None] * bins + np.arange(bins)).ravel()  # bincount adds at C speed, ufunc.at does not
     g_hist = np.bincount(cells, moved.ravel(), k * bins).astype(np.int64).reshape(k, bins)
     samples = np.array(columns[13], np.int64)[pid]

@@ -22,7 +22,7 @@ import pandas as pd
 from ..analyze import compare as _compare
 from ..analyze.gc_pause import gc_paused
 from ..analyze.health import health_frame
-from ..analyze.moments import _rebinned, histogram_edges  # _rebinned: rebin_sum's rows, each onto its own range
+from ..analyze.moments import histogram_edges, rebin_rows
 from ..payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Field, check_payload
 from ..schema import PARAMETER, STATS
 from ..sources import ancestors
@@ -254,7 +254,7 @@ def _shared_range(
     out: tuple[list[dict | None], list[dict | None]] = ([None] * len(names), [None] * len(names))
     for s, groups in enumerate(sides):
         for n, (at, counts, edges) in groups.items():
-            moved = _rebinned(counts, edges[:, 0], edges[:, -1], lo[at], hi[at])  # rebin_sum's rows
+            moved = rebin_rows(counts, edges[:, 0], edges[:, -1], lo[at], hi[at])
             new_edges = histogram_edges(lo[at], hi[at], n).reshape(-1, n + 1)  # row by row the scalar call's
             finite = np.isfinite(new_edges).all(axis=1)
             for i, hist in zip(at[finite].tolist(), _coarse_group(moved[finite], new_edges[finite])):
@@ -313,7 +313,7 @@ def _merged(
     first, last = edges[at, 0], edges[at, -1]
     lo, hi = _run_ranges(sizes, first, last)
     each = np.repeat(np.arange(len(runs)), sizes)
-    moved = _rebinned(counts[at], first, last, lo[each], hi[each])
+    moved = rebin_rows(counts[at], first, last, lo[each], hi[each])
     totals = np.add.reduceat(moved, np.cumsum([0, *sizes[:-1]]), axis=0)
     n = counts.shape[1]
     return list(zip(totals, histogram_edges(lo, hi, n).reshape(-1, n + 1)))
