@@ -399,3 +399,50 @@ def test_summary_of_a_training_checkpoint_shows_its_metadata(tmp_path):
     assert "Checkpoint" in text and "epoch        7" in text
     assert "Parameters by module type" not in text  # every type is unknown without the class
     assert "Parameters by module type" in nbinspect.inspect(model).summary()
+
+
+def _quantized_mlp(seed: int, per_channel: bool = False) -> torch.nn.Module:
+    import warnings
+
+    with warnings.catch_warnings():  # torch.ao.quantization is deprecated, and says so
+        warnings.simplefilter("ignore")
+        from torch.ao.quantization import default_dynamic_qconfig, per_channel_dynamic_qconfig, quantize_dynamic
+
+        torch.manual_seed(seed)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+        qconfig = per_channel_dynamic_qconfig if per_channel else default_dynamic_qconfig
+        return quantize_dynamic(model, {torch.nn.Linear: qconfig})
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_quantized_linear_file_shows_its_packed_weights_as_the_live_model_does(tmp_path, per_channel):
+    """A quantized Linear saves weight and bias as one tuple: the file's source names and
+    sizes them as the live module's source does (per-channel scales counted in the bytes)."""
+    model = _quantized_mlp(0, per_channel)
+    path = tmp_path / "q.pt"
+    torch.save(model.state_dict(), path)
+    live = nbinspect.params(model).set_index("name")
+    saved = nbinspect.params(path).set_index("name")
+    for name in live.index:  # not requires_grad: a file does not say it (a float there counts as trainable)
+        for column in ("shape", "dtype", "numel", "bytes", "kind"):
+            assert saved.loc[name, column] == live.loc[name, column], (name, column)
+    assert not saved.loc["0._packed_params.weight", "requires_grad"]  # quantized: never trainable
+    # the weights' own count, from torch: every packed pair is there
+    packed = [
+        m._weight_bias() for m in model.modules() if isinstance(vars(m).get("_packed_params"), torch.ScriptObject)
+    ]
+    assert sum(saved.loc[n, "numel"] for n in live.index) == sum(w.numel() + b.numel() for w, b in packed)
+
+
+def test_quantized_linear_checkpoint_loads_into_its_model(tmp_path):
+    original = _quantized_mlp(0)
+    path = tmp_path / "q.pt"
+    torch.save(original.state_dict(), path)
+    source = load_checkpoint(path, model=functools.partial(_quantized_mlp, 1))  # other weights until loaded
+    assert source.metadata["load_report"].missing == ()
+    assert source.metadata["load_report"].unexpected == ()
+    for loaded, saved in zip(source.model.modules(), original.modules()):
+        if isinstance(vars(saved).get("_packed_params"), torch.ScriptObject):
+            (w, b), (w0, b0) = loaded._weight_bias(), saved._weight_bias()
+            assert torch.equal(w.int_repr(), w0.int_repr()) and w.q_scale() == w0.q_scale()
+            assert torch.equal(b, b0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from ..dtypes import dtype_name
 from ..errors import first_line
 from .base import ModelSource, TensorEntry
 from .meta_build import call_factory
+from .state_dict import PACKED_KEY, packed_weight_bias
 from .torch_module import from_module
 
 __all__ = ["LoadReport", "load_into", "read_config", "resolve_factory", "saved_ties"]
@@ -66,6 +68,42 @@ def saved_ties(tensors: Iterable[TensorEntry], saved: Mapping[str, Saved]) -> di
     for t in tensors:
         if t.name in saved:
             out.setdefault(t.storage_key, saved[t.name])
+    return out
+
+
+def _unpacked(saved: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """The model's state_dict tensors, a quantized Linear's packed pair as its `weight` and
+    `bias` (the names its checkpoint source and live source give them)."""
+    out = {}
+    for name, value in saved.items():
+        packed = packed_weight_bias(name, value)
+        if packed is not None:
+            base = name.removesuffix(PACKED_KEY)
+            out.update((base + local, t) for local, t in zip(("weight", "bias"), packed) if t is not None)
+        elif isinstance(value, torch.Tensor):
+            out[name] = value
+    return out
+
+
+def _repacked(matched: dict[str, torch.Tensor], saved: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`matched` as ``load_state_dict`` takes it: a quantized Linear's weight and bias packed
+    back into its one entry (a bias the file lacks kept from the model), the other packed
+    entries (their dtype) as the model has them, and the model's per-module versions, which
+    say how each module's entries are laid out."""
+    out: OrderedDict[str, Any] = OrderedDict(matched)
+    for name, value in saved.items():
+        packed = packed_weight_bias(name, value)
+        if packed is None:
+            continue
+        base = name.removesuffix(PACKED_KEY)
+        if base + "weight" not in out:  # a bias alone cannot be packed: the model keeps its pair
+            out.pop(base + "bias", None)
+            continue
+        out[name] = (out.pop(base + "weight"), out.pop(base + "bias", packed[1]))
+        dtype_key = base + "dtype"
+        if dtype_key in saved:
+            out[dtype_key] = saved[dtype_key]
+    out._metadata = getattr(saved, "_metadata", None)  # type: ignore[attr-defined]  # torch's own attribute
     return out
 
 
@@ -118,7 +156,8 @@ def load_into(source: ModelSource, factory: str | type | Callable[..., Any], con
     model = call_factory(
         build, read_config(config), where=str(config) if isinstance(config, (str, os.PathLike)) else "config"
     )
-    target = model.state_dict()
+    saved = model.state_dict()
+    target = _unpacked(saved)
     entries = {t.name: t for t in source.tensors}
     matched: dict[str, torch.Tensor] = {}
     mismatched: list[tuple[str, Any, tuple[int, ...]]] = []
@@ -133,7 +172,7 @@ def load_into(source: ModelSource, factory: str | type | Callable[..., Any], con
             cast.append((name, t.dtype, dtype_name(target[name].dtype)))
         matched[name] = t.values()
     with torch.no_grad():
-        model.load_state_dict(matched, strict=False)
+        model.load_state_dict(_repacked(matched, saved), strict=False)
     for name in matched:
         entries[name].release()
     result = from_module(model, source.name)

@@ -19,10 +19,19 @@ from ..dtypes import dtype_name
 from ..errors import CheckpointError
 from .base import ModelSource
 from .limits import MAX_DEPTH, MAX_METADATA_ITEMS, MAX_TENSORS
-from .torch_module import compact, from_module, storage_key, stored_numel
+from .torch_module import compact, from_module, quantization_bytes, storage_key, stored_numel
 from .tree import StoredTensor, build_source
 
-__all__ = ["CONFIG_KEYS", "WEIGHT_KEYS", "describe", "from_mapping", "split_checkpoint", "stored_tensors"]
+__all__ = [
+    "CONFIG_KEYS",
+    "PACKED_KEY",
+    "WEIGHT_KEYS",
+    "describe",
+    "from_mapping",
+    "packed_weight_bias",
+    "split_checkpoint",
+    "stored_tensors",
+]
 
 WEIGHT_KEYS = ("model_state_dict", "state_dict", "model", "ema", "module")
 # entries holding the model's constructor arguments (Lightning saves ``hyper_parameters``):
@@ -109,6 +118,22 @@ def _cut(cut: str) -> str:
     return f"; {cut}" if cut else ""
 
 
+# A quantized Linear's LinearPackedParams module (at `<linear>._packed_params`) saves its
+# weight and bias as one tuple under this last key (state_dict version 3); the live module
+# shows them as that module's `weight` and `bias`, and so do its file's sources.
+PACKED_KEY = "_packed_params"
+
+
+def packed_weight_bias(name: str, value: Any) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """(weight, bias) of a quantized Linear's packed state_dict entry, else None."""
+    if not (name.rpartition(".")[2] == PACKED_KEY and isinstance(value, tuple) and len(value) == 2):
+        return None
+    weight, bias = value
+    if not isinstance(weight, torch.Tensor) or not (bias is None or isinstance(bias, torch.Tensor)):
+        return None
+    return weight, bias
+
+
 def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_dict") -> tuple[Any, dict[str, Any]]:
     """(weights, metadata) of a state_dict or a training checkpoint; `key` picks the entry
     holding the weights (default: the first of WEIGHT_KEYS present)."""
@@ -123,7 +148,9 @@ def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_
         meta.update({str(k): describe(v, k) for k, v in obj.items() if k != chosen})
         return obj[chosen], meta
     meta = {
-        str(k): describe(v, k) for k, v in obj.items() if not isinstance(v, (torch.Tensor, Mapping)) or _is_config(k, v)
+        str(k): describe(v, k)
+        for k, v in obj.items()
+        if (not isinstance(v, (torch.Tensor, Mapping)) and packed_weight_bias(str(k), v) is None) or _is_config(k, v)
     }
     return {k: v for k, v in obj.items() if k not in meta}, meta
 
@@ -142,6 +169,11 @@ def _flatten(weights: Mapping, origin: str, meta: dict[str, Any]) -> dict[str, t
             name = f"{prefix}{k}"
             if isinstance(v, torch.Tensor):
                 out[name] = v
+                if len(out) > MAX_TENSORS:
+                    raise CheckpointError(f"{origin}: more than {MAX_TENSORS:,} tensors, over the limit")
+            elif (packed := packed_weight_bias(name, v)) is not None:
+                base = name.removesuffix(PACKED_KEY)
+                out.update((base + local, t) for local, t in zip(("weight", "bias"), packed) if t is not None)
                 if len(out) > MAX_TENSORS:
                     raise CheckpointError(f"{origin}: more than {MAX_TENSORS:,} tensors, over the limit")
             elif isinstance(v, Mapping):
@@ -168,7 +200,7 @@ def _stored(name: str, t: torch.Tensor, release: Callable[[torch.Tensor], None] 
         name=name,
         shape=tuple(t.shape),
         dtype=dtype_name(t.dtype),
-        nbytes=numel * t.element_size(),
+        nbytes=numel * t.element_size() + quantization_bytes(t),
         storage_key=storage_key(t),
         tensor=values,
         release_hook=None if release is None or t.layout != torch.strided else partial(release, values),

@@ -147,12 +147,17 @@ def _packed(module: nn.Module, prefix: str, path: str) -> list[TensorEntry]:
     for local, t in (("weight", weight), ("bias", bias)):
         if isinstance(t, torch.Tensor):
             entry = _tensor_entry(prefix + local, path, PARAMETER, t, False)
-            if t.is_quantized and t.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
-                scales = t.q_per_channel_scales()  # per-channel scales and zero points are stored too
-                extra = scales.numel() * (scales.element_size() + t.q_per_channel_zero_points().element_size())
-                entry = dataclasses.replace(entry, nbytes=entry.nbytes + extra)
-            out.append(entry)
+            out.append(dataclasses.replace(entry, nbytes=entry.nbytes + quantization_bytes(t)))
     return out
+
+
+def quantization_bytes(t: torch.Tensor) -> int:
+    """Bytes a quantized tensor stores besides its elements: per-channel scales and zero
+    points (a per-tensor scale is a number, not counted); 0 for other tensors."""
+    if not t.is_quantized or t.qscheme() not in (torch.per_channel_affine, torch.per_channel_symmetric):
+        return 0
+    scales = t.q_per_channel_scales()
+    return scales.numel() * (scales.element_size() + t.q_per_channel_zero_points().element_size())
 
 
 def quantization(module: nn.Module) -> str | None:

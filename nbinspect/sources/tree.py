@@ -22,6 +22,8 @@ __all__ = ["UNKNOWN_TYPE", "StoredTensor", "build_source", "module_paths", "natu
 UNKNOWN_TYPE = "unknown"
 _BUFFER_NAMES = frozenset({"running_mean", "running_var", "num_batches_tracked"})
 _FLOATING = ("float", "bfloat", "complex")
+# a quantized weight is a parameter, frozen, as a live quantized module's packed one
+_QUANTIZED = ("qint", "quint")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,7 @@ def natural_key(name: str) -> tuple:
 
 
 def _kind(t: StoredTensor) -> str:
-    if t.name.rpartition(".")[2] in _BUFFER_NAMES or not t.dtype.startswith(_FLOATING):
+    if t.name.rpartition(".")[2] in _BUFFER_NAMES or not t.dtype.startswith((*_FLOATING, *_QUANTIZED)):
         return BUFFER
     return PARAMETER
 
@@ -80,7 +82,7 @@ def build_source(
             device="cpu",
             numel=math.prod(t.shape) if t.numel is None else t.numel,
             nbytes=t.nbytes,
-            requires_grad=kind == PARAMETER,
+            requires_grad=kind == PARAMETER and not t.dtype.startswith(_QUANTIZED),
             storage_key=t.storage_key,
             tensor=t.tensor,
             release_hook=t.release_hook,
