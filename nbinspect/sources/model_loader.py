@@ -74,7 +74,7 @@ def saved_ties(tensors: Iterable[TensorEntry], saved: Mapping[str, Saved]) -> di
 def _unpacked(saved: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """The model's state_dict tensors, a quantized Linear's packed pair as its `weight` and
     `bias` (the names its checkpoint source and live source give them)."""
-    out = {}
+    out: dict[str, torch.Tensor] = {}
     for name, value in saved.items():
         packed = packed_weight_bias(name, value)
         if packed is not None:
