@@ -48,13 +48,6 @@ class _Sums:
     d: float = 0.0  # sum (b - a)
     max_abs: float = 0.0
 
-    def add(self, other: _Sums) -> None:
-        self.n += other.n
-        self.aa, self.bb, self.ab = self.aa + other.aa, self.bb + other.bb, self.ab + other.ab
-        self.dd, self.d = self.dd + other.dd, self.d + other.d
-        self.max_abs = other.max_abs if math.isnan(other.max_abs) else max(self.max_abs, other.max_abs)
-        self.above = [x + y for x, y in zip(self.above, other.above)]
-
     def columns(self) -> dict[str, Any]:
         l2_a, l2_b, l2_d = math.sqrt(self.aa), math.sqrt(self.bb), math.sqrt(self.dd)
         cosine = max(-1.0, min(1.0, self.ab / (l2_a * l2_b))) if l2_a > 0 and l2_b > 0 else None
@@ -71,22 +64,49 @@ class _Sums:
             "frac_above": tuple(c / self.n if self.n else 0.0 for c in self.above),
         }
 
-    @classmethod
-    def from_row(cls, row: Any, k: int) -> _Sums:
-        """Back from a frame row (compare or compare_groups) to mergeable sums."""
-        if pd.isna(row.numel):
-            return cls([0] * k)
-        n = int(row.numel)
-        return cls(
-            above=[round(f * n) for f in row.frac_above],
-            n=n,
-            aa=row.l2_a**2,
-            bb=row.l2_b**2,
-            ab=0.0 if pd.isna(row.cosine) else row.cosine * row.l2_a * row.l2_b,
-            dd=row.l2_delta**2,
-            d=0.0 if pd.isna(row.mean_drift) else row.mean_drift * n,
-            max_abs=row.max_abs_delta,
-        )
+
+def _group_sums(frame: pd.DataFrame, rows: list[int], groups: list[int], count: int, k: int) -> list[_Sums]:
+    """The sums of each of `count` groups, row ``rows[j]`` of the compare `frame` belonging
+    to group ``groups[j]``: back from each row's columns to its sums, then added up per group in the order of the pairs, as one merge after another
+    would (the same float64 additions, so the same numbers). A row that compared nothing
+    adds nothing; a NaN largest change stays NaN in every group it is in."""
+    compared = frame["numel"].notna().to_numpy(dtype=bool)
+    n = frame["numel"].to_numpy(dtype=np.int64, na_value=0)
+
+    def column(name: str) -> np.ndarray:
+        return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+
+    l2_a, l2_b, l2_d = column("l2_a"), column("l2_b"), column("l2_delta")
+    cosine, drift = column("cosine"), column("mean_drift")
+    given = frame["frac_above"].tolist()
+    # as many thresholds as the rows have (a frame's attrs, which name them, do not survive every copy)
+    k = next((len(f) for f, c in zip(given, compared.tolist()) if c), k)
+    fractions = [f if c else (0.0,) * k for f, c in zip(given, compared.tolist())]
+    parts = {
+        "aa": l2_a**2,
+        "bb": l2_b**2,
+        "ab": np.where(np.isnan(cosine), 0.0, cosine * l2_a * l2_b),
+        "dd": l2_d**2,
+        "d": np.where(np.isnan(drift), 0.0, drift * n),
+    }
+    at, where = np.asarray(groups, dtype=np.intp), np.asarray(rows, dtype=np.intp)
+    totals = {}
+    for name, values in parts.items():
+        out = np.zeros(count)
+        np.add.at(out, at, np.where(compared, values, 0.0)[where])
+        totals[name] = out.tolist()
+    elements = np.zeros(count, dtype=np.int64)
+    np.add.at(elements, at, n[where])  # in int64: exact past 2**53 elements
+    largest = np.zeros(count)
+    np.maximum.at(largest, at, np.where(compared, column("max_abs_delta"), 0.0)[where])
+    above = np.zeros((count, k), dtype=np.int64)
+    if k:
+        counted = np.rint(np.array(fractions, dtype=np.float64).reshape(-1, k) * n[:, None]).astype(np.int64)
+        np.add.at(above, at, counted[where])
+    fields = zip(
+        above.tolist(), elements.tolist(), *(totals[f] for f in ("aa", "bb", "ab", "dd", "d")), largest.tolist()
+    )
+    return [_Sums(*values) for values in fields]
 
 
 def _flat(t: torch.Tensor) -> torch.Tensor:
@@ -232,27 +252,27 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
 def _groups(frame: pd.DataFrame, keys: list[list[tuple[str, Any]]]) -> pd.DataFrame:
     """Roll rows up into groups; `keys[i]` lists the (group, layer) pairs row i belongs to."""
     k = len(frame.attrs.get("thresholds", DEFAULT_THRESHOLDS))
-    sums: dict[tuple[str, Any], _Sums] = {}
-    counts: dict[tuple[str, Any], list[int]] = {}
-    for row, row_keys in zip(frame.itertuples(index=False), keys):
-        part = _Sums.from_row(row, k)
+    index: dict[tuple[str, Any], int] = {}  # group -> its number, in order of first appearance
+    rows, groups = [], []
+    for i, row_keys in enumerate(keys):
         for key in row_keys:
-            sums.setdefault(key, _Sums([0] * k)).add(part)
-            c = counts.setdefault(key, [0, 0])
-            c[0] += 1
-            c[1] += row.status != "same"
-    records = []
-    for (group, layer), s in sums.items():
-        columns = s.columns() if s.n else {"numel": 0}
-        records.append(
-            {
-                "group": group,
-                "layer": layer,
-                "tensors": counts[group, layer][0],
-                "differ": counts[group, layer][1],
-                **columns,
-            }
-        )
+            rows.append(i)
+            groups.append(index.setdefault(key, len(index)))
+    sums = _group_sums(frame, rows, groups, len(index), k)
+    at = np.asarray(groups, dtype=np.intp)
+    tensors = np.bincount(at, minlength=len(index)).tolist()
+    changed = (frame["status"] != "same").to_numpy(dtype=bool)[np.asarray(rows, dtype=np.intp)]
+    differ = np.bincount(at, weights=changed, minlength=len(index)).astype(np.int64).tolist()
+    records = [
+        {
+            "group": group,
+            "layer": layer,
+            "tensors": tensors[g],
+            "differ": differ[g],
+            **(sums[g].columns() if sums[g].n else {"numel": 0}),
+        }
+        for (group, layer), g in index.items()
+    ]
     out = COMPARE_GROUPS.build(records)
     out.attrs.update(frame.attrs)
     return out
