@@ -67,9 +67,10 @@ class _Sums:
 
 def _group_sums(frame: pd.DataFrame, rows: list[int], groups: list[int], count: int, k: int) -> list[_Sums]:
     """The sums of each of `count` groups, row ``rows[j]`` of the compare `frame` belonging
-    to group ``groups[j]``: back from each row's columns to its sums, then added up per group in the order of the pairs, as one merge after another
-    would (the same float64 additions, so the same numbers). A row that compared nothing
-    adds nothing; a NaN largest change stays NaN in every group it is in."""
+    to group ``groups[j]``: back from each row's columns to its sums, then added up per
+    group in the order of the pairs, as one merge after another would (the same float64
+    additions, so the same numbers). A row that compared nothing adds nothing; a NaN
+    largest change stays NaN in every group it is in."""
     compared = frame["numel"].notna().to_numpy(dtype=bool)
     n = frame["numel"].to_numpy(dtype=np.int64, na_value=0)
 
