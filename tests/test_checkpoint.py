@@ -423,10 +423,13 @@ def test_quantized_linear_file_shows_its_packed_weights_as_the_live_model_does(t
     torch.save(model.state_dict(), path)
     live = nbinspect.params(model).set_index("name")
     saved = nbinspect.params(path).set_index("name")
-    for name in live.index:  # not requires_grad: a file does not say it (a float there counts as trainable)
-        for column in ("shape", "dtype", "numel", "bytes", "kind"):
+    for name in live.index:
+        for column in ("shape", "dtype", "numel", "bytes", "kind", "requires_grad"):
             assert saved.loc[name, column] == live.loc[name, column], (name, column)
-    assert not saved.loc["0._packed_params.weight", "requires_grad"]  # quantized: never trainable
+    # the scale and zero point saved beside them are settings, not parameters: the totals agree
+    live_totals, saved_totals = nbinspect.totals(model), nbinspect.totals(path)
+    for key in ("total_params", "trainable_params", "param_bytes"):
+        assert saved_totals[key] == live_totals[key], key
     # the weights' own count, from torch: every packed pair is there
     packed = [
         m._weight_bias() for m in model.modules() if isinstance(vars(m).get("_packed_params"), torch.ScriptObject)

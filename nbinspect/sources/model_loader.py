@@ -22,8 +22,9 @@ from ..dtypes import dtype_name
 from ..errors import first_line
 from .base import ModelSource, TensorEntry
 from .meta_build import call_factory
-from .state_dict import PACKED_KEY, packed_weight_bias
+from .state_dict import packed_weight_bias, unpacked
 from .torch_module import from_module
+from .tree import PACKED_KEY
 
 __all__ = ["LoadReport", "load_into", "read_config", "resolve_factory", "saved_ties"]
 
@@ -76,10 +77,9 @@ def _unpacked(saved: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     `bias` (the names its checkpoint source and live source give them)."""
     out: dict[str, torch.Tensor] = {}
     for name, value in saved.items():
-        packed = packed_weight_bias(name, value)
-        if packed is not None:
-            base = name.removesuffix(PACKED_KEY)
-            out.update((base + local, t) for local, t in zip(("weight", "bias"), packed) if t is not None)
+        pair = unpacked(name, value)
+        if pair is not None:
+            out.update(pair)
         elif isinstance(value, torch.Tensor):
             out[name] = value
     return out

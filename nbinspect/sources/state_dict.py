@@ -20,17 +20,17 @@ from ..errors import CheckpointError
 from .base import ModelSource
 from .limits import MAX_DEPTH, MAX_METADATA_ITEMS, MAX_TENSORS
 from .torch_module import compact, from_module, quantization_bytes, storage_key, stored_numel
-from .tree import StoredTensor, build_source
+from .tree import PACKED_KEY, StoredTensor, build_source
 
 __all__ = [
     "CONFIG_KEYS",
-    "PACKED_KEY",
     "WEIGHT_KEYS",
     "describe",
     "from_mapping",
     "packed_weight_bias",
     "split_checkpoint",
     "stored_tensors",
+    "unpacked",
 ]
 
 WEIGHT_KEYS = ("model_state_dict", "state_dict", "model", "ema", "module")
@@ -118,12 +118,6 @@ def _cut(cut: str) -> str:
     return f"; {cut}" if cut else ""
 
 
-# A quantized Linear's LinearPackedParams module (at `<linear>._packed_params`) saves its
-# weight and bias as one tuple under this last key (state_dict version 3); the live module
-# shows them as that module's `weight` and `bias`, and so do its file's sources.
-PACKED_KEY = "_packed_params"
-
-
 def packed_weight_bias(name: str, value: Any) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """(weight, bias) of a quantized Linear's packed state_dict entry, else None."""
     if not (name.rpartition(".")[2] == PACKED_KEY and isinstance(value, tuple) and len(value) == 2):
@@ -132,6 +126,16 @@ def packed_weight_bias(name: str, value: Any) -> tuple[torch.Tensor, torch.Tenso
     if not isinstance(weight, torch.Tensor) or not (bias is None or isinstance(bias, torch.Tensor)):
         return None
     return weight, bias
+
+
+def unpacked(name: str, value: Any) -> dict[str, torch.Tensor] | None:
+    """A quantized Linear's packed state_dict entry as the packed module's `weight` and
+    `bias` by name (no bias if it has none), else None."""
+    packed = packed_weight_bias(name, value)
+    if packed is None:
+        return None
+    base = name.removesuffix(PACKED_KEY)
+    return {base + local: t for local, t in zip(("weight", "bias"), packed) if t is not None}
 
 
 def split_checkpoint(obj: Mapping, key: str | None = None, origin: str = "state_dict") -> tuple[Any, dict[str, Any]]:
@@ -171,9 +175,8 @@ def _flatten(weights: Mapping, origin: str, meta: dict[str, Any]) -> dict[str, t
                 out[name] = v
                 if len(out) > MAX_TENSORS:
                     raise CheckpointError(f"{origin}: more than {MAX_TENSORS:,} tensors, over the limit")
-            elif (packed := packed_weight_bias(name, v)) is not None:
-                base = name.removesuffix(PACKED_KEY)
-                out.update((base + local, t) for local, t in zip(("weight", "bias"), packed) if t is not None)
+            elif (pair := unpacked(name, v)) is not None:
+                out.update(pair)
                 if len(out) > MAX_TENSORS:
                     raise CheckpointError(f"{origin}: more than {MAX_TENSORS:,} tensors, over the limit")
             elif isinstance(v, Mapping):

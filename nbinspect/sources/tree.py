@@ -17,13 +17,19 @@ from typing import Any
 from ..schema import BUFFER, PARAMETER
 from .base import ModelSource, ModuleEntry, TensorEntry, parent_path, preorder
 
-__all__ = ["UNKNOWN_TYPE", "StoredTensor", "build_source", "module_paths", "natural_key"]
+__all__ = ["PACKED_KEY", "UNKNOWN_TYPE", "StoredTensor", "build_source", "module_paths", "natural_key"]
 
 UNKNOWN_TYPE = "unknown"
 _BUFFER_NAMES = frozenset({"running_mean", "running_var", "num_batches_tracked"})
 _FLOATING = ("float", "bfloat", "complex")
 # a quantized weight is a parameter, frozen, as a live quantized module's packed one
 _QUANTIZED = ("qint", "quint")
+# A quantized Linear keeps its weight and bias in a LinearPackedParams child at this name,
+# which saves them as one tuple under the same name again; its own `scale` and `zero_point`
+# are quantization settings, saved as tensors. A file source reads the pair as that
+# child's `weight` and `bias`, frozen, as the live module shows them.
+PACKED_KEY = "_packed_params"
+_QUANTIZATION_SETTINGS = frozenset({"scale", "zero_point"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +51,11 @@ def natural_key(name: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"\.", name))
 
 
-def _kind(t: StoredTensor) -> str:
-    if t.name.rpartition(".")[2] in _BUFFER_NAMES or not t.dtype.startswith((*_FLOATING, *_QUANTIZED)):
+def _kind(t: StoredTensor, quantized_modules: set[str]) -> str:
+    module, _, local = t.name.rpartition(".")
+    if local in _BUFFER_NAMES or not t.dtype.startswith((*_FLOATING, *_QUANTIZED)):
+        return BUFFER
+    if local in _QUANTIZATION_SETTINGS and module in quantized_modules:
         return BUFFER
     return PARAMETER
 
@@ -69,6 +78,7 @@ def build_source(
     stored = sorted(stored, key=lambda t: natural_key(t.name)) if sort else list(stored)
     paths = module_paths(t.name for t in stored)
     has_children = {parent_path(p) for p in paths if p}
+    quantized = {parent_path(p) or "" for p in paths if p.rpartition(".")[2] == PACKED_KEY}
     modules = tuple(
         ModuleEntry(name=p, type=UNKNOWN_TYPE, is_leaf=p not in has_children, training=None, attrs={}) for p in paths
     )
@@ -76,13 +86,15 @@ def build_source(
         TensorEntry(
             name=t.name,
             module=parent_path(t.name) or "",
-            kind=(kind := _kind(t)),
+            kind=(kind := _kind(t, quantized)),
             shape=t.shape,
             dtype=t.dtype,
             device="cpu",
             numel=math.prod(t.shape) if t.numel is None else t.numel,
             nbytes=t.nbytes,
-            requires_grad=kind == PARAMETER and not t.dtype.startswith(_QUANTIZED),
+            requires_grad=kind == PARAMETER
+            and not t.dtype.startswith(_QUANTIZED)
+            and (parent_path(t.name) or "").rpartition(".")[2] != PACKED_KEY,
             storage_key=t.storage_key,
             tensor=t.tensor,
             release_hook=t.release_hook,
