@@ -57,6 +57,8 @@ def test_a_saved_notebook_keeps_a_readable_view_of_the_widget():
     page = data["text/html"]  # what GitHub and nbviewer show instead
     assert "Parameters" in page and "Layers (" in page and "interactive tree" in page
     assert "<script" not in page
+    # its columns line up only in a monospace font, which the <pre> names (nbconvert's HTML gave it the text font)
+    assert "monospace" in page.split("<pre", 1)[1].split(">", 1)[0]
 
 
 def test_the_magic_shows_the_model_then_a_readable_memory_plan():

@@ -108,7 +108,10 @@ def saved_view(summary: str) -> str:
     """What a saved notebook shows where the widget was: the text summary, preformatted, and
     a line saying the interactive view needs a running kernel."""
     return (
-        '<div class="nbinspect-saved"><pre style="font-size:12px;line-height:1.3">'
+        # a monospace font named: a notebook's HTML output may give <pre> its text font,
+        # which breaks the columns (nbconvert's export did)
+        '<div class="nbinspect-saved"><pre style="font-family:Menlo,Consolas,\'DejaVu Sans Mono\',monospace;'
+        'font-size:12px;line-height:1.3">'
         + html.escape(summary)
         + "</pre><p><small>nbinspect: run the cell in Jupyter for the interactive tree.</small></p></div>"
     )
