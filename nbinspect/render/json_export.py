@@ -43,7 +43,7 @@ _PLAIN = frozenset({str, int, bool, type(None)})  # JSON values as they are
 def jsonable(value: Any) -> Any:
     """`value` with numpy/pandas scalars, tuples and missing values made plain JSON."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:  # the common cells, at once
+    if kind in _PLAIN:  # the common cells, at once
         return value
     if kind is float:
         return value if math.isfinite(value) else None  # JSON has no NaN or inf
