@@ -24,7 +24,7 @@ HIDDEN, MLP, VOCAB = 1024, 2816, 32000
 
 SETUP = """
 import transformers
-from nbinspect.sources.hf_config import hf_model
+from nbinspect.backends.torch.hf_config import hf_model
 transformers.logging.set_verbosity_error()
 transformers.LlamaForCausalLM(transformers.LlamaConfig(vocab_size=8, hidden_size=8, intermediate_size=8,
     num_hidden_layers=1, num_attention_heads=1))

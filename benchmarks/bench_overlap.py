@@ -19,7 +19,7 @@ from bench_trace import interleaved
 from torch import nn
 
 import nbinspect
-from nbinspect.sources import as_source, overlap
+from nbinspect.backends import as_source, overlap
 
 
 def views(count: int, width: int) -> nn.Module:

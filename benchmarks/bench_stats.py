@@ -43,7 +43,7 @@ from torch import nn
 
 import nbinspect
 from nbinspect.analyze import fused
-from nbinspect.sources import as_source
+from nbinspect.backends import as_source
 
 
 class Block(nn.Module):

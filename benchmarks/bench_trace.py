@@ -35,7 +35,7 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import nbinspect
-from nbinspect.analyze.trace import run_trace
+from nbinspect.backends.torch.trace import run_trace
 
 
 def with_noop_wrapper(model: nn.Module, x: torch.Tensor) -> None:

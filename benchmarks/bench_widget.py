@@ -30,7 +30,7 @@ import nbinspect
 from nbinspect.examples import TinyLM
 from nbinspect.inspection import Inspection
 from nbinspect.render.payload import build_payload
-from nbinspect.widget import bundle_source
+from nbinspect.render.widget import bundle_source
 
 # Runs in the page: renders each bundle (the inlined one when `sources` is empty) into a fresh
 # element in turn, times the first render and then each of `steps` in order; one result

@@ -11,26 +11,26 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time they load on first use
     from . import examples, mlx, track
-    from .analyze.distributed import distributed
     from .analyze.health import HealthThresholds
     from .analyze.stats import stats
     from .analyze.structure import by_type, layers, params, totals
+    from .backends.distributed.reduce import distributed
     from .comparison import Comparison, compare
     from .config_inspection import build_on_meta, from_config
     from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
     from .experts import MixtureOfExperts, expert_changes, moe, split_experts
     from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
+    from .io.checkpoint import load_checkpoint
     from .model_info import ModelInfo, dump_model_info
     from .render.json_export import json_schema
-    from .sources.checkpoint import load_checkpoint
-    from .widget import InspectWidget
+    from .render.widget import InspectWidget
 
 # Public name -> the module that defines it. `import nbinspect` loads none of them (pandas,
 # anywidget, IPython and matplotlib cost ~1 s): each loads when a name from it is first used.
 _SUBMODULES = ("examples", "mlx", "track")
 _LAZY = {
     **{name: f".{name}" for name in _SUBMODULES},
-    "distributed": ".analyze.distributed",
+    "distributed": ".backends.distributed.reduce",
     "HealthThresholds": ".analyze.health",
     "stats": ".analyze.stats",
     **dict.fromkeys(("by_type", "layers", "params", "totals"), ".analyze.structure"),
@@ -41,8 +41,8 @@ _LAZY = {
     **dict.fromkeys(("Inspection", "health", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
     **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
     "json_schema": ".render.json_export",
-    "load_checkpoint": ".sources.checkpoint",
-    "InspectWidget": ".widget",
+    "load_checkpoint": ".io.checkpoint",
+    "InspectWidget": ".render.widget",
 }
 
 
@@ -64,7 +64,7 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ipython) -> None:
     """`%load_ext nbinspect` registers `%inspect_model` (IPython is imported only then)."""
-    from .magics import load_ipython_extension as load
+    from .ui.magic import load_ipython_extension as load
 
     load(ipython)
 

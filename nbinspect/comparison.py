@@ -11,13 +11,12 @@ import pandas as pd
 
 from .analyze import compare as _compare
 from .analyze import structure
-from .analyze.distributed import on_receiving_rank
 from .analyze.stats import stats
+from .backends import ModelSource, as_source, on_receiving_rank, preorder
 from .render.compare_text import comparison_text
 from .render.display import DisplayFrame
 from .render.json_export import jsonable
 from .result import Result
-from .sources import ModelSource, as_source, preorder
 
 __all__ = ["Comparison", "compare"]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from torch import nn
 
+from .backends.torch.config_alone import meta_model
 from .inspection import Inspection, inspect, memory, with_memory
-from .sources.config_alone import meta_model
 
 __all__ = ["build_on_meta", "from_config", "with_plan"]
 

@@ -8,10 +8,9 @@ from typing import Any
 import pandas as pd
 
 from .analyze import structure
-from .analyze.distributed import on_receiving_rank
 from .analyze.moe import expert_changes, expert_groups, moe_frame, moe_totals, split_experts
+from .backends import as_source, on_receiving_rank
 from .render.moe_text import moe_text
-from .sources import as_source
 
 __all__ = ["MixtureOfExperts", "expert_changes", "moe", "split_experts"]
 

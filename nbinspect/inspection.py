@@ -12,16 +12,14 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from .analyze import structure
-from .analyze.distributed import on_receiving_rank
-from .analyze.gc_pause import gc_paused
+from . import pipeline
+from .analyze.fold import Folds, fold_repeats
 from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
-from .analyze.inputs import split_input
-from .analyze.memory import memory_plan
-from .analyze.moe import expert_groups, moe_totals
 from .analyze.stats import stats_frames
-from .analyze.trace import TraceResult, run_trace
-from .analyze.trace_frames import flow, layers_with_trace
+from .backends import backend_for, backend_named, on_receiving_rank
+from .core.gc_pause import gc_paused
+from .core.inputs import split_input
+from .core.trace import TraceResult
 from .errors import TraceError
 from .render import json_export, text
 from .render.checkpoint_text import metadata_text, tensor_listing
@@ -31,8 +29,6 @@ from .render.flow import TextFrame, flow_text, memory_html, memory_text
 from .render.model_info_json import model_info_dict
 from .render.plots import distribution_figure
 from .result import Result
-from .sources import as_source
-from .sources.vllm_engine import engine_report, is_vllm_engine
 
 __all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
 
@@ -92,6 +88,11 @@ class Inspection(Result):
         others). Needs the weight statistics."""
         return DisplayFrame(health_frame(self.stats, self.params, self.layers["name"].tolist()))
 
+    @functools.cached_property
+    def _folds(self) -> Folds:
+        """Which repeated blocks fold (``analyze.fold``), for the text tree."""
+        return fold_repeats(self.frames["layers"], self.frames.get("params"))
+
     def problems(self) -> dict[str, int]:
         """Distinct tensors with each problem, e.g. ``{"NaN": 2}``; {} when healthy or when
         the statistics were not computed."""
@@ -146,8 +147,11 @@ class Inspection(Result):
         """The text summary; `depth` limits the layer tree (None shows every level)."""
         found = self.problems()
         problems = text.health_block(problem_tensors(self.health, self._tied()), found) if found else None
-        summary = text.summary(self.name, self.framework, self.totals, self.layers, self.by_type, depth, problems)
-        if self.framework == "vllm":
+        layers = self.layers
+        summary = text.summary(
+            self.name, self.framework, self.totals, layers, self.by_type, depth, problems, self._folds
+        )
+        if "components" in self.frames:  # a serving engine: its header first
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
@@ -161,6 +165,7 @@ class Inspection(Result):
             f"{t['num_modules']:,} modules, frames: {', '.join(self.frames)}>"
         )
 
+    @gc_paused()  # a dict or two per module: the collector's passes would cost more than the export
     def to_dict(self) -> dict:
         """The export document as plain Python (see :func:`nbinspect.json_schema`)."""
         return json_export.inspection_dict(
@@ -180,7 +185,7 @@ class Inspection(Result):
 
     def framework_label(self) -> str:
         """The framework, or for a vLLM engine its one-line header (shown beside the name)."""
-        return engine_label(self.totals) if self.framework == "vllm" else self.framework
+        return engine_label(self.totals) if "components" in self.frames else self.framework
 
 
 @on_receiving_rank(0)
@@ -204,31 +209,13 @@ def inspect(
     weight statistics (``stats`` and ``stats_by_module`` frames, `bins` histogram bins);
     ``stats=False`` skips reading the weights. For a vLLM engine the served model is read
     (see ``sources/vllm_engine.py``); `sample_input` (a prompt) adds one greedy generation."""
-    if is_vllm_engine(model):
-        if input is not None:
-            raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
-        r = engine_report(model, stats=stats, bins=bins, sample_input=sample_input)
-        return Inspection(name or r.name, "vllm", r.frames, r.totals, r.io)
-    if sample_input is not None:
-        raise TypeError("sample_input= is a prompt for a vLLM engine; a torch model takes input=")
-    source = as_source(model, name)
-    frames = {
-        "params": structure.params(source),
-        "layers": structure.layers(source),
-        "by_type": structure.by_type(source),
-    }
-    if stats:
-        by = stats_frames(source, bins)
-        frames.update(stats=by["tensor"], stats_by_module=by["module"])
-    totals = structure.totals(source)
-    groups = expert_groups(source)
-    if groups:  # a mixture of experts: what one token uses, beside the total
-        moe = moe_totals(totals["total_params"], groups)
-        totals.update(activated_params=moe["activated_params"], routed_params=moe["routed_params"])
-    inspection = Inspection(source.name, source.framework, frames, totals, metadata=source.metadata)
+    if input is not None and backend_for(model) is backend_named("vllm"):
+        raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
+    found = pipeline.read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
+    inspection = Inspection(found.name, found.framework, found.frames, found.totals, found.io, found.metadata)
     if input is not None:
         inspection = with_forward(
-            inspection, source.model, input, backward=backward, flops=flops, input_dtype=input_dtype
+            inspection, found.model, input, backward=backward, flops=flops, input_dtype=input_dtype
         )
     return inspection
 
@@ -264,14 +251,7 @@ def with_forward(inspection: _I, model: Any, input: Any, **options: Any) -> _I:
 
 def with_trace(inspection: _I, result: TraceResult) -> _I:
     """`inspection` with a trace's columns, ``flow`` frame, totals and io added."""
-    flow_frame = flow(result)
-    frames = {
-        **inspection.frames,
-        "layers": layers_with_trace(inspection.layers, result, flow_frame),
-        "flow": flow_frame,
-    }
-    totals = {**inspection.totals, **result.totals, "fake_tensors": result.fake}
-    io = {"input": result.inputs, "output": result.outputs}
+    frames, totals, io = pipeline.trace_frames(dict(inspection.frames), dict(inspection.totals), result)
     return dataclasses.replace(inspection, frames=frames, totals=totals, io=io)
 
 
@@ -282,7 +262,7 @@ def with_memory(inspection: _I, plan: pd.DataFrame) -> _I:
 
 def _traced(inspection: _I, model: Any, args: tuple, kwargs: dict, **options: Any) -> _I:
     try:
-        result = run_trace(model, args, kwargs, **options)
+        result = pipeline.run_trace(model, args, kwargs, **options)
     except TraceError as exc:
         exc.partial = with_trace(inspection, exc.result)
         raise
@@ -305,10 +285,14 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
 
 
 @on_receiving_rank(0)
-@functools.wraps(memory_plan, assigned=("__doc__",))
 def memory(model: Any, **options: Any) -> pd.DataFrame:
-    # The planner's frame, shown in human units by print() (the analyzer cannot import a renderer).
-    return TextFrame.wrap(memory_plan(model, **options), memory_text, memory_html)
+    """The memory one training step of `model` needs (schema.MEMORY): whole-model rows
+    (parameters, buffers, gradients, optimizer_state, activations, inputs, total), then rows
+    per module. Options: ``input`` (traced for activations), ``batch_size``, ``optimizer``
+    (adam, adamw, sgd, ...), ``precision`` (fp32, bf16, fp16, amp-bf16, amp-fp16),
+    ``grad_checkpointing``, ``master_weights``, ``input_dtype``. ``print()`` it for the
+    table with the total."""
+    return TextFrame.wrap(pipeline.plan_memory(model, **options), memory_text, memory_html)
 
 
 def plot_distributions(model_or_stats: Any, path: str | Path | None = None, *, bins: int = 64, **options: Any) -> Any:

@@ -11,11 +11,11 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from .analyze.gc_pause import gc_paused
+from .backends import as_source, backend_for
+from .core.gc_pause import gc_paused
 from .errors import TraceError
 from .inspection import Inspection, inspect, with_forward
 from .render.summary_table import summary_table
-from .sources import as_source
 
 __all__ = ["ModelSummary", "summary"]
 
@@ -86,13 +86,5 @@ def summary(
 
 
 def _zeros(model: Any, shape: tuple[int, ...], dtype: Any) -> Any:
-    from .sources.mlx_module import is_mlx_module
-
-    if not is_mlx_module(model):
-        return shape  # a torch model: nbinspect builds the zeros itself
-    import mlx.core as mx
-
-    from .analyze.mlx_trace import mlx_dtype
-    from .sources.mlx_module import mlx_dtype_name
-
-    return mx.zeros(shape, dtype=mlx_dtype(mlx_dtype_name(dtype)))
+    backend = backend_for(model)
+    return shape if backend is None else backend.zeros(shape, dtype)

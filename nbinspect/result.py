@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .analyze.views import ViewData, view_data
+from .core.gc_pause import gc_paused
 from .render.display import saved_view
 from .render.html import standalone_html
 from .render.payload import build_payload
 
 if TYPE_CHECKING:
-    from .widget import InspectWidget
+    from .render.widget import InspectWidget
 
 __all__ = ["Result"]
 
@@ -53,10 +55,9 @@ class Result:
 
     def widget(self) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
-        from .widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
+        from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        frames = self._widget_frames()
-        return InspectWidget(frames, self.totals, name=self.name, framework=self.framework_label(), sides=self.sides)
+        return InspectWidget(self._payload(), self._views)
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -69,6 +70,21 @@ class Result:
     def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
         """The frames the widget and the standalone page show."""
         return self.frames
+
+    @property
+    def _views(self) -> ViewData:
+        """What the views show besides the frames, decided once (``analyze.views``)."""
+        cached = self.__dict__.get("_view_data")
+        if cached is None:
+            cached = self.__dict__["_view_data"] = view_data(self._widget_frames())
+        return cached
+
+    @gc_paused()  # a few objects per module and tensor: the collector's passes cost more than the build
+    def _payload(self) -> dict:
+        """The widget's payload (``render/payload.py``)."""
+        return build_payload(
+            self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides, views=self._views
+        )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         """The widget, plus a static HTML view of the text summary that a saved notebook keeps
@@ -87,10 +103,9 @@ class Result:
     def to_html(self, path: str | Path | None = None) -> str:
         """A standalone HTML page of the widget (bundle and data inlined, works offline);
         also written to `path` when given."""
-        from .widget import bundle_source
+        from .render.widget import bundle_source
 
-        payload = build_payload(self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides)
-        page = standalone_html(payload, bundle_source(), f"{self.name} — nbinspect", self._appendix())
+        page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix())
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page

@@ -7,6 +7,7 @@ JSON export and the tests read column names from these frames.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+UNKNOWN_TYPE = "unknown"  # the module type a tree built from tensor names alone has
+
+
+def is_missing(value: Any) -> bool:
+    """A missing cell: None, pandas' NA or a float NaN."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
 
 __all__ = [
     "BUFFER",
@@ -525,3 +534,48 @@ ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the
     "multiprocessing": "True when the engine core runs in another process",
 }
 TOTALS: dict[str, str] = {**STRUCTURE_TOTALS, **TRACE_TOTALS, **ENGINE_TOTALS, **MOE_TOTALS}
+
+
+# ---------------------------------------------------------------- histogram columns
+
+
+def is_array(value: Any) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
+
+
+def histogram_groups(counts: list, edges: list) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The rows of (`counts`, `edges`) that make a histogram (arrays of n >= 1 counts and n + 1
+    finite edges), by bin count n: n -> (row positions, counts (k, n) int64, edges (k, n + 1))."""
+    arrays = _stackable(counts, edges)
+    if arrays:  # as a stats frame holds them: stacked at once
+        c = np.concatenate([counts[i] for i in arrays]).reshape(len(arrays), -1)  # np.stack, 4x faster
+        e = np.concatenate([edges[i] for i in arrays]).reshape(len(arrays), -1)
+        if c.shape[1] and e.shape[1] == c.shape[1] + 1:
+            c, e = c.astype(np.int64, copy=False), e.astype(np.float64, copy=False)
+            finite = np.isfinite(e).all(axis=1)
+            return {c.shape[1]: (np.array(arrays)[finite], c[finite], e[finite])}
+    rows: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+    for i, (c, e) in enumerate(zip(counts, edges)):
+        if is_array(c) and is_array(e):
+            c, e = np.asarray(c, dtype=np.int64), np.asarray(e, dtype=np.float64)
+            if c.ndim == e.ndim == 1 and c.size and e.size == c.size + 1:
+                rows.setdefault(c.size, []).append((i, c, e))
+    groups = {}
+    for n, found in rows.items():
+        c, e = np.stack([r[1] for r in found]), np.stack([r[2] for r in found])
+        finite = np.isfinite(e).all(axis=1)
+        groups[n] = (np.array([r[0] for r in found])[finite], c[finite], e[finite])
+    return groups
+
+
+def _stackable(counts: list, edges: list) -> list[int]:
+    """The rows whose counts and edges are 1-D numpy arrays, when those are of one shape and
+    dtype each and no other row has a histogram (no list or tuple); else []."""
+    rows = []
+    for i, (c, e) in enumerate(zip(counts, edges)):
+        if type(c) is np.ndarray and type(e) is np.ndarray:
+            rows.append(i)
+        elif is_array(c) and is_array(e):
+            return []
+    kinds = {(counts[i].shape, counts[i].dtype, edges[i].shape, edges[i].dtype) for i in rows}
+    return rows if len(kinds) == 1 and counts[rows[0]].ndim == edges[rows[0]].ndim == 1 else []

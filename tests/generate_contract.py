@@ -27,7 +27,14 @@ import nbinspect
 from nbinspect import examples
 from nbinspect.analyze.compare import compare_frame
 from nbinspect.payload_schema import typescript
+from nbinspect.analyze.views import view_data
 from nbinspect.render.payload import build_payload
+
+
+def _payload(name, framework, totals, frames, sides=None, timeline=None):
+    """The payload as a result builds it: the views decided from the frames, then rendered."""
+    return build_payload(name, framework, totals, frames, sides, timeline, views=view_data(frames))
+
 
 JS = Path(__file__).resolve().parents[1] / "js"
 TYPES = JS / "src" / "payload.ts"
@@ -63,7 +70,7 @@ def _folds() -> dict:
     insp = nbinspect.inspect(model)
     frames = {k: v for k, v in insp.frames.items() if k != "stats_by_module"}
     frames = {**frames, "compare": compare_frame(model, other)}
-    return build_payload("Net", "torch", insp.totals, frames, sides=("Net", "Net, stem × 1.5"))
+    return _payload("Net", "torch", insp.totals, frames, sides=("Net", "Net, stem × 1.5"))
 
 
 def payloads() -> dict[str, dict]:
@@ -71,11 +78,9 @@ def payloads() -> dict[str, dict]:
     out = {}
     for name in examples.names():
         insp = nbinspect.inspect(examples.build(name), input=examples.example_input(name))
-        out[name] = build_payload(insp.name, insp.framework, insp.totals, insp.frames)
+        out[name] = _payload(insp.name, insp.framework, insp.totals, insp.frames)
     cmp = nbinspect.compare(examples.build("tiny_lm", seed=0), examples.build("tiny_lm", seed=1))
-    out["compare_tiny_lm"] = build_payload(
-        "TinyLM", "torch", cmp.totals, cmp.frames, ("TinyLM seed 0", "TinyLM seed 1")
-    )
+    out["compare_tiny_lm"] = _payload("TinyLM", "torch", cmp.totals, cmp.frames, ("TinyLM seed 0", "TinyLM seed 1"))
     out["folds"] = _folds()
     return out
 

@@ -13,10 +13,10 @@ from safetensors.torch import load_file, save_file
 
 import nbinspect
 from nbinspect import examples, load_checkpoint
+from nbinspect.backends import as_source
+from nbinspect.backends.torch.attach import attach
+from nbinspect.core.tree import UNKNOWN_TYPE
 from nbinspect.schema import BUFFER, LAYERS, PARAMETER, PARAMS
-from nbinspect.sources import as_source
-from nbinspect.sources.attach import attach
-from nbinspect.sources.tree import UNKNOWN_TYPE
 
 from .conftest import assert_unchanged, model_state
 
@@ -375,7 +375,7 @@ def test_bad_model_spec_and_config_are_clear(tmp_path):
 
 
 def test_skeleton_gives_the_memory_plan_of_the_real_model(tmp_path):
-    from nbinspect.sources.skeleton import skeleton
+    from nbinspect.backends.torch.skeleton import skeleton
 
     model = examples.build("tiny_lm")
     torch.save(model.state_dict(), tmp_path / "m.pt")

@@ -147,7 +147,7 @@ def test_empty_folder(tmp_path):
 
 
 def test_not_a_path_or_mapping():
-    from nbinspect.sources import as_source
+    from nbinspect.backends import as_source
 
     with pytest.raises(
         TypeError,

@@ -8,7 +8,7 @@ import torch
 
 import nbinspect
 from nbinspect import examples, schema
-from nbinspect.analyze.watch import watch
+from nbinspect.backends.torch.watch import watch
 from nbinspect.inspection import inspect, with_trace
 
 

@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import nbinspect
-from nbinspect.sources.hf_config import UnknownArchitecture
+from nbinspect.backends.torch.hf_config import UnknownArchitecture
 
 COMMAND = Path(sys.executable).with_name("nbinspect")
 MODELS = '''

@@ -13,9 +13,9 @@ import torch
 
 import nbinspect
 from nbinspect.analyze import fused
-from nbinspect.analyze.moments import histogram_edges
 from nbinspect.analyze.reduce import CHUNK, SAMPLE, _bin_counts, batch_moments, large_moments
 from nbinspect.analyze.scratch import Scratch
+from nbinspect.core.moments import histogram_edges
 
 pytest.importorskip("numba")
 KERNELS = fused.kernels(fused.FUSED_ABOVE)

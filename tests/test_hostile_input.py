@@ -16,7 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from safetensors.torch import save_file
 
 from nbinspect import examples
-from nbinspect.cli import main
+from nbinspect.ui.cli import main
 
 from .hostile_support import ROOT
 

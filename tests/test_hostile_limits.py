@@ -15,7 +15,7 @@ from torch import nn
 
 import nbinspect
 from nbinspect import CheckpointError, load_checkpoint
-from nbinspect.sources.limits import MAX_DEPTH, MAX_HEADER_BYTES, MAX_METADATA_ITEMS, MAX_TENSORS
+from nbinspect.core.limits import MAX_DEPTH, MAX_HEADER_BYTES, MAX_METADATA_ITEMS, MAX_TENSORS
 
 from .hostile_support import baseline_mb, isolated
 

@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 import nbinspect
-from nbinspect.sources import as_source, overlap
+from nbinspect.backends import as_source
+from nbinspect.core import overlap
 
 
 def _holder(**tensors: torch.Tensor) -> nn.Module:

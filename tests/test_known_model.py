@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 
 import nbinspect
 from nbinspect import examples
-from nbinspect.sources.tree import UNKNOWN_TYPE
+from nbinspect.core.tree import UNKNOWN_TYPE
 from tests.support import subprocess_env
 
 transformers = pytest.importorskip("transformers")

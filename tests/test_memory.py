@@ -11,7 +11,7 @@ import torch
 
 import nbinspect
 from nbinspect import examples, schema
-from nbinspect.analyze.memory import OPTIMIZERS
+from nbinspect.backends.torch.memory import OPTIMIZERS
 
 from .conftest import assert_unchanged, model_state
 from .trace_support import graph_saved_bytes

@@ -8,8 +8,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import nbinspect
+from nbinspect.backends.mlx.source import to_torch
 from nbinspect.schema import FLOW, LAYERS, PARAMS, STATS
-from nbinspect.sources.mlx_module import to_torch
 from tests.mlx_models import (  # skips without mlx; fails in CI (CI=true), where the set-up installs it
     CNN,
     MLP,
@@ -269,7 +269,7 @@ def test_nested_inputs_and_outputs_of_an_mlx_model():
 
 
 def test_batch_size_resizes_given_arrays_and_shapes_alike():
-    from nbinspect.analyze.mlx_trace import run_mlx_trace
+    from nbinspect.backends.mlx.trace import run_mlx_trace
 
     given = mx.ones((2, 6))
     result = run_mlx_trace(Pair(), ((2, 4), given), {"extra": {"z": [(2, 4)]}}, batch_size=5)
@@ -281,10 +281,10 @@ def test_batch_size_resizes_given_arrays_and_shapes_alike():
 def test_watch_totals_add_up_every_call_the_block_made():
     """Totals over both calls (the totals code the torch watch shares), each against a
     separate trace: output arrays of the two calls are distinct, so activations add up too."""
-    from nbinspect.analyze.watch import watch
+    from nbinspect.backends import backend_for
 
     net, x2, x3 = MLP(), mx.zeros((2, 8)), mx.zeros((3, 8))
-    with watch(net) as watched:
+    with backend_for(net).watch(net) as watched:
         net(x2)
         net(x3)
     one, two = nbinspect.trace(net, x2).totals, nbinspect.trace(net, x3).totals
@@ -292,7 +292,7 @@ def test_watch_totals_add_up_every_call_the_block_made():
     assert watched.totals["flops"] == one["flops"] + two["flops"] == 2 * 5 * (8 * 32 + 32 * 16 + 16 * 4)
     assert watched.totals["input_bytes"] == (2 + 3) * 8 * 4
     assert watched.totals["activation_bytes"] == one["activation_bytes"] + two["activation_bytes"] > 0
-    with watch(net, flops=False) as unwatched:
+    with backend_for(net).watch(net, flops=False) as unwatched:
         net(x2)
     assert unwatched.totals["flops"] is None and unwatched.totals["model_calls"] == 1
 
@@ -406,7 +406,7 @@ def test_summary_is_a_torchinfo_style_table_from_the_frames():
 def test_summary_inspects_the_model_once(calls):
     from nbinspect.analyze import stats as stats_module
     from nbinspect.analyze import structure
-    from nbinspect.sources import mlx_module
+    from nbinspect.backends.mlx import source as mlx_module
 
     model = CNN()
     built = calls(mlx_module, "from_mlx_module")  # the model read into a source

@@ -10,9 +10,15 @@ import pytest
 import nbinspect
 from nbinspect import examples, schema
 from nbinspect.payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, check_payload
+from nbinspect.analyze.views import view_data
 from nbinspect.render.payload import build_payload
 
 from .generate_contract import FIXTURES, TYPES, dump, payloads, same_json, stale
+
+
+def _payload(name, framework, totals, frames, sides=None, timeline=None):
+    """The payload as a result builds it: the views decided from the frames, then rendered."""
+    return build_payload(name, framework, totals, frames, sides, timeline, views=view_data(frames))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,7 @@ def test_types_declare_every_field():
 
 def test_a_column_the_contract_does_not_declare_is_refused():
     insp = nbinspect.inspect(examples.build("mlp"), stats=False)
-    p = build_payload(insp.name, insp.framework, insp.totals, insp.frames)
+    p = _payload(insp.name, insp.framework, insp.totals, insp.frames)
     check_payload(p, deep=True)
     with pytest.raises(ValueError, match=r"payload modules: columns \['health'\] are not declared"):
         check_payload({**p, "modules": {**p["modules"], "health": [0] * len(p["modules"]["key"])}})

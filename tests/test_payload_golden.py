@@ -26,9 +26,16 @@ from torch import nn
 
 import nbinspect
 from nbinspect import examples
-from nbinspect.analyze.moments import histogram_edges
+from nbinspect.core.moments import histogram_edges
 from nbinspect.inspection import with_memory
+from nbinspect.analyze.views import view_data
 from nbinspect.render.payload import build_payload, histogram, timeline
+
+
+def _built(name, framework, totals, frames, sides=None, timeline=None):
+    """The payload as a result builds it: the views decided from the frames, then rendered."""
+    return build_payload(name, framework, totals, frames, sides, timeline, views=view_data(frames))
+
 
 from .generate_contract import dump
 
@@ -154,7 +161,7 @@ def _export_text(document: dict) -> str:
 
 
 def _payload(result) -> dict:
-    return build_payload(result.name, result.framework_label(), result.totals, result._widget_frames(), result.sides)
+    return result._payload()
 
 
 @pytest.mark.parametrize("case", list(_inspections()))
@@ -174,16 +181,18 @@ def test_comparison_payload_and_export_are_unchanged(golden):
 def test_edited_frames_payload_is_unchanged(golden):
     frames = _odd_frames()
     history = pd.DataFrame({"step": [0, 1, 2], "loss": [1.5, float("nan"), 0.25], "lr": [0.1, 0.1, float("inf")]})
-    payload = build_payload("Edited", "torch", {"total_params": 1}, frames, timeline=timeline(history, ["loss", "lr"]))
+    payload = _built("Edited", "torch", {"total_params": 1}, frames, timeline=timeline(history, ["loss", "lr"]))
     golden("payload_edited.json", dump(payload))
-    full = {name: histogram(frames, name, kind) for name, kind in (("0.0.weight", "tensor"), ("0", "module"))}
+    full = {
+        name: histogram(view_data(frames), name, kind) for name, kind in (("0.0.weight", "tensor"), ("0", "module"))
+    }
     golden("histograms_edited.json", json.dumps(full) + "\n")
 
 
 def test_module_rows_in_the_stats_frame_payload_is_unchanged(golden):
     frames = dict(nbinspect.inspect(_blocks(), input=_X)._widget_frames())
     frames["stats"] = pd.concat([frames["stats"], frames.pop("stats_by_module")], ignore_index=True)
-    golden("payload_merged.json", dump(build_payload("Merged", "torch", {}, frames)))
+    golden("payload_merged.json", dump(_built("Merged", "torch", {}, frames)))
 
 
 def test_comparison_histograms_on_a_tie_keep_the_first_side(golden):
@@ -193,4 +202,4 @@ def test_comparison_histograms_on_a_tie_keep_the_first_side(golden):
     for key, hi in (("stats_a", -0.0), ("stats_b", 0.0)):
         side = frames[key]
         side.at[side.index[side["name"] == "0.0.weight"][0], "hist_edges"] = histogram_edges(-1 / 3, hi, 64)
-    golden("payload_compare_tie.json", dump(build_payload("Tie", "torch", {}, frames, ("a", "b"))))
+    golden("payload_compare_tie.json", dump(_built("Tie", "torch", {}, frames, ("a", "b"))))

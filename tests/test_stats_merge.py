@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbinspect.analyze import fused
-from nbinspect.analyze.moments import Moments, _interp_rows, histogram_edges, merge, merge_groups, rebin
 from nbinspect.analyze.reduce import CHUNK, SAMPLE, _sample_stride, _scale_counts, batch_moments, tensor_moments
+from nbinspect.core.moments import Moments, _interp_rows, histogram_edges, merge, merge_groups, rebin
 
 
 def reference(values: np.ndarray) -> dict:
@@ -234,7 +234,7 @@ def test_the_torch_path_samples_a_tensor_of_many_chunks_at_its_stride():
 
 
 def test_rebin_sum_equals_rebinning_each_row_on_its_own():
-    from nbinspect.analyze.moments import rebin_sum
+    from nbinspect.core.moments import rebin_sum
 
     rng = np.random.default_rng(0)
     bins, k = 16, 200

@@ -157,7 +157,7 @@ def test_direct_matmul_formulas_equal_torchs_registry(op):
     every shape (its wrappers are too slow to call per op)."""
     from torch.utils.flop_counter import flop_registry
 
-    from nbinspect.analyze.flops import DIRECT_FORMULAS
+    from nbinspect.backends.torch.flops import DIRECT_FORMULAS
 
     packet = getattr(torch.ops.aten, op)
     gen = torch.Generator().manual_seed(0)
@@ -411,7 +411,7 @@ def test_watch_totals_add_up_every_call_the_block_made():
     """Totals over both calls (the totals code the MLX watch shares): FLOPs as two separate
     traces, input bytes by hand, and activations as the two traces plus the inputs, which
     the first Linear saves and a watch cannot tell from the model's own tensors."""
-    from nbinspect.analyze.watch import watch
+    from nbinspect.backends.torch.watch import watch
 
     model, x3, x5 = examples.build("mlp"), torch.randn(3, 32), torch.randn(5, 32)
     with watch(model) as watched:

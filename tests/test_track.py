@@ -192,7 +192,8 @@ def test_half_precision_pairs_match_float64_across_threads(path, model_dtype, sn
         model.weight.view(-1)[-7:] = old["weight"].view(-1)[-7:].to(model_dtype)  # a few do not move
     delta = ParameterDelta.between(old, model, thresholds=THRESHOLDS)
     ref = _reference(old, model)
-    rel = 1e-9 if path == "fused" else 1e-5  # the torch path's float32 dots of half-precision values: ~2e-6
+    # the torch path adds float32 dots of half-precision values: ~2e-6 typically, 1.1e-5 seen for fp16
+    rel = 1e-9 if path == "fused" else 3e-5
     for name, d in ref.items():
         m, row = delta.moments[name], delta.frame.set_index("name").loc[name]
         a = old.tensors[name].double().numpy()
@@ -554,7 +555,7 @@ def test_widget_follows_the_measurements():
 
 
 def test_widget_reads_the_model_once(calls):
-    from nbinspect.sources import torch_module
+    from nbinspect.backends.torch import source as torch_module
 
     model = examples.build("tiny_lm")
     built = calls(torch_module, "from_module")  # the model read into a source

@@ -8,8 +8,8 @@ from safetensors.torch import save_file
 from torch import nn
 
 from nbinspect.analyze.compare import compare_frame
-from nbinspect.sources.torch_module import from_module
-from nbinspect.sources.vllm_worker import fused_checkpoint
+from nbinspect.backends.torch.source import from_module
+from nbinspect.backends.vllm.worker import fused_checkpoint
 
 
 class Served(nn.Module):

@@ -12,19 +12,24 @@ import pytest
 import torch
 from torch import nn
 
-from nbinspect.analyze.stats import frames_of
-from nbinspect.sources.torch_module import from_module
-from nbinspect.sources.vllm_shards import (
+from nbinspect.analyze.stats import frames_of, tensor_stats
+from nbinspect.backends.torch.source import from_module
+from nbinspect.backends.vllm.shards import (
     from_plain,
     global_moments,
     rank_histograms,
-    rank_moments,
     rank_source,
     to_plain,
 )
 
 TP, HIDDEN, HEAD, HEADS, KV_HEADS, INTER, VOCAB, PADDED = 2, 8, 4, 4, 1, 6, 10, 16
 BINS = 8
+
+
+def rank_moments(source, bins):
+    """Round one as a worker answers it (pipeline.worker_report's "moments" step)."""
+    by_key = tensor_stats(source, bins, progress=False)
+    return {t.name: by_key[t.storage_key] for t in source.tensors}
 
 
 class QKVParallelLinear(nn.Module):

@@ -14,12 +14,18 @@ from nbinspect import examples
 from nbinspect.analyze.compare import compare_frame
 from nbinspect.analyze.stats import stats as stats_frame
 from nbinspect.render.html import standalone_html
+from nbinspect.analyze.views import view_data
 from nbinspect.render.payload import INLINE_BINS, build_payload, histogram
-from nbinspect.widget import InspectWidget, bundle_source
+from nbinspect.render.widget import InspectWidget, bundle_source
+
+
+def _payload(name, framework, totals, frames, sides=None, timeline=None):
+    """The payload as a result builds it: the views decided from the frames, then rendered."""
+    return build_payload(name, framework, totals, frames, sides, timeline, views=view_data(frames))
 
 
 def payload_of(insp, **extra):
-    return build_payload(insp.name, insp.framework, insp.totals, {**insp.frames, **extra})
+    return _payload(insp.name, insp.framework, insp.totals, {**insp.frames, **extra})
 
 
 def strict_json(obj) -> str:
@@ -74,11 +80,11 @@ def test_stats_frame_gives_rows_stats_and_small_histograms():
         assert hist["e"][0] == pytest.approx(row["hist_edges"][0], rel=1e-5)
         assert hist["e"][-1] == pytest.approx(row["hist_edges"][-1], rel=1e-5)
         assert len(hist["e"]) == 2  # uniform bins travel as [lo, hi]
-    fine = histogram({"stats": stats}, insp.params["name"].iloc[0])
+    fine = histogram(view_data({"stats": stats}), insp.params["name"].iloc[0])
     assert fine["c"] == list(stats["hist_counts"].iloc[0])
     assert len(fine["e"]) == 65
-    assert histogram({"stats": stats}, "no.such.tensor") is None
-    assert histogram({"params": insp.params}, insp.params["name"].iloc[0]) is None
+    assert histogram(view_data({"stats": stats}), "no.such.tensor") is None
+    assert histogram(view_data({"params": insp.params}), insp.params["name"].iloc[0]) is None
 
 
 def test_nan_and_inf_travel_as_null():
@@ -136,17 +142,18 @@ def test_module_stats_compare_and_trace_columns_are_used_when_present():
     status = dict(zip(traced.params["name"], p["tensors"]["compare"]))
     assert status["classifier.2.weight"] == ["changed", pytest.approx(1.0)]
     assert status["features.0.weight"] == ["same", 0.0]
-    assert histogram({"stats": both}, "features.0", kind="module")["c"] == list(
+    assert histogram(view_data({"stats": both}), "features.0", kind="module")["c"] == list(
         module_stats.set_index("name").loc["features.0", "hist_counts"]
     )
-    assert histogram({"stats_by_module": module_stats}, "features.0", kind="module") is not None
+    assert histogram(view_data({"stats_by_module": module_stats}), "features.0", kind="module") is not None
 
 
 def test_inspect_widget_is_handed_frames_and_answers_histogram_requests():
     model = examples.build("mlp")
     insp = nbinspect.inspect(model)
     stats = stats_frame(model)
-    w = InspectWidget({**insp.frames, "stats": stats}, insp.totals, name=insp.name)
+    frames = {**insp.frames, "stats": stats}
+    w = InspectWidget(_payload(insp.name, "torch", insp.totals, frames), view_data(frames))
     assert w._esm == bundle_source()
     assert w.payload["model"] == {"name": "MLP", "framework": "torch"}
     assert w.selected is None
@@ -220,7 +227,7 @@ def test_health_travels_per_tensor_and_rolled_up_per_module():
         model.blocks[1].attn.qkv.weight[0, 0] = float("nan")
         model.blocks[0].mlp[0].weight.zero_()
     insp = nbinspect.inspect(model)
-    p = build_payload(insp.name, insp.framework, insp.totals, insp.frames)
+    p = _payload(insp.name, insp.framework, insp.totals, insp.frames)
     problems = dict(zip(insp.params["name"], p["tensors"]["problems"]))
     assert {n: v for n, v in problems.items() if v} == {
         "blocks.0.mlp.0.weight": "all zero",
@@ -234,7 +241,7 @@ def test_health_travels_per_tensor_and_rolled_up_per_module():
 def test_module_histograms_count_the_weight_matrices_only():
     model = examples.build("tiny_lm")
     insp = nbinspect.inspect(model)
-    p = build_payload(insp.name, insp.framework, insp.totals, insp.frames)
+    p = _payload(insp.name, insp.framework, insp.totals, insp.frames)
     row = insp.layers["name"].tolist().index("blocks.0.attn")
     hist, scope = p["modules"]["hist"][row], p["modules"]["hist_scope"][row]
     attn = model.blocks[0].attn
@@ -245,25 +252,25 @@ def test_module_histograms_count_the_weight_matrices_only():
     assert hist["e"][-1] == pytest.approx(max(float(w.max()) for w in matrices), rel=1e-5)
     norm = insp.layers["name"].tolist().index("blocks.0.ln_1")
     assert p["modules"]["hist_scope"][norm] == "all values"  # a LayerNorm has no matrix: all its values
-    fine = histogram(insp.frames | {"params": insp.params}, "blocks.0.attn", kind="module")
+    fine = histogram(view_data(insp.frames | {"params": insp.params}), "blocks.0.attn", kind="module")
     assert sum(fine["c"]) == sum(hist["c"]) and len(fine["c"]) == 64
 
 
 def test_a_module_histogram_request_merges_that_module_only(calls):
-    from nbinspect.render import payload as payload_module
+    from nbinspect.analyze import views as views_module
 
     insp = nbinspect.inspect(examples.build("tiny_lm"))
     w = insp.widget()
-    every = payload_module._matrix_histograms(insp.frames["stats"], insp.frames["params"])  # the payload's roll-up
-    merges = calls(payload_module, "_merged", lambda runs: [len(r) for r in runs])  # matrices merged per module
+    every = view_data(insp.frames).matrices  # the payload's roll-up, decided once
+    merges = calls(views_module, "_merged", lambda runs: [len(r) for r in runs])  # matrices merged per request
     for name, (counts, edges) in every.items():
         response, _ = w._histogram({"name": name, "kind": "module"}, [])
         assert response == {"e": [float(f"{e:.6g}") for e in edges], "c": counts.tolist()}, name
-    assert len(merges) == len(every) == 18  # was 18 x 18: every module merged for each request
-    assert merges[list(every).index("blocks.0.attn")] == [2]  # qkv and proj weights, the biases left out
+    assert len(every) == 18 and merges == []  # was 18 x 18, then 18: now a request merges nothing
+    assert every["blocks.0.attn"][0].sum() == 3 * 64 * 64 + 64 * 64  # qkv and proj weights, the biases left out
     # a module with one matrix: the numbers are that tensor's own histogram in the stats frame
     qkv, _ = w._histogram({"name": "blocks.0.attn.qkv", "kind": "module"}, [])
-    assert qkv == histogram(insp.frames, "blocks.0.attn.qkv.weight") and sum(qkv["c"]) == 3 * 64 * 64
+    assert qkv == histogram(view_data(insp.frames), "blocks.0.attn.qkv.weight") and sum(qkv["c"]) == 3 * 64 * 64
 
 
 def test_comparison_payload_has_deltas_both_histograms_and_components():

@@ -36,6 +36,6 @@ def test_wheel_from_a_checkout_builds_and_ships_the_bundle(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         bundle = z.read("nbinspect/static/widget.js").decode()
-    assert "nbinspect/widget.py" in names
+    assert "nbinspect/render/widget.py" in names
     assert "export" in bundle and "treegrid" in bundle
     assert not any("node_modules" in n for n in names)

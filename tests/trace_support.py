@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from nbinspect.analyze.inputs import tensors_in
+from nbinspect.core.inputs import tensors_in
 
 
 def graph_saved_bytes(output: Any, model: torch.nn.Module, inputs: Iterable[torch.Tensor]) -> int:

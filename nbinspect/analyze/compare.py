@@ -18,15 +18,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..backends import ModelSource, TensorEntry, ancestors, as_source
+from ..core.gc_pause import gc_paused
+from ..core.tree import module_paths
 from ..errors import first_line
 from ..schema import COMPARE, COMPARE_GROUPS
-from ..sources import ModelSource, TensorEntry, ancestors, as_source
-from ..sources.dtensor import DistributedSource
-from ..sources.tree import module_paths
 from . import fused
 from .components import component, layer_index
-from .distributed import aligned_values, all_reduce_sums, pair_reducer
-from .gc_pause import gc_paused
 from .scratch import Scratch
 
 __all__ = ["DEFAULT_THRESHOLDS", "by_component", "by_layer", "by_module", "compare_frame"]
@@ -172,13 +170,18 @@ def _across_ranks(
     thresholds: tuple[float, ...],
     buffers: Scratch,
     kernels: ModuleType | None,
-    sides: tuple[ModelSource, ModelSource, DistributedSource],
+    sides: tuple[ModelSource, ModelSource],
 ) -> _Sums:
-    """The delta sums of a sharded pair: this rank's share of the elements, added over the ranks."""
-    src_a, src_b, group = sides
-    parts = [s.parts.get(e.name) if isinstance(s, DistributedSource) else None for s, e in ((src_a, a), (src_b, b))]
-    s = _delta_sums(*aligned_values(a, parts[0], b, parts[1]), thresholds, buffers, kernels)
-    sums, (max_abs,) = all_reduce_sums(group, [s.n, s.aa, s.bb, s.ab, s.dd, s.d, *s.above], [s.max_abs])
+    """The delta sums of a pair spread over ranks: this rank's share of the elements, added over the ranks."""
+    src_a, src_b = sides
+    if src_a.collective is not None:
+        ranks = src_a.collective
+        va, vb = ranks.shares(a, b, src_b)
+    else:
+        ranks = src_b.collective
+        vb, va = ranks.shares(b, a, src_a)
+    s = _delta_sums(va, vb, thresholds, buffers, kernels)
+    sums, (max_abs,) = ranks.add_up([s.n, s.aa, s.bb, s.ab, s.dd, s.d, *s.above], [s.max_abs])
     n, aa, bb, ab, dd, d, *above = sums
     return _Sums([round(x) for x in above], round(n), aa, bb, ab, dd, d, max_abs)
 
@@ -189,7 +192,7 @@ def _pair(
     thresholds: tuple[float, ...],
     buffers: Scratch,
     kernels: ModuleType | None,
-    sides: tuple[ModelSource, ModelSource, DistributedSource] | None = None,
+    sides: tuple[ModelSource, ModelSource] | None = None,
 ) -> dict[str, Any]:
     if a.shape != b.shape:
         return {"status": "reshaped"}
@@ -216,7 +219,7 @@ def _pair(
 @gc_paused()
 def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOLDS) -> pd.DataFrame:
     """One row per tensor name of `a` and `b` (schema.COMPARE): status and delta statistics.
-    `a` and `b` are anything :func:`nbinspect.sources.as_source` accepts. A tied path that
+    `a` and `b` are anything :func:`nbinspect.backends.as_source` accepts. A tied path that
     only one side has (the other stored the tie once) is left out, not reported as added."""
     thresholds = tuple(sorted(float(t) for t in thresholds))
     src_a, src_b = as_source(a), as_source(b)
@@ -236,8 +239,8 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
     same_shape = [(ta, in_b[name]) for name, ta in in_a.items() if name in in_b and ta.shape == in_b[name].shape]
     buffers = Scratch(CHUNK)
     kernels = fused.kernels(sum(ta.nbytes + tb.nbytes for ta, tb in same_shape))
-    group = pair_reducer(src_a, src_b)  # a sharded side: each rank compares its share
-    sides = None if group is None else (src_a, src_b, group)
+    spread = src_a.collective is not None or src_b.collective is not None  # each rank compares its share
+    sides = (src_a, src_b) if spread else None
     rows = []
     with torch.no_grad():
         for name, ta in in_a.items():

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..backends import ancestors
 from ..schema import HEALTH, PARAMETER
-from ..sources import ancestors
 
 __all__ = ["PROBLEMS", "HealthThresholds", "health_frame", "problem_counts", "problem_tensors"]
 

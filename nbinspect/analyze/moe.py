@@ -27,11 +27,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from ..backends import ModelSource, ModuleEntry, TensorEntry, as_source
+from ..core.gc_pause import gc_paused
 from ..schema import EXPERT_CHANGES, MOE, PARAMETER
-from ..sources import ModelSource, ModuleEntry, TensorEntry, as_source
-from ..sources.dtensor import DistributedSource
 from .compare import by_module, compare_frame
-from .gc_pause import gc_paused
 
 __all__ = ["ExpertGroup", "expert_changes", "expert_groups", "moe_frame", "moe_totals", "split_experts"]
 
@@ -187,7 +186,7 @@ def split_experts(model: Any, groups: list[ExpertGroup] | None = None) -> ModelS
     the tree, statistics and comparisons have one row per expert; repeated experts fold like
     repeated blocks. Module-per-expert models come back as they are."""
     source = as_source(model)
-    if isinstance(source, DistributedSource):
+    if source.collective is not None:
         raise ValueError(
             "split_experts: per-expert rows of a sharded model are not supported; "
             "save it with torch.distributed.checkpoint and inspect the folder"

@@ -18,8 +18,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from ..sources import ModelSource, TensorEntry
-from .moments import Moments
+from ..backends import ModelSource, TensorEntry
+from ..core.moments import Moments
 
 __all__ = ["parallel_tensor_stats"]
 
@@ -33,8 +33,8 @@ def _start_worker(threads: int) -> None:
 
 
 def _file_stats(path: str, bins: int) -> _Results:
-    from ..sources.safetensors_file import read_safetensors
-    from ..sources.tree import build_source
+    from ..core.tree import build_source
+    from ..io.safetensors_file import read_safetensors
     from .stats import tensor_stats
 
     stored, _ = read_safetensors(Path(path))

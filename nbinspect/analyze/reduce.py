@@ -1,4 +1,4 @@
-"""Tensors to :class:`~nbinspect.analyze.moments.Moments`: exact, bounded memory.
+"""Tensors to :class:`~nbinspect.core.moments.Moments`: exact, bounded memory.
 
 Two paths, both exact for counts, min and max and within ~1e-7 of a float64 reference for
 the moments:
@@ -35,8 +35,8 @@ from types import ModuleType
 import numpy as np
 import torch
 
+from ..core.moments import Moments, histogram_edges, histogram_range, merge
 from . import fused
-from .moments import Moments, histogram_edges, histogram_range, merge
 from .scratch import Scratch
 
 __all__ = ["CHUNK", "SAMPLE", "batch_moments", "large_moments", "tensor_moments"]

@@ -2,7 +2,7 @@
 
 ``stats(model)`` reads every tensor once, tensor by tensor (a lazy source loads one at a
 time and the reference is dropped before the next), computes mergeable
-:class:`~nbinspect.analyze.moments.Moments` and turns them into rows. Tied storage is
+:class:`~nbinspect.core.moments.Moments` and turns them into rows. Tied storage is
 computed once; module roll-ups merge each module subtree's *parameters*, shared storage
 once. Nothing in the model changes.
 """
@@ -18,13 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..backends import ModelSource, TensorEntry, as_source, on_receiving_rank
+from ..core.gc_pause import gc_paused
+from ..core.moments import Moments, histogram_edges, merge, merge_groups, spread
 from ..schema import PARAMETER, STATS
-from ..sources import ModelSource, TensorEntry, as_source
-from ..sources.dtensor import DistributedSource
 from . import fused
-from .distributed import combine_moments, on_receiving_rank
-from .gc_pause import gc_paused
-from .moments import Moments, histogram_edges, merge, merge_groups, spread
 from .parallel import parallel_tensor_stats
 from .reduce import CHUNK, SAMPLE, batch_moments, large_moments
 from .scratch import Scratch
@@ -80,8 +78,8 @@ def stats_frames(
         raise ValueError(f"stats(bins={bins!r}): need a positive integer number of bins")
     source = _stats_source(obj)
     results = tensor_stats(source, bins, progress) if workers is None else parallel_tensor_stats(source, bins, workers)
-    if isinstance(source, DistributedSource):  # each rank read its shards: combine them
-        results = combine_moments(source, results, bins)
+    if source.collective is not None:  # each rank read its share: combine them
+        results = source.collective.combine(results, bins)
     return frames_of(source, results, bins, by)
 
 

@@ -1,6 +1,6 @@
 """Structure analyzers: what a model is made of, without running it.
 
-Every function takes a model (or anything :func:`nbinspect.sources.as_source` accepts) and
+Every function takes a model (or anything :func:`nbinspect.backends.as_source` accepts) and
 returns a fresh DataFrame or dict. Shared storage (tied weights, a module registered at two
 paths) is counted once wherever a total is given; the per-path view is kept alongside.
 """
@@ -12,9 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..backends import ModelSource, TensorEntry, as_source, on_receiving_rank
 from ..schema import BY_TYPE, LAYERS, PARAMETER, PARAMS
-from ..sources import ModelSource, TensorEntry, as_source
-from .distributed import on_receiving_rank
 
 __all__ = ["by_type", "layers", "params", "totals"]
 

@@ -7,9 +7,9 @@ from operator import attrgetter
 
 import pandas as pd
 
+from ..core.trace import TraceResult
 from ..dtypes import dtype_name
 from ..schema import FLOW, LAYERS, TRACE_COLUMNS, FrameSchema
-from .trace import TraceResult
 
 __all__ = ["flow", "layers_with_trace"]
 

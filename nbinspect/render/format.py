@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
+from .. import schema
 
 __all__ = [
     "format_bytes",
@@ -31,12 +31,10 @@ __all__ = [
     "trainable_status",
 ]
 
+is_missing = schema.is_missing  # re-exported: renderers read missing cells as the frames define them
+
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _SI_PREFIXES = ("", "K", "M", "G", "T", "P")
-
-
-def is_missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def _round_half_up(v: float) -> int:

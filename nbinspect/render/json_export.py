@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analyze.gc_pause import gc_paused
 from .format import is_missing, trainable_status
 
 __all__ = [
@@ -126,7 +125,6 @@ def records(frame: pd.DataFrame) -> list[dict]:
     return [dict(zip(columns, row)) for row in zip(*values)]
 
 
-@gc_paused()  # a dict or two per module: the collector's passes would cost more than the export
 def inspection_dict(
     name: str,
     framework: str,

@@ -90,7 +90,7 @@ def model_info_dict(
     """The ``model_info.json`` document of one inspection, from its ``layers`` and ``params``
     frames (and a vLLM engine's ``components``)."""
     layers, components = frames["layers"], frames.get("components")
-    engine = framework == "vllm"
+    engine = components is not None  # a serving engine (vLLM)
     root_type = layers["type"].iloc[0] if len(layers) else None
     tensors = tensors_by_module(frames["params"])
     rows = [row for row in layers.to_dict("records") if row["name"] and is_missing(row["alias_of"])]

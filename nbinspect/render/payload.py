@@ -3,7 +3,7 @@ the fields :mod:`nbinspect.payload_schema` declares.
 
 Built from the frames only (``layers``, ``params`` and, when present, ``stats`` (tensor
 rows, and module roll-up rows with ``kind == "module"``, here or in a ``stats_by_module``
-frame), ``health`` (computed from ``stats`` when absent), ``compare`` with the two sides'
+frame), ``health``, ``compare`` with the two sides'
 tensor statistics ``stats_a``/``stats_b``); nothing here looks at a model. Tables travel as
 column arrays (one list per field) so a 10,000-module tree costs one key per field, not per
 row. Histograms are embedded coarse (a few integer counts); :func:`histogram` gives the
@@ -19,14 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analyze import compare as _compare
-from ..analyze.gc_pause import gc_paused
-from ..analyze.health import health_frame
-from ..analyze.moments import histogram_edges, rebin_rows
 from ..payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Field, check_payload
-from ..schema import PARAMETER, STATS
-from ..sources import ancestors
-from .format import is_missing
+from ..schema import histogram_groups, is_array, is_missing
 from .json_export import column_values, jsonable
 from .rounding import significant
 
@@ -37,7 +31,6 @@ STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", 
 INLINE_BINS = 16
 """Most bins an embedded histogram keeps; finer ones are fetched on demand."""
 
-_MODULE_STATS = "stats_by_module"  # a key of schema.FRAME_KEYS
 MATRICES, ALL_VALUES = "weight matrices", "all values"  # what a module's histogram counts
 
 
@@ -67,10 +60,6 @@ def _numbers(column: pd.Series) -> list:
     return _rounded(column_values(column))
 
 
-def _is_array(value: Any) -> bool:
-    return isinstance(value, (list, tuple, np.ndarray))
-
-
 def _positions(keys: pd.Series, names: list[str]) -> list[int]:
     """For each of `names`, the position of the last of `keys` equal to it, or -1."""
     last = dict(zip(keys.tolist(), range(len(keys))))
@@ -95,49 +84,11 @@ def _aligned(
     return _picked(values, _positions(frame[key], names))
 
 
-def _hist_groups(counts: list, edges: list) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The rows of (`counts`, `edges`) that make a histogram (arrays of n >= 1 counts and n + 1
-    finite edges), by bin count n: n -> (row positions, counts (k, n) int64, edges (k, n + 1))."""
-    arrays = _stackable(counts, edges)
-    if arrays:  # as a stats frame holds them: stacked at once
-        c = np.concatenate([counts[i] for i in arrays]).reshape(len(arrays), -1)  # np.stack, 4x faster
-        e = np.concatenate([edges[i] for i in arrays]).reshape(len(arrays), -1)
-        if c.shape[1] and e.shape[1] == c.shape[1] + 1:
-            c, e = c.astype(np.int64, copy=False), e.astype(np.float64, copy=False)
-            finite = np.isfinite(e).all(axis=1)
-            return {c.shape[1]: (np.array(arrays)[finite], c[finite], e[finite])}
-    rows: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
-    for i, (c, e) in enumerate(zip(counts, edges)):
-        if _is_array(c) and _is_array(e):
-            c, e = np.asarray(c, dtype=np.int64), np.asarray(e, dtype=np.float64)
-            if c.ndim == e.ndim == 1 and c.size and e.size == c.size + 1:
-                rows.setdefault(c.size, []).append((i, c, e))
-    groups = {}
-    for n, found in rows.items():
-        c, e = np.stack([r[1] for r in found]), np.stack([r[2] for r in found])
-        finite = np.isfinite(e).all(axis=1)
-        groups[n] = (np.array([r[0] for r in found])[finite], c[finite], e[finite])
-    return groups
-
-
-def _stackable(counts: list, edges: list) -> list[int]:
-    """The rows whose counts and edges are 1-D numpy arrays, when those are of one shape and
-    dtype each and no other row has a histogram (no list or tuple); else []."""
-    rows = []
-    for i, (c, e) in enumerate(zip(counts, edges)):
-        if type(c) is np.ndarray and type(e) is np.ndarray:
-            rows.append(i)
-        elif _is_array(c) and _is_array(e):
-            return []
-    kinds = {(counts[i].shape, counts[i].dtype, edges[i].shape, edges[i].dtype) for i in rows}
-    return rows if len(kinds) == 1 and counts[rows[0]].ndim == edges[rows[0]].ndim == 1 else []
-
-
 def _coarse_rows(counts: list, edges: list, bins: int = INLINE_BINS) -> list[dict | None]:
     """Per row: its histogram with adjacent bins merged down to at most `bins`, edges as
     [lo, hi] when they are uniform (widths equal to the first within 1e-6), or None."""
     out: list[dict | None] = [None] * len(counts)
-    for rows, c, e in _hist_groups(counts, edges).values():
+    for rows, c, e in histogram_groups(counts, edges).values():
         for i, hist in zip(rows.tolist(), _coarse_group(c, e, bins)):
             out[i] = hist
     return out
@@ -162,7 +113,7 @@ def _coarse_group(counts: np.ndarray, edges: np.ndarray, bins: int = INLINE_BINS
 
 def _full_histogram(row: Mapping[str, Any]) -> dict | None:
     counts, edges = row.get("hist_counts"), row.get("hist_edges")
-    if not _is_array(counts) or not _is_array(edges):
+    if not is_array(counts) or not is_array(edges):
         return None
     return {"e": [_round(x) for x in np.asarray(edges, dtype=np.float64)], "c": [int(x) for x in np.asarray(counts)]}
 
@@ -193,20 +144,7 @@ def _stats_rows(frame: pd.DataFrame | None, names: list[str]) -> dict[str, list]
     return out
 
 
-def _split_stats(frames: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """(tensor rows, module rows): a ``stats`` frame may hold both, told apart by ``kind``."""
-    stats = frames.get("stats")
-    modules = frames.get(_MODULE_STATS)
-    if stats is not None and "kind" in stats.columns:
-        is_module = (stats["kind"] == "module").fillna(False).to_numpy(dtype=bool)
-        if is_module.any():
-            own = stats[is_module]
-            modules = own if modules is None else pd.concat([own, modules], ignore_index=True)
-        stats = stats[~is_module]
-    return stats, modules
-
-
-def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str]) -> dict[str, list] | None:
+def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str], views: Any) -> dict[str, list] | None:
     """Per tensor: [status, rel change], the delta columns copied as is, and before/after
     histograms over one range."""
     frame = frames.get("compare")
@@ -215,137 +153,10 @@ def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str]) -> dict[
     status, change = _aligned(frame, "status", names), _aligned(frame, "rel_change", names, number=True)
     where = _positions(frame["name"], names)
     out: dict[str, list] = {"compare": [None if i < 0 else [s, c] for i, s, c in zip(where, status, change)]}
-    out["hist_a"], out["hist_b"] = _shared_range(frames.get("stats_a"), frames.get("stats_b"), names)
+    out["hist_a"], out["hist_b"] = (_coarse_rows(*side) for side in views.shared)
     aligned = frame.set_index("name").reindex(names).reset_index()
     out.update({f.name: _numbers(aligned[f.source]) for f in TENSOR_FIELDS if f.source and f.when == "compare"})
     return out
-
-
-def _side_hists(frame: pd.DataFrame | None, names: list[str]) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The histograms of the last stats row of each name, by bin count: n -> (positions in
-    `names`, counts (k, n), edges (k, n + 1))."""
-    if frame is None or "name" not in frame.columns:
-        return {}
-    where = np.array(_positions(frame["name"], names), dtype=np.int64)
-    out = {}
-    for n, (rows, counts, edges) in _hist_groups(*_hists(frame)).items():
-        slot = np.full(len(frame), -1)
-        slot[rows] = np.arange(len(rows))
-        picked = slot[where] if len(where) else where  # row of each name within this group, or -1
-        at = np.flatnonzero((where >= 0) & (picked >= 0))
-        out[n] = (at, counts[picked[at]], edges[picked[at]])
-    return out
-
-
-def _shared_range(
-    side_a: pd.DataFrame | None, side_b: pd.DataFrame | None, names: list[str]
-) -> tuple[list[dict | None], list[dict | None]]:
-    """Per name, the two sides' histograms moved onto one range, so before and after line up:
-    the least first edge and the greatest last edge of the two (a's on a tie, as Python's
-    min and max give)."""
-    sides = _side_hists(side_a, names), _side_hists(side_b, names)
-    first, last = np.full((2, len(names)), np.nan), np.full((2, len(names)), np.nan)
-    for s, groups in enumerate(sides):
-        for at, _, edges in groups.values():
-            first[s, at], last[s, at] = edges[:, 0], edges[:, -1]
-    a_missing = np.isnan(first[0])
-    lo = np.where(a_missing | (first[1] < first[0]), first[1], first[0])
-    hi = np.where(a_missing | (last[1] > last[0]), last[1], last[0])
-    out: tuple[list[dict | None], list[dict | None]] = ([None] * len(names), [None] * len(names))
-    for s, groups in enumerate(sides):
-        for n, (at, counts, edges) in groups.items():
-            moved = rebin_rows(counts, edges[:, 0], edges[:, -1], lo[at], hi[at])
-            new_edges = histogram_edges(lo[at], hi[at], n).reshape(-1, n + 1)  # row by row the scalar call's
-            finite = np.isfinite(new_edges).all(axis=1)
-            for i, hist in zip(at[finite].tolist(), _coarse_group(moved[finite], new_edges[finite])):
-                out[s][i] = hist
-    return out
-
-
-def _matrix_histograms(
-    tensor_stats: pd.DataFrame | None, params: pd.DataFrame, only: str | None = None
-) -> dict[str, tuple]:
-    """Per module path: (counts, edges) of its subtree's weight matrices (parameters with 2+
-    dims, a tied path once), merged onto the range that holds them all. With `only`, the
-    module `only` alone (one merge, of its subtree's rows: what a histogram request needs)."""
-    if tensor_stats is None or not {"name", "module", "hist_counts", "hist_edges"} <= set(tensor_stats.columns):
-        return {}
-    if only:  # "" is the root: every row is in its subtree
-        owners = tensor_stats["module"]
-        tensor_stats = tensor_stats[(owners == only) | owners.str.startswith(only + ".", na=False)]
-        params = params[params["name"].isin(tensor_stats["name"])]
-    columns = (params[c].tolist() for c in ("name", "kind", "shape", "tied_to"))
-    matrices = {
-        name
-        for name, kind, shape, tied in zip(*columns)
-        if kind == PARAMETER and is_missing(tied) and _is_array(shape) and len(shape) >= 2
-    }
-    frame = tensor_stats[tensor_stats["name"].isin(matrices)]
-    groups = _hist_groups(*_hists(frame))
-    bins, slot = [0] * len(frame), np.full(len(frame), -1)  # per frame row: bin count, row in its group
-    kept = []
-    for n, (rows, counts, edges) in groups.items():
-        slot[rows] = np.arange(len(rows))
-        for i in rows.tolist():
-            bins[i] = n
-        kept += _uniform(rows, counts, edges)
-    modules = frame["module"].tolist()
-    members: dict[str, list[int]] = {}
-    for i in sorted(kept):  # in frame order, as each path's members were always gathered
-        for path in ancestors(modules[i]) if only is None else (only,):
-            members.setdefault(path, []).append(i)
-    size = {p: found.pop() for p, rows in members.items() if len(found := {bins[i] for i in rows}) == 1}
-    out: dict[str, tuple] = {}
-    for n, (_, counts, edges) in groups.items():
-        paths = [p for p in members if size.get(p) == n]  # a path's matrices have one bin count, or none is shown
-        if paths:
-            out.update(zip(paths, _merged([members[p] for p in paths], counts, edges, slot)))
-    return {p: out[p] for p in members if p in out}
-
-
-def _merged(
-    runs: list[list[int]], counts: np.ndarray, edges: np.ndarray, slot: np.ndarray
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per run of frame rows (their histograms: rows `slot[i]` of `counts` and `edges`): their
-    sum moved onto the range that holds them all, with rebin_sum's arithmetic, and its edges."""
-    sizes = [len(r) for r in runs]
-    at = slot[[i for r in runs for i in r]]
-    first, last = edges[at, 0], edges[at, -1]
-    lo, hi = _run_ranges(sizes, first, last)
-    each = np.repeat(np.arange(len(runs)), sizes)
-    moved = rebin_rows(counts[at], first, last, lo[each], hi[each])
-    totals = np.add.reduceat(moved, np.cumsum([0, *sizes[:-1]]), axis=0)
-    n = counts.shape[1]
-    return list(zip(totals, histogram_edges(lo, hi, n).reshape(-1, n + 1)))
-
-
-def _run_ranges(sizes: list[int], first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The least of `first` and the greatest of `last` over each run of `sizes` values. Where
-    that is zero, numpy's min and max of the run's own array decide between 0.0 and -0.0,
-    as they always did; any other value has one spelling."""
-    starts = np.cumsum([0, *sizes[:-1]])
-    lo, hi = np.minimum.reduceat(first, starts), np.maximum.reduceat(last, starts)
-    for k in np.flatnonzero((lo == 0) | (hi == 0)).tolist():
-        run = slice(starts[k], starts[k] + sizes[k])
-        lo[k], hi[k] = first[run].min(), last[run].max()
-    return lo, hi
-
-
-def _uniform(rows: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> list[int]:
-    """Those of `rows` (with these counts and edges) whose edges are as numpy.histogram draws
-    them (what rebin_sum assumes): each within 1e-9 of the span of ``histogram_edges``."""
-    n = counts.shape[1]
-    drawn = histogram_edges(edges[:, 0], edges[:, -1], n).reshape(-1, n + 1)  # row by row the scalar call's
-    span = (edges[:, -1] - edges[:, 0])[:, None]
-    return rows[np.isclose(edges, drawn, rtol=0, atol=1e-9 * span).all(axis=1)].tolist()
-
-
-def _health_rows(frames: Mapping[str, pd.DataFrame], tensor_stats: pd.DataFrame | None) -> pd.DataFrame | None:
-    health = frames.get("health")
-    complete = tensor_stats is not None and set(STATS.names) <= set(tensor_stats.columns)
-    if health is None and complete and tensor_stats is not None and not tensor_stats.empty:
-        health = health_frame(tensor_stats, frames["params"], frames["layers"]["name"].tolist())
-    return health
 
 
 def _copied(frame: pd.DataFrame, fields: tuple[Field, ...], when: str | None) -> dict[str, list]:
@@ -353,7 +164,6 @@ def _copied(frame: pd.DataFrame, fields: tuple[Field, ...], when: str | None) ->
     return {f.name: column_values(frame[f.source]) for f in fields if f.source is not None and f.when == when}
 
 
-@gc_paused()  # it allocates a few objects per module and tensor: the collector's passes cost more
 def build_payload(
     name: str,
     framework: str,
@@ -361,12 +171,15 @@ def build_payload(
     frames: Mapping[str, pd.DataFrame],
     sides: tuple[str, str] | None = None,
     timeline: Mapping[str, Any] | None = None,
+    *,
+    views: Any,
 ) -> dict:
     """The widget payload of one inspection (its fields: :mod:`nbinspect.payload_schema`).
     `frames` needs ``layers`` and ``params``; the ``stats``, module stats, ``health`` and
     ``compare`` frames and the layers' trace columns are used when present and left out when
-    absent. `sides` names a comparison's two sides. `timeline` (metrics over training steps,
-    see :func:`timeline`) is added when given."""
+    absent. `views` is what ``analyze.views.view_data(frames)`` decided (health, module
+    histograms, a comparison's shared ranges and roll-ups). `sides` names a comparison's
+    two sides. `timeline` (metrics over training steps, see :func:`timeline`) is added when given."""
     layers, params = frames["layers"], frames["params"]
     module_names = layers["name"].tolist()
     index = {n: i for i, n in enumerate(module_names)}
@@ -385,12 +198,12 @@ def build_payload(
         "key": [n.rsplit(".", 1)[-1] for n in tensor_names],
         **_copied(params, TENSOR_FIELDS, None),
     }
-    tensor_stats, module_stats = _split_stats(frames)
+    tensor_stats, module_stats = views.tensor_stats, views.module_stats
     tensors.update(_stats_rows(tensor_stats, tensor_names) or {})
     modules.update(_stats_rows(module_stats, module_names) or {})
     if "stats" in modules or "stats" in tensors:
-        _add_health(modules, tensors, _health_rows(frames, tensor_stats), module_names, tensor_names)
-        matrices = _matrix_histograms(tensor_stats, params)
+        _add_health(modules, tensors, views.health, module_names, tensor_names)
+        matrices = views.matrices
         if "hist" not in modules:
             modules["hist"] = [None] * len(module_names)
         modules["hist_scope"] = [
@@ -401,16 +214,15 @@ def build_payload(
         modules["hist"] = [merged.get(n, h) for n, h in zip(module_names, modules["hist"])]
         if "stats" not in modules:
             modules["stats"] = [None] * len(module_names)
-    compare = _compare_rows(frames, tensor_names)
+    compare = _compare_rows(frames, tensor_names, views) if views.compared else None
     comparison = None
     if compare is not None:
         tensors.update(compare)
-        frame = frames["compare"]
-        rolled = _compare.by_module(frame)
+        rolled = views.by_module
         for f in MODULE_FIELDS:
             if f.when == "compare":
                 modules[f.name] = _aligned(rolled, f.name, module_names, key="group", number=True)
-        components = _compare.by_component(frame)
+        components = views.by_component
         a, b = sides or ("a", "b")
         comparison = {
             "a": a,
@@ -455,18 +267,13 @@ def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
     return {"title": title, "steps": steps, "series": series}
 
 
-@gc_paused()
-def histogram(frames: Mapping[str, pd.DataFrame], name: str, kind: str = "tensor") -> dict | None:
+def histogram(views: Any, name: str, kind: str = "tensor") -> dict | None:
     """The full-resolution histogram of one tensor (``kind="tensor"``) or module (of its weight
     matrices when it has any, as in the payload), or None."""
-    if kind != "tensor":
-        matrices = (
-            _matrix_histograms(_split_stats(frames)[0], frames["params"], only=name) if "params" in frames else {}
-        )
-        if name in matrices:
-            counts, edges = matrices[name]
-            return _full_histogram({"hist_counts": counts, "hist_edges": edges})
-    frame = _split_stats(frames)[0 if kind == "tensor" else 1]
+    if kind != "tensor" and name in views.matrices:
+        counts, edges = views.matrices[name]
+        return _full_histogram({"hist_counts": counts, "hist_edges": edges})
+    frame = views.tensor_stats if kind == "tensor" else views.module_stats
     if frame is None or "hist_counts" not in frame.columns:
         return None
     rows = frame[frame["name"] == name]

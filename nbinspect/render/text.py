@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..sources.tree import UNKNOWN_TYPE
-from .fold import fold_repeats
+from ..schema import UNKNOWN_TYPE
 from .format import format_bytes, format_count, format_percent, format_shape, is_missing, trainable_status
 
 __all__ = ["health_block", "layer_tree", "summary", "table"]
@@ -44,10 +44,13 @@ def _tree_prefixes(layers: pd.DataFrame) -> list[str]:
     return prefixes
 
 
-def layer_tree(layers: pd.DataFrame, total_params: int, depth: int | None = None, title: str = "") -> str:
+def layer_tree(
+    layers: pd.DataFrame, total_params: int, depth: int | None = None, title: str = "", folds: Any = None
+) -> str:
     """The module tree as a table, down to `depth` (None: all levels). Repeated blocks fold
-    into one row (``0–11 ×12``, their total) over the first block's rows."""
-    folds, hidden = fold_repeats(layers)
+    into one row (``0–11 ×12``, their total) over the first block's rows; `folds` (from
+    ``analyze.fold.fold_repeats``) says which."""
+    folds, hidden = (folds.first, folds.hidden) if folds is not None else ({}, set())
     positions = [i for i in range(len(layers)) if i not in hidden]
     shown = layers.iloc[positions]
     prefixes = _tree_prefixes(shown)
@@ -136,9 +139,10 @@ def summary(
     by_type: pd.DataFrame,
     depth: int | None = 3,
     problems: str | None = None,
+    folds: Any = None,
 ) -> str:
     """The text `print(inspection)` shows: problems first (when any), summary, layer tree to
-    `depth`, parameters by type."""
+    `depth` (repeated blocks folded as `folds` says), parameters by type."""
     deepest = int(layers["depth"].max()) if len(layers) else 0
     shown = "all levels" if depth is None or depth >= deepest else f"depth <= {depth} of {deepest}"
     heading = f"{title} ({framework})"
@@ -146,7 +150,7 @@ def summary(
         heading + "\n" + "=" * len(heading),
         *([problems] if problems else []),
         _summary_block(totals),
-        f"Layers ({shown})\n" + layer_tree(layers, totals["total_params"], depth, title),
+        f"Layers ({shown})\n" + layer_tree(layers, totals["total_params"], depth, title, folds),
     ]
     if len(by_type) and set(by_type["type"]) != {UNKNOWN_TYPE}:  # a checkpoint alone has no types
         parts.append(_by_type_block(by_type))

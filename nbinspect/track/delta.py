@@ -2,7 +2,7 @@
 
 A delta is a comparison of two moments of one model, so it is stored as the comparison
 engine's ``compare`` frame (schema.COMPARE: one row per tensor, with the same roll-ups per
-module, component and layer) plus a mergeable :class:`~nbinspect.analyze.moments.Moments`
+module, component and layer) plus a mergeable :class:`~nbinspect.core.moments.Moments`
 of the change of each tensor (mean, std, L1, L2, min, max, exact zeros).
 
 The delta streams (never the whole model's delta, never a full-size temporary). Where the
@@ -35,11 +35,11 @@ from torch import nn
 
 from ..analyze import compare, fused
 from ..analyze.components import component, layer_index
-from ..analyze.moments import Moments, merge
 from ..analyze.scratch import Scratch
+from ..core.moments import Moments, merge
+from ..core.source import parent_path
 from ..dtypes import dtype_name
 from ..schema import COMPARE
-from ..sources.base import parent_path
 from .snapshot import CHUNK, ParameterSnapshot, trainable_parameters
 
 __all__ = ["ArchitectureChanged", "ParameterDelta"]

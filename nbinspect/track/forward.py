@@ -2,7 +2,7 @@
 
 :func:`preserved` puts the model in eval mode for the block (no dropout: the outputs compare
 like for like) inside a forked RNG, without autograd, and afterwards restores what the
-trace restores (:func:`~nbinspect.analyze.trace.preserved`): every module's train/eval flag,
+trace restores (:func:`~nbinspect.backends.torch.trace.preserved`): every module's train/eval flag,
 any buffer the forward pass changed, and tensor attributes it replaced or cached. Weights are never
 written: other parameter values are swapped in with ``torch.func.functional_call``, which
 puts the original tensor objects back.
@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from ..analyze import trace
-from ..analyze.inputs import split_input, tensors_in
+from ..backends.torch import trace
+from ..core.inputs import split_input, tensors_in
 
 __all__ = ["logits", "preserved", "run"]
 

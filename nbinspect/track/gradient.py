@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ..sources.base import parent_path
+from ..core.source import parent_path
 from .delta import ParameterDelta
 from .metric import AnalysisContext, MetricComputer, module_key
 from .snapshot import ParameterSnapshot, trainable_parameters

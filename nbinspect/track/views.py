@@ -1,6 +1,6 @@
 """What a person looks at: the history as a matplotlib figure, and the live widget.
 
-The live widget is the inspection widget itself (:class:`~nbinspect.widget.InspectWidget`)
+The live widget is the inspection widget itself (:class:`~nbinspect.render.widget.InspectWidget`)
 fed with the last interval's change as its ``compare`` frame, so the module tree is
 coloured by how much each part moved, plus a ``timeline`` of the chosen metrics over steps
 drawn as small plots above the tree. The manager refreshes it after every measurement,
@@ -18,11 +18,12 @@ import pandas as pd
 from torch import nn
 
 from ..analyze.structure import layers, params, totals
+from ..analyze.views import view_data
+from ..backends import as_source
 from ..render.payload import build_payload, timeline
 from ..render.plots import _figure_class, _show_in_notebook
+from ..render.widget import InspectWidget
 from ..schema import TRACK_HISTORY
-from ..sources import as_source
-from ..widget import InspectWidget
 
 if TYPE_CHECKING:
     from .manager import ModelAnalysisManager
@@ -117,8 +118,10 @@ class TrackWidget(InspectWidget):
         self._structure = {"layers": layers(source), "params": params(source)}
         self._totals = totals(source)
         frames, timeline = self._state()
-        super().__init__(frames, self._totals, name=self._name)
-        self.payload = {**self.payload, "timeline": timeline}
+        views = view_data(frames)
+        super().__init__(
+            build_payload(self._name, "torch", self._totals, frames, timeline=timeline, views=views), views
+        )
 
     def _state(self) -> tuple[dict[str, pd.DataFrame], dict]:
         frames = dict(self._structure)
@@ -144,5 +147,5 @@ class TrackWidget(InspectWidget):
     def refresh(self) -> None:
         """Show the manager's latest measurement."""
         frames, line = self._state()
-        self._frames = frames
-        self.payload = build_payload(self._name, "torch", self._totals, frames, timeline=line)
+        self._views = view_data(frames)
+        self.payload = build_payload(self._name, "torch", self._totals, frames, timeline=line, views=self._views)

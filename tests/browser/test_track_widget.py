@@ -12,8 +12,8 @@ from torch import nn
 
 from nbinspect import examples
 from nbinspect.render.html import standalone_html
+from nbinspect.render.widget import bundle_source
 from nbinspect.track import AnalysisConfig, ModelAnalysisManager
-from nbinspect.widget import bundle_source
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import torch  # noqa: E402  (after the vLLM check: the module is skipped without
 from safetensors import safe_open  # noqa: E402
 
 import nbinspect  # noqa: E402
-from nbinspect.sources.vllm_worker import InspectWorkerExtension  # noqa: E402
+from nbinspect.ui.vllm_worker import InspectWorkerExtension  # noqa: E402
 from tests.vllm.tiny_llama import (  # noqa: E402
     HEADS,
     HIDDEN,

@@ -1,0 +1,90 @@
+"""Which repeated blocks fold, decided once for the text tree and the widget: a run of at
+least two consecutive numbered siblings (``blocks.0``, ``blocks.1``, ... or ``experts.0``,
+...) of equal structure shows as one row, ``0–11 ×12``, followed by the first member's
+subtree. Equal structure: the same module types and child names all the way down, and the
+same tensors (name, shape, dtype, trainable) in each module."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas as pd
+
+from ..schema import is_missing
+
+__all__ = ["Fold", "Folds", "fold_repeats"]
+
+
+class Fold(NamedTuple):
+    label: str  # "0–11 ×12"
+    members: int
+    rows: tuple[int, ...]  # the members' rows in `layers`, first to last
+
+
+class Folds(NamedTuple):
+    first: dict[int, Fold]  # first member's row -> its fold
+    hidden: set[int]  # rows another member stands for (the other members and their subtrees)
+
+
+def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None) -> list[tuple]:
+    """Per module row: its own tensors as (key, shape, dtype, trainable), in order."""
+    own: list[list[tuple]] = [[] for _ in range(len(layers))]
+    if params is None or params.empty:
+        return [()] * len(layers)
+    index = {name: i for i, name in enumerate(layers["name"])}
+    columns = (params[c].tolist() for c in ("name", "module", "shape", "dtype", "requires_grad"))
+    for name, module, shape, dtype, grad in zip(*columns):
+        at = index.get(module)
+        if at is not None:
+            key = name[len(module) + 1 :] if module else name
+            own[at].append((key, None if is_missing(shape) else tuple(shape), dtype, bool(grad)))
+    return [tuple(t) for t in own]
+
+
+def _children(layers: pd.DataFrame) -> list[list[int]]:
+    index = {name: i for i, name in enumerate(layers["name"])}
+    children: list[list[int]] = [[] for _ in range(len(layers))]
+    for i, parent in enumerate(layers["parent"]):
+        if not is_missing(parent):
+            children[index[parent]].append(i)
+    return children
+
+
+def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Folds:
+    """The folds of the module tree in `layers` (its tensors from `params`)."""
+    children = _children(layers)
+    keys = [name.rpartition(".")[2] for name in layers["name"]]
+    values = list(zip(layers["type"].tolist(), _own_tensors(layers, params)))
+    ids: dict[tuple, int] = {}
+    signature = [0] * len(layers)
+    for i in range(len(layers) - 1, -1, -1):  # children come after their parent in pre-order
+        parts = tuple(("#" if keys[c].isdigit() else keys[c], signature[c]) for c in children[i])
+        signature[i] = ids.setdefault((values[i], parts), len(ids))
+    folds: dict[int, Fold] = {}
+    hidden: set[int] = set()
+    for kids in children:
+        a = 0
+        while a < len(kids):
+            b = a + 1
+            if keys[kids[a]].isdigit():
+                while (
+                    b < len(kids)
+                    and signature[kids[b]] == signature[kids[a]]
+                    and keys[kids[b]] == str(int(keys[kids[b - 1]]) + 1)
+                ):
+                    b += 1
+            if b - a >= 2:
+                folds[kids[a]] = Fold(f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}", b - a, tuple(kids[a:b]))
+                for member in kids[a + 1 : b]:
+                    hidden.update(_subtree(member, children))
+            a = b
+    return Folds(folds, hidden)
+
+
+def _subtree(row: int, children: list[list[int]]) -> list[int]:
+    out, stack = [], [row]
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack.extend(children[i])
+    return out

@@ -1,0 +1,105 @@
+"""Layer hyperparameters of torch modules, read without calling into the model.
+
+torch.nn classes declare their hyperparameters in ``__constants__`` (Linear's in/out
+features, Conv's kernel/stride/padding/groups, norms' eps/momentum, Dropout's p, RNNs'
+sizes, ...). A few facts live elsewhere (whether a bias exists, attention heads, container
+length) and are added per type. Modules from outside torch.nn fall back to their simple
+public attributes, or to their ``extra_repr`` text.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...core.attrs import plain, public_attrs
+from ...dtypes import dtype_name
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly version of a hyperparameter value, or None if it is not one; torch
+    dtypes by name (the only torch-specific value)."""
+    if isinstance(value, torch.dtype):
+        return dtype_name(value)
+    return plain(value)
+
+
+@functools.cache
+def _constant_names(cls: type) -> tuple[str, ...]:
+    names: list[str] = []
+    for base in reversed(cls.__mro__):
+        for name in getattr(base, "__constants__", ()):
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+# what most hyperparameters are, kept as they are without two calls per value
+_SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
+
+
+def _constants(module: nn.Module) -> dict[str, Any]:
+    # Read the instance dict only: getattr could run a property of user code.
+    own = module.__dict__
+    return {
+        name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v)
+        for name in _constant_names(type(module))  # type: ignore[arg-type]  # stubs: Module unhashable
+        if name in own
+    }
+
+
+def _has(module: nn.Module, name: str) -> bool:
+    return module._parameters.get(name) is not None
+
+
+# looked up once: _extras runs for every module of every model
+_CONV = nn.modules.conv._ConvNd
+_HAS_BIAS = (nn.Linear, nn.Bilinear, _CONV)
+_CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)
+
+
+def _extras(module: nn.Module) -> dict[str, Any]:
+    if isinstance(module, _CONV) and not module.transposed:
+        return {"bias": _has(module, "bias"), "output_padding": None}  # None: dropped below
+    if isinstance(module, _HAS_BIAS):
+        return {"bias": _has(module, "bias")}
+    if isinstance(module, nn.MultiheadAttention):
+        return {
+            "embed_dim": module.embed_dim,
+            "num_heads": module.num_heads,
+            "head_dim": module.head_dim,
+            "dropout": module.dropout,
+            "kdim": module.kdim,
+            "vdim": module.vdim,
+            "bias": module.in_proj_bias is not None,
+            "add_bias_kv": module.bias_k is not None,
+        }
+    if isinstance(module, _CONTAINERS):
+        return {"length": len(module)}
+    return {}
+
+
+def _generic(module: nn.Module) -> dict[str, Any]:
+    """Simple public attributes of a module from outside torch.nn, else its extra_repr."""
+    out = public_attrs(module, _plain)
+    if not out:
+        try:
+            text = module.extra_repr()
+        except Exception:  # user code: a broken extra_repr must not break inspection
+            text = ""
+        if text:
+            out["extra_repr"] = text
+    return out
+
+
+def layer_attrs(module: nn.Module) -> dict[str, Any]:
+    attrs = _constants(module)
+    for name, value in _extras(module).items():
+        if value is None:
+            attrs.pop(name, None)
+        else:
+            attrs[name] = value
+    return attrs or _generic(module)

@@ -1,0 +1,222 @@
+"""A live torch.nn.Module as a source. Reads names, shapes and flags; changes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Hashable, Iterator
+
+import numpy as np
+import torch
+from torch import nn
+
+from ...core.limits import MAX_MODULE_PATHS
+from ...core.source import ModelSource, ModuleEntry, TensorEntry
+from ...dtypes import dtype_name
+from ...schema import BUFFER, PARAMETER
+from .attrs import layer_attrs
+
+_DEVICE_NAMES: dict[torch.device, str] = {}
+
+
+def _device_name(device: torch.device) -> str:
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = _DEVICE_NAMES[device] = str(device)
+    return name
+
+
+def _canonical_dims(tensor: torch.Tensor) -> tuple[tuple[int, int], ...]:
+    """(size, stride) pairs that describe the set of elements a strided view covers,
+    independent of how the view orders them: size-1 and broadcast (stride-0) dimensions
+    dropped, the rest sorted by stride and merged where they are contiguous together."""
+    dims = sorted(((n, st) for n, st in zip(tensor.shape, tensor.stride()) if n > 1 and st), key=lambda d: -d[1])
+    merged: list[tuple[int, int]] = []
+    for n, st in dims:
+        if merged and merged[-1][1] == n * st:
+            merged[-1] = (merged[-1][0] * n, st)
+        else:
+            merged.append((n, st))
+    return tuple(merged)
+
+
+def storage_key(tensor: torch.Tensor) -> Hashable:
+    """Equal for two tensors that cover exactly the same elements in memory (tied weights).
+
+    The same Parameter at two paths, or two views of the same elements (also transposed),
+    get one key: the address of the first element, the dtype and the exact set of element
+    offsets the view covers (a contiguous view: its element count). Two views that start at
+    the same address but cover different elements get different keys. Tensors without real
+    memory (meta, fake, empty, sparse) fall back to object identity: their addresses are
+    all 0 or undefined and would wrongly look shared.
+    """
+    try:
+        if tensor.layout != torch.strided or tensor.numel() == 0:
+            return ("id", id(tensor))
+        ptr = tensor.data_ptr()  # 0 on the meta device
+        if not ptr:
+            return ("id", id(tensor))
+        if tensor.is_contiguous():
+            return ("mem", ptr, tensor.numel(), tensor.dtype)
+        dims = _canonical_dims(tensor)
+        if len(dims) == 1 and dims[0][1] == 1:  # e.g. a transposed contiguous weight
+            return ("mem", ptr, dims[0][0], tensor.dtype)
+        return ("mem", ptr, dims, tensor.dtype)
+    except Exception:  # fake/functional tensors and exotic subclasses have no storage
+        return ("id", id(tensor))
+
+
+def stored_numel(tensor: torch.Tensor) -> int:
+    """Elements `tensor` really holds: a broadcast view (``expand``, stride 0) repeats its
+    stored elements, and counts them once."""
+    if tensor.layout != torch.strided or 0 not in tensor.stride():
+        return tensor.numel()
+    return math.prod(n for n, st in zip(tensor.shape, tensor.stride()) if st)
+
+
+def compact(tensor: torch.Tensor) -> torch.Tensor:
+    """The stored elements of a broadcast view (its stride-0 dimensions cut to size 1);
+    other tensors as they are. Statistics of the two are the same, except for counts."""
+    if tensor.layout != torch.strided or 0 not in tensor.stride():
+        return tensor
+    return tensor[tuple(slice(0, 1) if st == 0 else slice(None) for st in tensor.stride())]
+
+
+_LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # not in the stubs
+
+
+def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
+    key: Hashable
+    dtype = tensor.dtype
+    if isinstance(tensor, _LAZY):  # lazy: no shape yet
+        shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
+    else:
+        numel = tensor.numel()
+        shape, nbytes = tuple(tensor.shape), numel * tensor.element_size()
+        key = _contiguous_key(tensor, numel, dtype) or storage_key(tensor)
+    device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
+    return TensorEntry(name, module, kind, shape, dtype_name(dtype), device, numel, nbytes, requires_grad, key, tensor)
+
+
+def _contiguous_key(tensor: torch.Tensor, numel: int, dtype: torch.dtype) -> Hashable | None:
+    """storage_key of a contiguous tensor with memory (almost every parameter), from what
+    the caller has read already; None for the rest, which storage_key sorts out."""
+    try:
+        ptr = tensor.data_ptr() if numel and tensor.layout == torch.strided and tensor.is_contiguous() else 0
+    except Exception:  # fake/functional tensors have no data pointer
+        return None
+    return ("mem", ptr, numel, dtype) if ptr else None
+
+
+def _walk(model: nn.Module) -> Iterator[tuple[str, str | None, nn.Module]]:
+    """(path, parent path, module) in pre-order, every path of a module registered twice,
+    without recursion. A module that contains itself, directly or through others, would
+    make the tree infinite: refused, naming both paths."""
+    stack: list[tuple[str, str | None, nn.Module, dict[int, str]]] = [("", None, model, {})]
+    count = 0
+    while stack:
+        path, parent, module, above = stack.pop()
+        count += 1
+        if count > MAX_MODULE_PATHS:
+            raise ValueError(f"{type(model).__name__} has more than {MAX_MODULE_PATHS:,} module paths (shared modules)")
+        yield path, parent, module
+        if not module._modules:  # a leaf (most modules): no ancestor set to pass on
+            continue
+        above = {**above, id(module): path}
+        children = []
+        for local, child in module._modules.items():
+            if child is None:
+                continue
+            child_path = f"{path}.{local}" if path else local
+            if id(child) in above:
+                where = f"{above[id(child)]!r}" if above[id(child)] else "the root module"
+                raise ValueError(f"module cycle: {child_path!r} is {where} again (a module that contains itself)")
+            children.append((child_path, path, child, above))
+        stack.extend(reversed(children))
+
+
+def _packed(module: nn.Module, prefix: str, path: str) -> list[TensorEntry]:
+    """The weight and bias a quantized module keeps packed in a C++ object instead of
+    parameters (``torch.ao`` Linear, Conv): counted as frozen parameters."""
+    if not isinstance(module.__dict__.get("_packed_params"), torch.ScriptObject):
+        return []
+    try:
+        weight, bias = module._weight_bias()  # type: ignore[operator]  # a method of torch.ao's packed modules
+    except Exception:  # an unknown packing: nothing we can read
+        return []
+    out = []
+    for local, t in (("weight", weight), ("bias", bias)):
+        if isinstance(t, torch.Tensor):
+            entry = _tensor_entry(prefix + local, path, PARAMETER, t, False)
+            out.append(dataclasses.replace(entry, nbytes=entry.nbytes + quantization_bytes(t)))
+    return out
+
+
+def quantization_bytes(t: torch.Tensor) -> int:
+    """Bytes a quantized tensor stores besides its elements: per-channel scales and zero
+    points (a per-tensor scale is a number, not counted); 0 for other tensors."""
+    if not t.is_quantized or t.qscheme() not in (torch.per_channel_affine, torch.per_channel_symmetric):
+        return 0
+    scales = t.q_per_channel_scales()
+    return scales.numel() * (scales.element_size() + t.q_per_channel_zero_points().element_size())
+
+
+def quantization(module: nn.Module) -> str | None:
+    """How a quantized module stores its packed weight, e.g. 'qint8 per_tensor_affine (packed)'."""
+    if not isinstance(module.__dict__.get("_packed_params"), torch.ScriptObject):
+        return None
+    try:
+        weight = module._weight_bias()[0]  # type: ignore[operator]  # a method of torch.ao's packed modules
+        return f"{dtype_name(weight.dtype)} {str(weight.qscheme()).removeprefix('torch.')} (packed)"
+    except Exception:
+        return "packed (unreadable)"
+
+
+def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
+    modules: list[ModuleEntry] = []
+    tensors: list[TensorEntry] = []
+    first_path: dict[int, str] = {}
+    # Every path of a module registered at two paths shows, so the tree is the tree the
+    # user wrote; alias_of says it is the same object.
+    for path, parent, module in _walk(model):
+        alias_of = first_path.setdefault(id(module), path)
+        attrs = layer_attrs(module)
+        scheme = quantization(module)
+        if scheme is not None:
+            attrs = {**attrs, "quantization": scheme}
+        # positional: keyword arguments cost a third more, once per module
+        is_leaf, alias = not module._modules, None if alias_of == path else alias_of
+        modules.append(ModuleEntry(path, type(module).__name__, is_leaf, module.training, attrs, alias, parent))
+        prefix = f"{path}." if path else ""
+        for local, p in module._parameters.items():
+            if p is not None:
+                tensors.append(_tensor_entry(prefix + local, path, PARAMETER, p, p.requires_grad))
+        for local, b in module._buffers.items():
+            if b is not None:
+                tensors.append(_tensor_entry(prefix + local, path, BUFFER, b, False))
+        if scheme is not None:
+            tensors += _packed(module, prefix, path)
+    return ModelSource(
+        name=name or type(model).__name__,
+        framework="torch",
+        modules=tuple(modules),
+        tensors=tuple(tensors),
+        model=model,
+    )
+
+
+def read_region(entry: TensorEntry, index: tuple[slice | int, ...]) -> np.ndarray:
+    """The values of `entry` at `index` as float64 (complex: magnitudes). File tensors are
+    memory-mapped views: only the pages of the region are read."""
+    if entry.device == "meta":
+        raise ValueError(f"{entry.name} is on the meta device: it has no values")
+    try:
+        with torch.no_grad():
+            region = entry.values()[index]
+            if region.is_quantized:
+                region = region.dequantize()
+            if region.is_complex():
+                region = region.abs()
+            return region.to("cpu", torch.float64).numpy()
+    finally:
+        entry.release()

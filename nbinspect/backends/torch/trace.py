@@ -1,0 +1,433 @@
+"""One forward pass, watched: every module call with its shapes, FLOPs and saved tensors.
+
+:func:`run_trace` sees every module call by standing in for ``nn.Module.__call__`` (put
+back in ``finally``), runs the forward pass once under a :class:`~.flops.FlopCounter` and a
+:class:`~.activations.SavedTensorMeter`, and returns a :class:`TraceResult`: one
+:class:`Call` per module call in execution order. :mod:`.trace_frames` turns it into the
+``flow`` frame and the trace columns of ``layers``.
+
+Models on the meta device run under ``FakeTensorMode``: parameters and buffers are
+swapped for fake tensors (on the CPU, so autocast and CPU attention kernels apply) for the
+duration of the call and put back afterwards, so shapes, FLOPs and saved-tensor sizes
+come out without allocating anything, and code that calls ``.item()`` on a mask
+(transformers) still runs.
+
+Nothing about the model changes: modes, parameters, buffers (BatchNorm running stats are
+put back), gradients (backward FLOPs use ``torch.autograd.grad``, which fills no
+``.grad``), hooks, ``nn.Module.__call__`` and the global RNG state (forked) are as they
+were, also on error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import operator
+import threading
+from collections.abc import Iterator
+from threading import get_ident
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...core.gc_pause import gc_paused
+from ...core.inputs import io_records, map_inputs, tensors_in
+from ...core.trace import Call, Recorder, TraceResult, failure, finish
+from ...dtypes import dtype_name
+from ...errors import DTYPE_HINT, TraceError
+from .activations import SavedTensorMeter, storage_ids
+from .flops import FlopCounter, coverage_note
+
+__all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
+
+# Traces swap parameters for fakes, change train flags and restore buffers on modules that
+# other threads may trace too: one at a time (re-entrant, a model may trace inside forward).
+_TRACING = threading.RLock()
+
+
+class TorchRecorder(Recorder):
+    """Sees every call of the model's modules by standing in for ``nn.Module.__call__``
+    while attached: one Python frame around torch's own call (a fraction of a microsecond,
+    against 2-3 us for torch's global hook pair), and it sees what a caller sees: the
+    arguments (keyword ones too) before any forward pre-hook, the output after every
+    forward hook, and an exception from the module or its hooks as it passes. Calls of
+    other modules, and calls other threads make at the same time, go straight through."""
+
+    def attach(self) -> None:
+        _install(self)
+
+    def detach(self) -> None:
+        _uninstall(self)
+        # A stand-in someone else's patch of Module.__call__ put back later must not record
+        # into a finished trace: with no modules of its own it lets every call through.
+        self.info.clear()
+
+    def _wrap(self, inner: Any) -> Any:
+        """A ``Module.__call__`` that records this model's calls around `inner`. Everything
+        it reads per call is bound here: this runs once per module call."""
+        info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
+        Tensor = torch.Tensor
+
+        def __call__(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            key = id(module)
+            info = info_of(key)
+            if info is None or get_ident() != thread:  # not one of this model's modules, or not our call
+                return inner(module, *args, **kwargs)
+            if not kwargs and len(args) == 1 and isinstance(args[0], Tensor):  # the common case, kept cheap
+                x = args[0]
+                shapes, nbytes = [x.shape], x.nbytes
+            else:
+                tensors = tensors_in((args, kwargs) if kwargs else args)
+                shapes, nbytes = [t.shape for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
+            n = info[2]
+            info[2] = n + 1
+            call = Call(
+                len(calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key
+            )
+            calls.append(call)
+            stack.append(call)
+            try:
+                output = inner(module, *args, **kwargs)
+            except BaseException as exc:
+                stack.pop()
+                if id(exc) in failures:  # raised by a call inside this one
+                    call.status = "interrupted"
+                else:
+                    call.status = "failed"
+                    failures[id(exc)] = call
+                    _output_before_hook(call, module, exc)
+                raise
+            stack.pop()
+            if isinstance(output, Tensor):
+                call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
+            else:
+                tensors = tensors_in(output)
+                call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+            return output
+
+        return __call__
+
+
+# Recorders attached now, innermost last, each with the ``Module.__call__`` it installed
+# around the one before it, so nested traces (a model tracing inside its forward) and a
+# trace inside a ``watch`` block all see the calls; detaching out of order (threads)
+# rebuilds the chain above without it.
+_attached: list[tuple[TorchRecorder, Any]] = []
+_attach_lock = threading.Lock()
+_original_call: Any = None  # Module.__call__ as found when the first recorder attached
+
+
+def _install(recorder: TorchRecorder) -> None:
+    global _original_call
+    with _attach_lock:
+        if not _attached:
+            _original_call = nn.Module.__dict__["__call__"]
+        _attached.append((recorder, recorder._wrap(_attached[-1][1] if _attached else _original_call)))
+        nn.Module.__call__ = _attached[-1][1]  # type: ignore[method-assign]
+
+
+def _uninstall(recorder: TorchRecorder) -> None:
+    with _attach_lock:
+        at = next((i for i, (r, _) in enumerate(_attached) if r is recorder), None)
+        if at is None:  # not attached
+            return
+        above = [r for r, _ in _attached[at + 1 :]]
+        del _attached[at:]
+        for r in above:
+            _attached.append((r, r._wrap(_attached[-1][1] if _attached else _original_call)))
+        nn.Module.__call__ = _attached[-1][1] if _attached else _original_call  # type: ignore[method-assign]
+
+
+def _output_before_hook(call: Call, module: nn.Module, exc: BaseException) -> None:
+    """If `module`'s forward returned and one of its forward hooks raised, record the
+    forward's output (torch's ``_call_impl`` holds it as ``result``), so the error can say
+    it was the hook. A forward that returned None cannot be told from one that raised:
+    the error then names the module, not its hook."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "inner" and frame.f_locals.get("self") is module:
+            result = frame.f_locals.get("result")
+            if result is not None:
+                tensors = tensors_in(result)
+                call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+            return
+        tb = tb.tb_next
+
+
+@contextlib.contextmanager
+def preserved(
+    modules: list[nn.Module], tensors: list[torch.Tensor], training: bool | None, real: bool
+) -> Iterator[None]:
+    """Restore train/eval flags, tensor attributes, buffers changed in place or replaced (BatchNorm running
+    stats, num_batches_tracked) and the RNG state, however the block ends."""
+    # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
+    # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
+    # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
+    saved = [(m, vars(m).copy()) for m in modules]
+    buffers = []
+    if real:
+        for m in modules:
+            if m._buffers:
+                buffers += [
+                    (m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta
+                ]
+    # is_cuda in C first: a device object per tensor only on a CUDA model
+    cuda = sorted({t.device.index or 0 for t in tensors if t.is_cuda}) if any(map(_IS_CUDA, tensors)) else []
+    with torch.random.fork_rng(devices=cuda):
+        try:
+            if training is not None:
+                for m in modules:
+                    m.training = training
+            yield
+        finally:
+            for m, attrs in saved:
+                now = vars(m)
+                # identity, in C: a tensor replaced by an equal-valued one is a change too
+                if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
+                    mode = attrs.get("training")
+                    if mode is not None and now.get("training") is not mode:
+                        m.training = mode
+                    _restore_attrs(now, attrs)
+            for m, name, b, copy in buffers:
+                m._buffers[name] = b
+                if not torch.equal(b, copy):
+                    with torch.no_grad(), torch.inference_mode(b.is_inference()):
+                        b.copy_(copy)
+
+
+def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
+    """Put a module's plain tensor attributes back as they were (`saved` is a copy of its
+    __dict__): the same objects, none added, and none left over another value (a cache that
+    was None). Called only where something changed."""
+    for k, v in saved.items():
+        current = now.get(k)
+        if current is not v and (isinstance(v, torch.Tensor) or isinstance(current, torch.Tensor)):
+            now[k] = v
+    for k in [k for k, v in now.items() if isinstance(v, torch.Tensor) and k not in saved]:
+        del now[k]
+
+
+@contextlib.contextmanager
+def _quiet_fake_errors() -> Iterator[None]:
+    """FakeTensorMode logs a full traceback when an op fails on fake tensors; the failure
+    reaches the caller as a one-line TraceError, so the log is only noise on stderr."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    quiet = logging.Filter("-")  # a filter named after no logger rejects every record
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
+_IS_META = operator.attrgetter("is_meta")
+_IS_CUDA = operator.attrgetter("is_cuda")
+
+
+def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """``list(model.named_modules())``: each module once, at its first path, in pre-order,
+    without torch's generator per level of nesting (3x the cost on a deep or wide model)."""
+    out: list[tuple[str, nn.Module]] = []
+    seen: set[int] = set()
+    todo: list[tuple[str, nn.Module]] = [("", model)]
+    while todo:
+        path, m = todo.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        out.append((path, m))
+        if m._modules:
+            prefix = f"{path}." if path else ""
+            todo += [(prefix + k, c) for k, c in reversed(m._modules.items()) if c is not None]
+    return out
+
+
+def tensors_of(modules: list[nn.Module]) -> list[torch.Tensor]:
+    """Every parameter and buffer of `modules` (a tied one at each place it appears)."""
+    out: list[torch.Tensor | None] = []
+    for m in modules:
+        if m._parameters:
+            out += m._parameters.values()
+        if m._buffers:
+            out += m._buffers.values()
+    return [t for t in out if t is not None]
+
+
+def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtype]:
+    device = tensors[0].device if tensors else torch.device("cpu")
+    dtype = next((t.dtype for t in tensors if t.is_floating_point()), torch.get_default_dtype())
+    return device, dtype
+
+
+def _stand_in(t: torch.Tensor, fake_mode, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
+    """A fake tensor like `t`: converted as it is, or made on `device` (meta tensors are
+    stood in for on the CPU, where autocast works and attention picks a real kernel)."""
+    if device is None:
+        fake = fake_mode.from_tensor(t)
+    else:
+        fake = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device)
+    if dtype is not None and fake.is_floating_point() and fake.dtype != dtype:
+        fake = fake.detach().to(dtype)
+    if fake.is_floating_point() and fake.requires_grad != t.requires_grad:
+        fake = fake.detach().requires_grad_(t.requires_grad)
+    return fake
+
+
+@contextlib.contextmanager
+def _faked(
+    modules: list[nn.Module], fake_mode, device: torch.device | None, param_dtype: torch.dtype | None
+) -> Iterator[list[torch.Tensor]]:
+    """Swap every parameter and buffer for a fake stand-in (tied tensors share one; no memory
+    is copied) and put the originals back however the block ends. Done on each module's own
+    dicts, once per module object: ``torch.func.functional_call`` leaves fakes behind on a
+    module registered at two paths."""
+    memo: dict[int, torch.Tensor] = {}
+    swapped: list[tuple[dict[str, Any], str, Any]] = []
+    try:
+        for m in modules:
+            tables: tuple[dict[str, Any], ...] = (m._parameters, m._buffers)
+            for table in tables:
+                for name, t in table.items():
+                    if t is None:
+                        continue
+                    fake = memo.get(id(t))
+                    if fake is None:
+                        fake = memo[id(t)] = _stand_in(t, fake_mode, device, param_dtype)
+                    swapped.append((table, name, t))
+                    table[name] = fake
+        yield list(memo.values())
+    finally:
+        for table, name, t in reversed(swapped):
+            table[name] = t
+
+
+def _backward(output: Any, wrt: list[torch.Tensor], counter: FlopCounter) -> None:
+    outs = [t for t in tensors_in(output) if t.requires_grad and t.is_floating_point()]
+    wrt = [t for t in wrt if t.requires_grad]
+    if not outs or not wrt:
+        return
+    counter.in_backward = True
+    torch.autograd.grad(outs, wrt, grad_outputs=[torch.ones_like(t) for t in outs], allow_unused=True)
+
+
+@gc_paused()  # from the start: the setup allocates per module and tensor too
+def run_trace(
+    model: nn.Module,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    backward: bool = False,
+    flops: bool = True,
+    input_dtype: torch.dtype | None = None,
+    training: bool | None = None,
+    fake: bool | None = None,
+    param_dtype: torch.dtype | None = None,
+    autocast_dtype: torch.dtype | None = None,
+    batch_size: int | None = None,
+) -> TraceResult:
+    """Run ``model(*args, **kwargs)`` once and record every module call.
+
+    Shape tuples among the inputs become zeros of `input_dtype` (default: the model's
+    floating dtype) on the model's device. `training` sets train/eval mode for the call,
+    `param_dtype` casts floating parameters and `autocast_dtype` runs under
+    ``torch.autocast``; `batch_size` resizes the first dimension of every input tensor.
+    `flops=False` skips FLOP counting (its dispatch mode is most of the trace's cost).
+    `fake` forces (or forbids) FakeTensorMode; by default it is used for meta models, and
+    whenever the parameters are cast or the batch resized, so the model is never touched.
+    Raises :class:`TraceError` naming the module that failed.
+    """
+    if not isinstance(model, nn.Module):
+        what = "a checkpoint or state_dict (no forward pass to run)" if model is None else type(model).__name__
+        raise TypeError(f"tracing needs a live torch.nn.Module, got {what}")
+    kwargs = dict(kwargs or {})
+    if backward and not flops:
+        raise ValueError("backward=True counts backward FLOPs, so it needs flops=True")
+    named_modules = named_modules_of(model)
+    modules = [m for _, m in named_modules]
+    model_tensors = tensors_of(modules)
+    device, model_dtype = _device_dtype(model_tensors)
+    dtype = input_dtype or param_dtype or model_dtype
+    given = tensors_in((args, kwargs))
+    # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
+    on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
+    use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
+    recorder = TorchRecorder(named_modules)
+    name = type(model).__name__
+
+    shapes_given: list[tuple] = []
+
+    def resize(t: torch.Tensor) -> torch.Tensor:
+        if batch_size is None or t.dim() == 0:
+            return t
+        return torch.zeros((batch_size, *t.shape[1:]), dtype=t.dtype, device=t.device)
+
+    def zeros(shape: tuple) -> torch.Tensor:
+        shapes_given.append(shape)
+        return resize(torch.zeros(shape, dtype=dtype, device=device))
+
+    # Inference tensors (made under torch.inference_mode) cannot be saved for backward:
+    # given inputs are cloned into normal ones; a model whose own tensors are inference
+    # tensors runs in inference mode, and what autograd would save is not measured.
+    inference_model = any(map(torch.Tensor.is_inference, model_tensors))
+    if inference_model and backward:
+        raise ValueError("backward=True needs autograd, and the model's tensors are inference tensors")
+    own_tensor = (lambda t: t.clone() if t.is_inference() else t) if not inference_model else (lambda t: t)
+
+    with _TRACING, contextlib.ExitStack() as stack:  # one trace at a time: they swap and restore shared state
+        stack.enter_context(torch.inference_mode(inference_model))
+        stack.enter_context(preserved(modules, model_tensors, training, real=not use_fake))
+        if use_fake:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            stack.enter_context(_quiet_fake_errors())
+            fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+            stand_in_device = torch.device("cpu") if on_meta else None
+            device = stand_in_device or device
+            params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
+            args, kwargs = map_inputs(
+                (args, kwargs), lambda t: resize(_stand_in(own_tensor(t), fake_mode, stand_in_device, None)), zeros
+            )
+        else:
+            args, kwargs = map_inputs((args, kwargs), own_tensor, zeros)
+            params = model_tensors
+        inputs = tensors_in((args, kwargs))
+        exclude = storage_ids([*params, *inputs])
+        counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward)
+        meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
+        inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
+        result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
+        if not inference_model:
+            stack.enter_context(torch.enable_grad())
+        if autocast_dtype is not None:
+            stack.enter_context(torch.autocast(device.type, dtype=autocast_dtype))
+        stack.callback(recorder.detach)
+        recorder.attach()
+        with meter, counter if flops else contextlib.nullcontext():
+            try:
+                output = model(*args, **kwargs)
+            except Exception as exc:
+                message = failure(recorder, exc, name) + (_dtype_hint(exc, dtype) if shapes_given else "")
+                if use_fake:
+                    message += " [traced on fake tensors: values are unknown, only shapes]"
+                raise TraceError(message, finish(result, coverage_note)) from exc
+            counter.tag_pending()
+            result.outputs = io_records(output, "output")
+            if backward:
+                _backward(output, [*params, *inputs], counter)
+    finish(result, coverage_note)
+    if inference_model:
+        result.totals["activation_bytes"] = None
+        result.totals["flops_note"] += (
+            " Saved-for-backward bytes not measured: the model's tensors are inference tensors"
+            " (made under torch.inference_mode), so autograd cannot run on them."
+        )
+    return result
+
+
+def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:
+    text = str(exc)
+    if not dtype.is_floating_point or ("Long" not in text and "indices" not in text):
+        return ""
+    return f" (inputs built from shapes are {dtype_name(dtype)}; {DTYPE_HINT} for token ids)"
