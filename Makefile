@@ -62,6 +62,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports  # the layer order, pyproject.toml [tool.importlinter]; no exemptions
 
 fix: $(VENV)/.installed-test
 	$(BIN)/ruff format .

@@ -26,8 +26,8 @@ from torch import nn
 import nbinspect
 from nbinspect import examples
 from nbinspect.analyze.compare import compare_frame
-from nbinspect.payload_schema import typescript
 from nbinspect.analyze.views import view_data
+from nbinspect.payload_schema import typescript
 from nbinspect.render.payload import build_payload
 
 

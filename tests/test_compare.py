@@ -298,16 +298,6 @@ def test_tie_stored_once_in_a_file_is_not_a_difference(tmp_path):
 def test_the_compared_tree_holds_what_only_b_has():
     from torch import nn
 
-    from nbinspect.analyze.views import view_data
-
-
-from nbinspect.render.payload import build_payload
-
-
-def _payload(name, framework, totals, frames, sides=None, timeline=None):
-    """The payload as a result builds it: the views decided from the frames, then rendered."""
-    return build_payload(name, framework, totals, frames, sides, timeline, views=view_data(frames))
-
     a = nn.Sequential()
     a.body, a.head = nn.Linear(4, 4), nn.Linear(4, 2)
     b = nn.Sequential()
@@ -325,7 +315,7 @@ def _payload(name, framework, totals, frames, sides=None, timeline=None):
         "classifier.weight",
         "classifier.bias",
     }
-    payload = _payload("x", "torch", result.totals, result.frames)
+    payload = result._payload()
     tensors, modules = payload["tensors"], list(layers["name"])
     names = [f"{modules[m]}.{k}" if modules[m] else k for m, k in zip(tensors["module"], tensors["key"])]
     status = dict(zip(names, (row[0] for row in tensors["compare"])))

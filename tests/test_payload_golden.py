@@ -26,18 +26,17 @@ from torch import nn
 
 import nbinspect
 from nbinspect import examples
+from nbinspect.analyze.views import view_data
 from nbinspect.core.moments import histogram_edges
 from nbinspect.inspection import with_memory
-from nbinspect.analyze.views import view_data
 from nbinspect.render.payload import build_payload, histogram, timeline
+
+from .generate_contract import dump
 
 
 def _built(name, framework, totals, frames, sides=None, timeline=None):
     """The payload as a result builds it: the views decided from the frames, then rendered."""
     return build_payload(name, framework, totals, frames, sides, timeline, views=view_data(frames))
-
-
-from .generate_contract import dump
 
 
 def _exact(model: nn.Module) -> nn.Module:

@@ -119,7 +119,8 @@ def test_recorders_detached_out_of_order_leave_the_others_working():
     """Two recorders attached at once (a trace inside a watched block, or two threads):
     detaching the first keeps the second recording, and the last detach puts torch's
     ``Module.__call__`` back."""
-    from nbinspect.backends.torch.trace import TorchRecorder as Recorder, named_modules_of
+    from nbinspect.backends.torch.trace import TorchRecorder as Recorder
+    from nbinspect.backends.torch.trace import named_modules_of
 
     model, x = nn.Sequential(nn.Linear(4, 4), nn.ReLU()), torch.ones(1, 4)
     first, second = Recorder(named_modules_of(model)), Recorder(named_modules_of(model))
@@ -138,7 +139,8 @@ def test_recorders_detached_out_of_order_leave_the_others_working():
 def test_a_stand_in_put_back_by_another_patch_records_nothing_after_detach():
     """Another library patches Module.__call__ while a recorder is attached and restores
     what it saw after the recorder detached: that stale stand-in must let calls through."""
-    from nbinspect.backends.torch.trace import TorchRecorder as Recorder, named_modules_of
+    from nbinspect.backends.torch.trace import TorchRecorder as Recorder
+    from nbinspect.backends.torch.trace import named_modules_of
 
     model, x = nn.Sequential(nn.Linear(4, 4)), torch.ones(1, 4)
     recorder = Recorder(named_modules_of(model))

@@ -13,8 +13,8 @@ import nbinspect
 from nbinspect import examples
 from nbinspect.analyze.compare import compare_frame
 from nbinspect.analyze.stats import stats as stats_frame
-from nbinspect.render.html import standalone_html
 from nbinspect.analyze.views import view_data
+from nbinspect.render.html import standalone_html
 from nbinspect.render.payload import INLINE_BINS, build_payload, histogram
 from nbinspect.render.widget import InspectWidget, bundle_source
 
