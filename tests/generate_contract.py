@@ -8,7 +8,7 @@
     python tests/generate_contract.py            # rewrite the files (``make contract``)
     python tests/generate_contract.py --check    # list stale files, exit 1 if any
 
-``tests/test_payload_contract.py`` fails while a file is stale.
+``tests/render/test_payload_contract.py`` fails while a file is stale.
 """
 
 from __future__ import annotations

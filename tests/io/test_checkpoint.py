@@ -18,7 +18,7 @@ from nbinspect.backends.torch.attach import attach
 from nbinspect.core.tree import UNKNOWN_TYPE
 from nbinspect.schema import BUFFER, LAYERS, PARAMETER, PARAMS
 
-from .conftest import assert_unchanged, model_state
+from ..conftest import assert_unchanged, model_state
 
 
 def _state(name: str = "tiny_lm", seed: int = 0) -> dict[str, torch.Tensor]:

@@ -13,7 +13,7 @@ from nbinspect.analyze.views import view_data
 from nbinspect.payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, check_payload
 from nbinspect.render.payload import build_payload
 
-from .generate_contract import FIXTURES, TYPES, dump, payloads, same_json, stale
+from ..generate_contract import FIXTURES, TYPES, dump, payloads, same_json, stale
 
 
 def _payload(name, framework, totals, frames, sides=None, timeline=None):

@@ -9,7 +9,7 @@ import torch
 import nbinspect
 from nbinspect import examples
 
-from .conftest import assert_unchanged, model_state
+from ..conftest import assert_unchanged, model_state
 
 
 def _meta(name: str) -> torch.nn.Module:

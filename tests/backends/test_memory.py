@@ -13,8 +13,8 @@ import nbinspect
 from nbinspect import examples, schema
 from nbinspect.backends.torch.memory import OPTIMIZERS
 
-from .conftest import assert_unchanged, model_state
-from .trace_support import graph_saved_bytes
+from ..conftest import assert_unchanged, model_state
+from ..trace_support import graph_saved_bytes
 
 REAL = {
     "sgd": lambda p: torch.optim.SGD(p, lr=0.1),

@@ -15,7 +15,7 @@ from torch import nn
 import nbinspect
 from nbinspect import examples, schema
 
-from .trace_support import graph_saved_bytes
+from ..trace_support import graph_saved_bytes
 
 
 def _row(insp, name):

@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 from nbinspect import examples
 from nbinspect.ui.cli import main
 
-from .hostile_support import ROOT
+from ..hostile_support import ROOT
 
 COMMAND = [sys.executable, "-m", "nbinspect"]
 

@@ -31,7 +31,7 @@ from nbinspect.core.moments import histogram_edges
 from nbinspect.inspection import with_memory
 from nbinspect.render.payload import build_payload, histogram, timeline
 
-from .generate_contract import dump
+from ..generate_contract import dump
 
 
 def _built(name, framework, totals, frames, sides=None, timeline=None):

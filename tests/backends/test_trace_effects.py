@@ -13,7 +13,7 @@ from torch.nn.modules import module as module_globals
 import nbinspect
 from nbinspect import examples
 
-from .conftest import assert_unchanged, model_state
+from ..conftest import assert_unchanged, model_state
 
 _MODULE_CALL = nn.Module.__call__  # torch's own, as imported
 

@@ -14,7 +14,7 @@ from torch import nn
 
 import nbinspect
 
-from .conftest import assert_unchanged, model_state
+from ..conftest import assert_unchanged, model_state
 
 VALIDATOR = jsonschema.Draft202012Validator(nbinspect.json_schema())
 

@@ -16,7 +16,7 @@ from torch import nn
 import nbinspect
 from nbinspect import TraceError, load_checkpoint
 
-from .conftest import assert_unchanged, model_state
+from ..conftest import assert_unchanged, model_state
 
 
 def _legacy(kind: str) -> nn.Module:

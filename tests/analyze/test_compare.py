@@ -17,7 +17,7 @@ from nbinspect import examples
 from nbinspect.analyze import compare as cmp
 from nbinspect.schema import COMPARE, COMPARE_GROUPS
 
-from .conftest import assert_unchanged, model_state
+from ..conftest import assert_unchanged, model_state
 
 THRESHOLDS = (1e-8, 1e-6, 1e-4)
 

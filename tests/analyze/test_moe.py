@@ -9,7 +9,7 @@ import torch
 
 import nbinspect
 
-from .moe_models import LLAMA_70B, LinearExpertsLM, hf_moe
+from ..moe_models import LLAMA_70B, LinearExpertsLM, hf_moe
 
 transformers = pytest.importorskip("transformers")
 

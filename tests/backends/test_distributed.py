@@ -20,7 +20,7 @@ from torch import nn
 
 import nbinspect
 
-from .distributed_support import run_on_ranks
+from ..distributed_support import run_on_ranks
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not built in")
 

@@ -17,7 +17,7 @@ import nbinspect
 from nbinspect import CheckpointError, load_checkpoint
 from nbinspect.core.limits import MAX_DEPTH, MAX_HEADER_BYTES, MAX_METADATA_ITEMS, MAX_TENSORS
 
-from .hostile_support import baseline_mb, isolated
+from ..hostile_support import baseline_mb, isolated
 
 
 def _safetensors(path, header: dict | bytes, data: bytes = b"") -> None:

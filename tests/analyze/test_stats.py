@@ -13,8 +13,8 @@ from torch import nn
 import nbinspect
 from nbinspect import examples, schema
 from nbinspect.analyze.reduce import SAMPLE
+from tests.analyze.test_stats_merge import reference
 from tests.conftest import assert_unchanged, model_state
-from tests.test_stats_merge import reference
 
 
 def check_row(row: pd.Series, values: np.ndarray, rel: float = 1e-7) -> None:

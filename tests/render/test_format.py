@@ -9,7 +9,7 @@ import pytest
 
 from nbinspect.render.format import format_bytes, format_compact, format_count, format_percent, format_shape
 
-CASES = json.loads((Path(__file__).parent / "format_cases.json").read_text(encoding="utf-8"))
+CASES = json.loads((Path(__file__).parents[1] / "format_cases.json").read_text(encoding="utf-8"))
 RULES = {"count": format_count, "bytes": format_bytes, "compact": format_compact, "shape": format_shape}
 
 
