@@ -156,7 +156,10 @@ class Inspection(Result):
         return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
 
     def _saved_summary(self) -> str:
-        return self.summary(depth=2)
+        text = self.summary(depth=2)
+        if "memory" in self.frames:  # the plan's total and largest parts
+            text += "\n\n" + memory_text(self.frames["memory"], top=5)
+        return text
 
     def __repr__(self) -> str:
         t = self.totals

@@ -12,7 +12,6 @@ import pandas as pd
 
 from .analyze.views import ViewData, view_data
 from .core.gc_pause import gc_paused
-from .render.display import saved_view
 from .render.html import standalone_html
 from .render.payload import build_payload
 
@@ -57,7 +56,7 @@ class Result:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        return InspectWidget(self._payload(), self._views)
+        return InspectWidget(self._payload(), self._views, saved=lambda: (self._saved_summary(), None))
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -86,11 +85,21 @@ class Result:
             self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides, views=self._views
         )
 
+    def _ipython_display_(self) -> None:
+        """In a notebook, two outputs: the saved view (offline view and text summary, read
+        where the widget cannot render) and the live widget (``render/saved.py``)."""
+        self.widget()._ipython_display_()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        """The widget, plus a static HTML view of the text summary that a saved notebook keeps
-        for readers without a kernel (GitHub, nbviewer); widget-aware front-ends show the widget."""
-        data, _ = self.widget()._repr_mimebundle_()  # type: ignore[misc]  # ipywidgets returns (data, metadata)
-        return {**data, "text/plain": repr(self), "text/html": saved_view(self._saved_summary())}
+        """One bundle, for front-ends that do not call ``_ipython_display_``: the widget, the
+        saved view as text/html (offline view and text summary), the repr as text/plain."""
+        w = self.widget()
+        data, _ = w._repr_mimebundle_()  # type: ignore[misc]  # anywidget returns (data, metadata)
+        return {**data, "text/plain": repr(self), "text/html": w.saved_bundle()["text/html"]}
+
+    def _display_(self) -> Any:
+        """marimo shows the widget (an anywidget it renders natively)."""
+        return self.widget()
 
     def _saved_summary(self) -> str:
         """The text a saved notebook shows in place of the widget."""
