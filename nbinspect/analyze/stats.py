@@ -60,8 +60,9 @@ def stats(
     per module path, merging the parameters of its subtree (shared storage once).
     Moments ignore NaN/Inf and count them; histograms have `bins` bins over each row's
     finite range (``hist_sample`` says how many elements were binned: all of them up to
-    65,536 per tensor, a strided sample of that size above). A progress bar (tqdm; in a notebook one text output, emptied at the end)
-    shows after two seconds; ``progress=False`` hides it, ``True`` shows it at once.
+    65,536 per tensor, a strided sample of that size above). A progress bar (tqdm;
+    in a notebook one text output, emptied at the end) shows after two seconds;
+    ``progress=False`` hides it, ``True`` shows it at once.
     ``workers=N`` reads the files of a sharded safetensors checkpoint in N local processes.
     """
     if by not in BY:
@@ -172,9 +173,9 @@ def _skipped(exc: Exception) -> str:
 
 
 def _watched() -> bool:
-    """Whether someone watches a progress bar: a terminal on stderr, or a notebook (where
-    a text output updated in place, emptied at the end: core/progress.py). Redirected output (logs, pipes, the CLI's captured stderr)
-    gets no bar."""
+    """Whether someone watches a progress bar: a terminal on stderr, or a notebook (one text
+    output updated in place, emptied at the end: core/progress.py). Redirected output (logs,
+    pipes, the CLI's captured stderr) gets no bar."""
     return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 

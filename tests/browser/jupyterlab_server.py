@@ -34,7 +34,9 @@ def trust(root: Path, notebook: Path) -> None:
     import nbformat
     from nbformat.sign import NotebookNotary
 
-    notary = NotebookNotary(data_dir=str(root.parent / "jupyter-home" / "data"))
+    data = root.parent / "jupyter-home" / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    notary = NotebookNotary(data_dir=str(data))
     nb = nbformat.read(notebook, as_version=4)
     notary.sign(nb)
 

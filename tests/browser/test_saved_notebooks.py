@@ -111,8 +111,8 @@ def _shoot(page, name: str) -> None:
         page.screenshot(path=f"{SHOTS}/{name}.png", full_page=True)
 
 
-def _assert_clean(page) -> None:
-    text = page.locator("body").inner_text()
+def _assert_clean(page, where: str = "body") -> None:
+    text = page.locator(where).first.inner_text()
     for stale in STALE:
         assert stale not in text, stale
 
@@ -174,7 +174,9 @@ def reopened(saved, tmp_path_factory, browser):
     """JupyterLab serving the saved notebook twice: signed (trusted) and not."""
     root = tmp_path_factory.mktemp("reopen-root")
     nbformat.write(saved, root / "trusted.ipynb")
-    nbformat.write(saved, root / "untrusted.ipynb")
+    other = copy.deepcopy(saved)  # trust goes by content: the same bytes would be trusted too
+    other.metadata["nbinspect_test"] = "untrusted"
+    nbformat.write(other, root / "untrusted.ipynb")
     trust(root, root / "trusted.ipynb")
     with jupyterlab(root) as url:
         yield url
@@ -193,11 +195,14 @@ def test_jupyterlab_reopened_without_the_kernel(reopened, trusted, theme, open_p
     expect(outputs).to_contain_text("TinyLM", timeout=60_000)
     if trusted:  # the embedded bundle draws the view; the widget's "model not found" is hidden
         expect(outputs.locator(".nbinspect-saved [role=treegrid]")).to_be_visible(timeout=30_000)
-        expect(page.locator(".nbinspect-saved .nbi-timeline")).to_contain_text("steps 4→6")
+        page.locator(".jp-Notebook .jp-Cell").nth(3).scroll_into_view_if_needed()
+        expect(page.locator(".nbinspect-saved .nbi-timeline:visible")).to_contain_text("steps 4→6", timeout=30_000)
     else:  # sanitized: the text summary and the curves' image
         expect(outputs.locator(".nbinspect-static pre")).to_contain_text("FLOPs (forward)")
-        expect(page.locator(".jp-Notebook .jp-Cell").nth(3).locator("img")).to_be_visible()
+        track = page.locator(".jp-Notebook .jp-Cell").nth(3)
+        track.scroll_into_view_if_needed()
+        expect(track.locator("img")).to_be_visible()
     page.wait_for_timeout(1500)  # the widget manager has answered by now
-    _assert_clean(page.locator(".jp-Notebook"))
+    _assert_clean(page, ".jp-Notebook")
     page.locator(".jp-Notebook .jp-Cell").nth(3).scroll_into_view_if_needed()
     _shoot(page, f"jupyterlab-reopened-{name}-{theme}")
