@@ -286,6 +286,6 @@ def test_cell_magic_errors(ip):
 
 def test_a_dtype_hint_names_the_magics_own_option(ip):
     ip.user_ns["lm"] = examples.build("tiny_lm")
-    with pytest.raises(UsageError, match=r"add --dtype int64 for token ids") as info:
+    with pytest.raises(UsageError, match=r"add --input-dtype int64 for token ids") as info:
         ip.run_line_magic("inspect_model", "lm --input-shape 2,8 --text")
     assert "input_dtype" not in str(info.value)
