@@ -20,6 +20,7 @@ from .analyze.moe import expert_groups, moe_totals
 from .analyze.stats import frames_of, stats_frames, tensor_stats
 from .analyze.trace_frames import flow, layers_with_trace
 from .backends import as_source, backend_for, backend_named
+from .core.memory import PlanOptions
 from .core.source import ModelSource
 from .core.trace import TraceResult
 
@@ -99,7 +100,7 @@ def trace_frames(
 def plan_memory(model: Any, **options: Any) -> pd.DataFrame:
     """The training-memory plan (schema.MEMORY), made by the backend of `model`'s source."""
     source = as_source(model)
-    return backend_named(source.framework).plan_memory(source, **options)
+    return backend_named(source.framework).plan_memory(source, PlanOptions(**options))
 
 
 def worker_report(worker: Any, options: dict[str, Any]) -> bytes:

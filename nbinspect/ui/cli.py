@@ -22,7 +22,7 @@ from ..errors import first_line_for
 from ..inspection import Inspection, inspect
 from ..io.checkpoint import load_checkpoint
 from ..render.compare_text import groups_table
-from .options import add_options, count
+from .options import INSPECT, add_options, count
 
 __all__ = ["main"]
 
@@ -52,25 +52,12 @@ def _parser() -> argparse.ArgumentParser:
         help="checkpoint file, *.index.json, or folder (with a Hugging Face config.json its model is built); "
         "leave out to size a model from --model/--config alone",
     )
-    add_options(
-        ins,
-        "model",
-        "config",
-        "input_shape",
-        "input_dtype",
-        "batch_size",
-        "optimizer",
-        "precision",
-        "depth",
-        "bins",
-        "no_stats",
-    )
+    add_options(ins, *INSPECT)
     ins.add_argument(
         "--verbose",
         action="store_true",
         help="every module (tree and memory plan) and every tensor's name, shape, dtype and size",
     )
-    add_options(ins, "json", "html", "model_info", "trust", "key")
 
     cmp = sub.add_parser("compare", help="compare two checkpoints tensor by tensor")
     cmp.add_argument("a", help="reference checkpoint (file, *.index.json or folder)")

@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_loca
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from ..errors import first_line, first_line_for
-from .options import add_options
+from .options import INSPECT, add_options
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
@@ -54,24 +54,7 @@ def _parser() -> MagicArgumentParser:
     parser.add_argument("--compare", metavar="EXPR", help="compare with a second model or a checkpoint path")
     parser.add_argument("--text", action="store_true", help="print the text summary instead of showing the widget")
     parser.add_argument("-o", "--output", metavar="NAME", help="store the result in this variable too")
-    add_options(
-        parser,
-        "model",
-        "config",
-        "input_shape",
-        "input_dtype",
-        "batch_size",
-        "optimizer",
-        "precision",
-        "depth",
-        "bins",
-        "no_stats",
-        "json",
-        "html",
-        "model_info",
-        "trust",
-        "key",
-    )
+    add_options(parser, *INSPECT)
     return parser
 
 

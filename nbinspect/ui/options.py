@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dtypes import parse_dtype
 
-__all__ = ["OPTIONS", "Option", "add_options", "count", "dtype", "shape"]
+__all__ = ["INSPECT", "OPTIONS", "Option", "add_options", "count", "dtype", "shape"]
 
 
 def shape(text: str) -> tuple[int, ...]:
@@ -112,6 +112,13 @@ OPTIONS: dict[str, Option] = {
         ),
     )
 }
+
+
+INSPECT = (
+    "model", "config", "input_shape", "input_dtype", "batch_size", "optimizer", "precision", "depth", "bins",
+    "no_stats", "json", "html", "model_info", "trust", "key",
+)  # fmt: skip
+"""What ``nbinspect inspect`` and ``%inspect_model`` both take."""
 
 
 def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
