@@ -223,7 +223,7 @@ def _result_is_printed() -> bool:
 def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: Any, config: Any) -> tuple[Any, list]:
     """The Inspection, plus the memory plan and comparison the options ask for.
     Any failure becomes a one-line UsageError."""
-    from ..backends import as_source, backend_for, backend_named
+    from ..backends import as_source, is_engine
     from ..comparison import compare
     from ..config_inspection import from_config
     from ..inspection import inspect, memory
@@ -238,9 +238,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
             model = load_checkpoint(model, model=factory, config=config, trust=args.trust, key=args.key)
         elif isinstance(model, (str, os.PathLike)):  # a checkpoint path: the same options as the command line
             model = load_checkpoint(model, trust=args.trust, key=args.key)
-        if backend_for(model) is not backend_named(
-            "vllm"
-        ):  # one source for the inspection, the plan and the comparison: read once
+        if not is_engine(model):  # one source for the inspection, the plan and the comparison: read once
             model = as_source(model)
         prompt = None if args.sample_input is None else _unquoted(args.sample_input)
         result = inspect(
