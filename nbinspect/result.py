@@ -85,8 +85,16 @@ class Result:
 
     def _ipython_display_(self) -> None:
         """In a notebook, two outputs: the saved view (offline view and text summary, read
-        where the widget cannot render) and the live widget (``render/saved.py``)."""
-        self.widget()._ipython_display_()
+        where the widget cannot render) and the live widget (``render/saved.py``). Outside a
+        kernel, the one bundle of ``_repr_mimebundle_``."""
+        from .render.widget import in_kernel
+
+        if in_kernel():
+            self.widget()._ipython_display_()
+        else:
+            from IPython.display import display
+
+            display(self._repr_mimebundle_(), raw=True)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         """One bundle, for front-ends that do not call ``_ipython_display_``: the widget, the

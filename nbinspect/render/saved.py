@@ -1,7 +1,7 @@
 """What a notebook keeps of a widget: one HTML output that reads well wherever the notebook
 is opened later.
 
-Beside the live widget's output, a notebook front-end gets a second output, written here:
+After the live widget's output, a notebook front-end gets a second output, written here:
 
 - a static block first in reading order: an optional image (a training run's curves) and the
   text summary, preformatted in a monospace font. Renderers without JavaScript (GitHub,
@@ -40,12 +40,22 @@ _STYLE = """<style>
 
 # Runs where scripts run: the widget's bundle from the attribute, through a blob URL (as
 # anywidget does), against an in-page model holding the payload. Skipped where the live
-# widget already shows the view (JupyterLab with a kernel).
+# widget shows the view (JupyterLab or Notebook 7 with a kernel).
 _LOADER = """<script type="module">
 const root = document.getElementById("{key}");
 const cell = root && root.closest(".jp-OutputArea-child");
-const live = cell && [cell.previousElementSibling, cell.nextElementSibling].some((c) => c && c.querySelector(".nbi"));
-if (root && !live && !root.dataset.rendered) {{
+const before = cell && cell.previousElementSibling;  // the widget's own output
+// JupyterLab / Notebook 7 show "Loading widget..." there until the widget renders (the live
+// widget shows: nothing to draw here) or fails (no kernel: draw the saved view).
+const live = async () => {{
+  for (let waited = 0; before && waited < 15000; waited += 100) {{
+    if (before.querySelector(".nbi")) return true;
+    if (!/Loading widget/.test(before.textContent)) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }}
+  return false;
+}};
+if (root && !root.dataset.rendered && !(await live())) {{
   root.dataset.rendered = "1";
   const data = root.querySelector(".nbinspect-data");
   const state = {{ payload: JSON.parse(data.getAttribute("data-payload")), selected: null }};
@@ -74,7 +84,7 @@ if (root && !live && !root.dataset.rendered) {{
 def widget_placeholder(name: str) -> str:
     """The widget output's text/plain: what a reader without the widget sees in its place
     (one line; the summary sits in the output beside it)."""
-    return f"nbinspect: {name} (the interactive view needs Jupyter; the summary is in the output beside this one)"
+    return f"nbinspect: {name} (the interactive view needs Jupyter; the summary is in the output below)"
 
 
 def offline_view(

@@ -20,7 +20,7 @@ from anywidget.experimental import command
 from .payload import histogram
 from .saved import offline_view, widget_placeholder
 
-__all__ = ["InspectWidget", "bundle_source"]
+__all__ = ["InspectWidget", "bundle_source", "in_kernel"]
 
 _BUNDLE = "widget.js"
 
@@ -34,6 +34,16 @@ def bundle_source() -> str:
             "(npm ci && npm run build in js/), or install a built wheel"
         )
     return path.read_text(encoding="utf-8")
+
+
+def in_kernel() -> bool:
+    """Whether IPython runs in a kernel (a notebook front-end shows the outputs)."""
+    if "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 class InspectWidget(anywidget.AnyWidget):
@@ -74,20 +84,23 @@ class InspectWidget(anywidget.AnyWidget):
         }
 
     def _ipython_display_(self) -> None:
-        """Two outputs in a notebook: the saved view (read where the widget cannot render:
-        GitHub, nbconvert/nbviewer, a notebook reopened without its kernel) and the live
-        widget; a style in the first shows one of them. A terminal gets the text."""
+        """Two outputs in a notebook: the live widget and the saved view (read where the
+        widget cannot render: GitHub, nbconvert/nbviewer, a notebook reopened without its
+        kernel); a style in the second shows one of them. A terminal gets the text."""
         from IPython.display import display
 
-        if "ipykernel" not in sys.modules:
-            display({"text/plain": self._saved()[0] if self._saved else repr(self)}, raw=True)
+        if not in_kernel():  # a terminal, or a shell without a front-end: the one bundle
+            data, _ = self._repr_mimebundle_()  # type: ignore[misc]  # anywidget returns (data, metadata)
+            display({**data, "text/plain": self._saved()[0] if self._saved else repr(self)}, raw=True)
             return
+        # the widget first: the saved view's script, run when its output is inserted, finds
+        # the widget's output beside it and draws nothing while the live widget renders
+        data, _ = self._repr_mimebundle_()  # type: ignore[misc]  # anywidget returns (data, metadata)
+        name = self.payload.get("model", {}).get("name", "")
+        display({**data, "text/plain": widget_placeholder(name)}, raw=True)
         key = f"nbinspect-{uuid.uuid4().hex}"
         self._saved_ids.append(key)
         display(self.saved_bundle(key), raw=True, display_id=key)
-        data, _ = self._repr_mimebundle_()  # type: ignore[misc]  # ipywidgets returns (data, metadata)
-        name = self.payload.get("model", {}).get("name", "")
-        display({**data, "text/plain": widget_placeholder(name)}, raw=True)
 
     def _update_saved(self) -> None:
         """Rewrite the saved outputs of every display of this widget (after the payload changed)."""
