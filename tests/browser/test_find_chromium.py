@@ -82,20 +82,11 @@ def test_as_root_with_apt_it_installs_debians_chromium(machine):
 def test_when_apt_fails_playwrights_download_is_used(machine):
     tmp, run, installs, log = machine
     _script(tmp / "bin" / "apt-get", f'echo "apt-get $*" >> {log}; exit 100')
-    from playwright.sync_api import sync_playwright
-
-    os.environ["PLAYWRIGHT_BROWSERS_PATH"], saved = (
-        str(tmp / "ms-playwright"),
-        os.environ.get("PLAYWRIGHT_BROWSERS_PATH"),
-    )
-    try:
-        with sync_playwright() as p:
-            expected = Path(p.chromium.executable_path)  # where playwright's download would put it
-    finally:
-        if saved is None:
-            del os.environ["PLAYWRIGHT_BROWSERS_PATH"]
-        else:
-            os.environ["PLAYWRIGHT_BROWSERS_PATH"] = saved
+    # where playwright's download would put it (asked in a child: this process may hold a playwright already)
+    where = "from playwright.sync_api import sync_playwright\nwith sync_playwright() as p: print(p.chromium.executable_path)"
+    env = {**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(tmp / "ms-playwright")}
+    asked = subprocess.run([sys.executable, "-c", where], env=env, capture_output=True, text=True, check=True)
+    expected = Path(asked.stdout.strip())
     fake = _script(
         tmp / "playwright-ok",
         f'echo "playwright $*" >> {log}; /bin/mkdir -p {expected.parent}; '
