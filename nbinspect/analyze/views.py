@@ -388,8 +388,13 @@ class ViewData:
         self.by_module = self.by_component = None
         if self.compared and frame is not None and params is not None:
             self.shared = _shared_range(frames.get("stats_a"), frames.get("stats_b"), params["name"].tolist())
-            self.by_module = _compare.by_module(frame)
-            self.by_component = _compare.by_component(frame)
+            # a Comparison hands in the roll-ups it keeps; frames alone get them computed here
+            self.by_module = frames.get("compare_by_module")
+            self.by_component = frames.get("compare_by_component")
+            if self.by_module is None:
+                self.by_module = _compare.by_module(frame)
+            if self.by_component is None:
+                self.by_component = _compare.by_component(frame)
 
 
 def view_data(frames: Mapping[str, pd.DataFrame]) -> ViewData:
