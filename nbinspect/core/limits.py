@@ -160,7 +160,8 @@ def check_tensor_name(name: object, where: str) -> str:
         )
     if name.count(".") >= MAX_NAME_DEPTH:
         raise CheckpointError(
-            f"{where}: tensor {safe_text(name, 80)!r} is nested {name.count('.') + 1:,} levels deep, over {MAX_NAME_DEPTH}"
+            f"{where}: tensor {safe_text(name, 80)!r} is nested {name.count('.') + 1:,} levels deep, "
+            f"over {MAX_NAME_DEPTH}"
         )
     return name
 

@@ -64,7 +64,8 @@ def _read_file(handle: FileHandle, trust: bool, key: str | None) -> tuple[list[S
             weights, meta["model_class"] = weights.state_dict(), type(weights).__name__
         if not isinstance(weights, Mapping):
             raise CheckpointError(
-                f"{where}: entry {shown(str(meta.get('weights_key')))!r} holds a {type(weights).__name__}, not a state_dict"
+                f"{where}: entry {shown(str(meta.get('weights_key')))!r} holds a {type(weights).__name__}, "
+                "not a state_dict"
             )
         stored = stored_tensors(weights, meta, where, None, stored=True, records=records)
         return stored, {"format": "torch", **meta}, False

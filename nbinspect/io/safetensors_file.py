@@ -107,7 +107,8 @@ def _entry(path: Path, name: str, info: Any, data_len: int) -> tuple[torch.dtype
         raise bad(f"data offset {begin} is not aligned to its {dtype.itemsize}-byte elements")
     if end > data_len:
         raise CheckpointError(
-            f"{shown(path)}: truncated: tensor {shown(name)!r} ends at byte {end:,} of the data, file holds {data_len:,}"
+            f"{shown(path)}: truncated: tensor {shown(name)!r} ends at byte {end:,} of the data, "
+            f"file holds {data_len:,}"
         )
     return dtype, shape, begin, end
 

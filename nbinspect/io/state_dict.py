@@ -246,7 +246,8 @@ def _from_record(name: str, t: torch.Tensor, record: Any, origin: str) -> Stored
 
         def refuse() -> Any:
             raise UnsupportedTensorError(
-                f"{origin}: tensor {shown(name)!r} is a {record.kind} tensor; nbinspect lists it but does not read its values"
+                f"{origin}: tensor {shown(name)!r} is a {record.kind} tensor; "
+                "nbinspect lists it but does not read its values"
             )
 
         return StoredTensor(name, tuple(t.shape), dtype_name(t.dtype), 0, ("id", id(t)), refuse, numel=0)

@@ -158,7 +158,8 @@ class TorchFile:
         record = Record(storage, _int(offset, "storage offset"), shape, strides, dtype)
         if (record.offset + record.extent()) * dtype.itemsize > storage.nbytes and record.extent() > 0:
             raise ValueError(
-                f"a tensor {list(shape)} at offset {record.offset:,} reaches past its storage of {storage.nbytes:,} bytes"
+                f"a tensor {list(shape)} at offset {record.offset:,} reaches past its storage "
+                f"of {storage.nbytes:,} bytes"
             )
         if math.prod(shape) == 1 and not quantized:  # a scalar (a step counter): read now, 1 element
             return record.values()

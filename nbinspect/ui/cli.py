@@ -153,7 +153,7 @@ def _inspection(args: argparse.Namespace) -> Inspection:
     model it knows or --model builds), or from --model/--config alone on meta."""
     plan = {"input": args.input_shape, "input_dtype": args.input_dtype, "batch_size": args.batch_size}
     if args.path is None:
-        return from_config(args.model, args.config, optimizer=args.optimizer, **plan)
+        return from_config(args.model, args.config, optimizer=args.optimizer, trust=args.trust, **plan)
     source = load_checkpoint(args.path, model=args.model, config=args.config, trust=args.trust, key=args.key)
     if args.input_shape and source.model is None:
         raise ValueError(f"{args.path}: a checkpoint without its model cannot run a forward pass: pass --model")
