@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from ..backends import ModelSource, TensorEntry, as_source, on_receiving_rank
+from ..backends.torch.source import compact
 from ..core.gc_pause import gc_paused
 from ..core.moments import Moments, histogram_edges, merge, merge_groups, spread
 from ..errors import CheckpointError, UnsupportedTensorError
@@ -208,6 +209,19 @@ def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, i
     t = entry.values()
     if not isinstance(t, torch.Tensor):
         return None, f"no values: {type(t).__name__} is not a tensor", 0
+    if t.layout == torch.strided and not t.is_meta and t.numel() and 0 in t.stride():
+        # a broadcast view (``zeros(1).expand(3 * 10**11)``): its stored elements, not 10**11 repeats
+        stored = compact(t)
+        values, note, implicit = _real_values_of(stored)
+        return (
+            values,
+            "; ".join(filter(None, [f"broadcast view: its {stored.numel():,} stored elements", note])),
+            implicit,
+        )
+    return _real_values_of(t)
+
+
+def _real_values_of(t: torch.Tensor) -> tuple[torch.Tensor | None, str | None, int]:
     if t.dtype in _PLAIN and t.layout == torch.strided and not t.is_meta:
         return t, None, 0
     if t.is_meta:

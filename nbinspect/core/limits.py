@@ -38,6 +38,7 @@ __all__ = [
     "MAX_PICKLE_MEMO",
     "MAX_PICKLE_STRING",
     "MAX_TENSORS",
+    "MAX_TENSOR_ELEMENTS",
     "MAX_YAML_BYTES",
     "MAX_YAML_NODES",
     "MAX_ZIP_MEMBERS",
@@ -69,6 +70,7 @@ MAX_FILE_MODULE_PATHS = 200_000  # module paths the tensor names of a file imply
 MAX_NAME_CHARS = 1024  # characters of one tensor name
 MAX_NAME_DEPTH = 64  # dotted components of one tensor name
 MAX_DIMS = 64  # dimensions of one shape
+MAX_TENSOR_ELEMENTS = 2**50  # elements one tensor may claim, even without values (a meta tensor); real: ~2**34
 MAX_INT_DIGITS = 20  # digits of an integer in JSON, YAML or a shape (2**63 has 19)
 MAX_PATH_BYTES = 1024  # a file name read from a file (255 per component)
 MAX_CHUNKS_PER_TENSOR = 65_536  # DCP chunks of one tensor

@@ -16,7 +16,14 @@ from typing import Any
 
 import torch
 
-from ..core.limits import MAX_CHUNKS_PER_TENSOR, MAX_PICKLE_BYTES, MAX_TENSORS, check_tensor_name, shown
+from ..core.limits import (
+    MAX_CHUNKS_PER_TENSOR,
+    MAX_PICKLE_BYTES,
+    MAX_TENSOR_ELEMENTS,
+    MAX_TENSORS,
+    check_tensor_name,
+    shown,
+)
 from ..core.tree import StoredTensor
 from ..dtypes import dtype_name
 from ..errors import CheckpointError, UnsafeCheckpointError
@@ -192,6 +199,8 @@ def read_dcp(root: Root, trust: bool = False) -> tuple[list[StoredTensor], dict[
                 other.append(fqn)  # pickled objects (step counters, configs): not read
                 continue
             shape = _ints(_field(md, "TensorStorageMetadata", "size"), "size")
+            if math.prod(shape) > MAX_TENSOR_ELEMENTS:
+                raise ValueError(f"entry {shown(fqn)!r} claims {math.prod(shape):.3g} elements, over 2**50")
             props = _field(md, "TensorStorageMetadata", "properties")
             dtype = _field(props, "TensorProperties", "dtype", 0)
             if not isinstance(dtype, torch.dtype):

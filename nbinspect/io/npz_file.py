@@ -37,6 +37,7 @@ Order = Literal["C", "F"]
 
 
 _MAX_INFLATED = 2**30  # a compressed member's values, decompressed (one at a time)
+_MAX_RATIO = 1100  # decompressed / compressed bytes of a member (deflate's own maximum is ~1032)
 
 
 def is_npz(handle: FileHandle) -> bool:
@@ -48,7 +49,7 @@ def is_npz(handle: FileHandle) -> bool:
     return bool(infos) and all(i.filename.endswith(".npy") for i in infos)
 
 
-def _inflate(handle: FileHandle, info: zipfile.ZipInfo, want: int, where: str) -> bytes:
+def _inflate(handle: FileHandle, info: zipfile.ZipInfo, want: int, where: str) -> bytes | bytearray:
     """The first `want` bytes of a member, decompressed as a stream: nothing beyond `want`
     is ever produced, whatever the member claims (bzip2 and deflate take ``max_length``)."""
     start = member_data_offset(handle, info)
@@ -86,10 +87,10 @@ def _inflate(handle: FileHandle, info: zipfile.ZipInfo, want: int, where: str) -
                 tail = z.unconsumed_tail
     except (OSError, ValueError, EOFError, zlib.error) as exc:
         raise CheckpointError(f"{where}: corrupt compressed member ({first_line(exc)})") from None
-    return bytes(out)
+    return out  # writable: the values are viewed in place, not copied
 
 
-def _npy_header(data: bytes, where: str) -> tuple[np.dtype, tuple[int, ...], bool, int, bool]:
+def _npy_header(data: bytes | bytearray, where: str) -> tuple[np.dtype, tuple[int, ...], bool, int, bool]:
     """(dtype, shape, is MLX bfloat16, header length, fortran order) of the .npy bytes `data`."""
     fp = io.BytesIO(data)
     try:
@@ -155,7 +156,7 @@ def _loader(
             data = _inflate(handle, info, header_len + nbytes, where)
             if len(data) != header_len + nbytes:
                 raise CheckpointError(f"{where}: truncated compressed member")
-            raw = np.frombuffer(data, np.uint8, offset=header_len).copy()
+            raw = np.frombuffer(data, np.uint8, offset=header_len)
         return _to_torch(raw.view(dtype).reshape(shape, order=order), bf16)
 
     return load
@@ -176,6 +177,14 @@ def read_npz(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, Any]]:
         if info.file_size != header_len + nbytes:
             raise CheckpointError(
                 f"{where}: truncated or corrupt: {info.file_size:,} bytes hold no {list(shape)} {dtype} array"
+            )
+        if (
+            info.compress_type != zipfile.ZIP_STORED
+            and info.file_size > _MAX_RATIO * max(info.compress_size, 1) + 2**20
+        ):
+            raise CheckpointError(
+                f"{where}: {info.compress_size:,} compressed bytes claim {info.file_size:,} (over {_MAX_RATIO:,}x: "
+                "deflate cannot do that, a decompression bomb can); refused"
             )
         if info.compress_type != zipfile.ZIP_STORED and nbytes > _MAX_INFLATED:
             raise CheckpointError(

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ..core.limits import MAX_DIMS, MAX_PICKLE_BYTES, MAX_ZIP_MEMBERS, shown
+from ..core.limits import MAX_DIMS, MAX_PICKLE_BYTES, MAX_TENSOR_ELEMENTS, MAX_ZIP_MEMBERS, shown
 from ..errors import CheckpointError, UnsafeCheckpointError, first_line
 from .files import FileHandle
 from .unpickle import Handler, StateDict, unpickle
@@ -32,7 +32,7 @@ __all__ = ["ZIP_MAGIC", "NoValues", "Record", "TorchFile", "load_torch_file", "t
 
 ZIP_MAGIC = b"PK\x03\x04"
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
-_MAX_NUMEL = 2**62
+_MAX_NUMEL = MAX_TENSOR_ELEMENTS
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def _shape_stride(size: Any, stride: Any) -> tuple[tuple[int, ...], tuple[int, .
     if len(shape) != len(strides):
         raise ValueError("size and stride differ in length")
     if math.prod(shape) > _MAX_NUMEL:
-        raise ValueError(f"a shape of {math.prod(shape):.3g} elements, over 2**62")
+        raise ValueError(f"a shape of {math.prod(shape):.3g} elements, over the limit of 2**50")
     return shape, strides
 
 
