@@ -151,7 +151,7 @@ def _loader(
             return _to_torch(np.empty(shape, dtype, order=order), bf16)
         if info.compress_type == zipfile.ZIP_STORED:
             raw = np.empty(nbytes, np.uint8)
-            handle.readinto(member_data_offset(handle, info) + header_len, memoryview(raw))
+            handle.readinto(member_data_offset(handle, info) + header_len, raw.data)
         else:
             data = _inflate(handle, info, header_len + nbytes, where)
             if len(data) != header_len + nbytes:

@@ -45,7 +45,7 @@ class _Values:
         if end == begin:
             return torch.empty(shape, dtype=dtype)
         raw = torch.empty(end - begin, dtype=torch.uint8)
-        self.handle.readinto(self.data_start + begin, memoryview(raw.numpy()))
+        self.handle.readinto(self.data_start + begin, raw.numpy().data)
         return raw.view(dtype).view(shape)
 
 

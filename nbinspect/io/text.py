@@ -70,13 +70,12 @@ def depth_of(value: Any, limit: int = MAX_DEPTH) -> int:
 def parse_json(text: str | bytes, where: str, what: str = "JSON", allow_nan: bool = False) -> Any:
     """`text` as JSON within the limits, or one error line naming `where`."""
     try:
-        value = json.loads(
-            text,
-            parse_int=_int,
-            parse_float=_float,
-            object_pairs_hook=_pairs,
-            **({} if allow_nan else {"parse_constant": _no_constant}),
-        )
+        if allow_nan:
+            value = json.loads(text, parse_int=_int, parse_float=_float, object_pairs_hook=_pairs)
+        else:
+            value = json.loads(
+                text, parse_int=_int, parse_float=_float, object_pairs_hook=_pairs, parse_constant=_no_constant
+            )
     except RecursionError:
         raise CheckpointError(f"{where}: corrupt {what} (JSON nested too deeply)") from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -69,7 +69,7 @@ class Record:
             return torch.empty(self.shape, dtype=self.dtype)
         item = self.dtype.itemsize
         raw = torch.empty(n * item, dtype=torch.uint8)
-        self.storage.handle.readinto(self.storage.offset + self.offset * item, memoryview(raw.numpy()))
+        self.storage.handle.readinto(self.storage.offset + self.offset * item, raw.numpy().data)
         return raw.view(self.dtype).as_strided(self.shape, self.stride)
 
 
@@ -437,6 +437,8 @@ def zip_members(handle: FileHandle) -> tuple[zipfile.ZipFile, list[zipfile.ZipIn
         if len(info.filename) > 1024 or info.filename in names:
             raise CheckpointError(f"{where}: a zip member name is duplicated or over 1,024 characters")
         names.add(info.filename)
+        if info.flag_bits & 0x61:  # encrypted, compressed patched data, strong encryption
+            raise CheckpointError(f"{where}: zip member {shown(info.filename)!r} is encrypted or patched; refused")
         if info.header_offset < 0 or info.header_offset + 30 + info.compress_size > handle.size:
             raise CheckpointError(f"{where}: zip member {shown(info.filename)!r} lies outside the file")
     return zf, infos

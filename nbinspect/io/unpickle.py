@@ -47,6 +47,7 @@ class StateDict(dict):
     cannot shadow ``items``/``keys``/``get``."""
 
     __slots__ = ("_metadata",)
+    _metadata: Any
 
 
 class _Mark:

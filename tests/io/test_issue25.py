@@ -6,7 +6,6 @@ is read, the process survives, the cost is bounded, and a bad file is one line n
 
 from __future__ import annotations
 
-import bz2
 import collections
 import io
 import json
@@ -14,6 +13,7 @@ import os
 import pickle
 import struct
 import time
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -248,9 +248,7 @@ def test_deep_names_and_many_implied_modules_are_refused_fast(tmp_path):
     assert time.perf_counter() - start < 5
 
 
-@pytest.mark.parametrize(
-    ("key", "value"), [("num_hidden_layers", 20_000), ("max_position_embeddings", 300_000_000)]
-)
+@pytest.mark.parametrize(("key", "value"), [("num_hidden_layers", 20_000), ("max_position_embeddings", 300_000_000)])
 def test_config_json_asking_for_a_huge_model_is_not_built(tmp_path, key, value):
     pytest.importorskip("transformers")
     model = tmp_path / "model"
@@ -343,12 +341,10 @@ def test_bad_config_json_beside_weights_is_one_line_or_a_note(tmp_path, text):
     model.mkdir()
     save_file({"w": torch.ones(2)}, model / "model.safetensors")
     (model / "config.json").write_text(text)
-    try:
-        source = load_checkpoint(model)
-    except CheckpointError as exc:
-        assert "\n" not in str(exc) and "config.json" in str(exc)
-    else:
-        assert [t.name for t in source.tensors] == ["w"]
+    source = load_checkpoint(model)  # the weights are read; the note says why there is no model
+    assert [t.name for t in source.tensors] == ["w"]
+    note = str(source.metadata.get("model"))
+    assert "config.json" in note and "\n" not in note
 
 
 def test_deeply_nested_index_is_one_line(tmp_path):
@@ -368,7 +364,9 @@ def test_long_double_npz_is_one_line(tmp_path):
 @pytest.mark.parametrize("shard", ["model\0.safetensors", "s" * 5000 + ".safetensors"])
 def test_bad_names_in_an_index_are_short_lines(tmp_path, shard):
     save_file({"w": torch.ones(2)}, tmp_path / "model.safetensors")
-    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": shard, "x" * 100_000: shard}}))
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"w": shard, "x" * 100_000: shard}})
+    )
     with pytest.raises(CheckpointError) as exc:
         load_checkpoint(tmp_path / "model.safetensors.index.json")
     assert len(one_line(exc, "index.json")) < 600
@@ -427,9 +425,10 @@ def test_optimizer_step_never_raises_into_training():
     sparse.w = torch.nn.Parameter(torch.eye(3).to_sparse())
     for m in (model, sparse):
         manager = ModelAnalysisManager.create(AnalysisConfig(interval=1))
-        with pytest.warns(Warning):
-            for _ in range(3):
-                assert isinstance(manager.on_optimizer_step(m), dict)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            results = [manager.on_optimizer_step(m) for _ in range(3)]
+        assert all(isinstance(r, dict) for r in results)
 
 
 # --- the terminal and the user's files ---------------------------------------------------------

@@ -121,7 +121,7 @@ def hf_model(config_path: str | os.PathLike) -> tuple[nn.Module, str]:
         with _quiet(transformers):
             # the checked document, never the path: transformers would follow symlinks itself
             where = config_path.parent if config_path.name == CONFIG_NAME else config_path
-            config: Any = CONFIG_MAPPING[model_type].from_dict(doc)
+            config: Any = CONFIG_MAPPING[str(model_type)].from_dict(doc)
             config._name_or_path = str(where)
     except Exception as exc:  # transformers' own words on why (bad values, remote code)
         raise UnknownArchitecture(f"{config_path}: transformers cannot read it: {first_line(exc)}") from None
