@@ -424,7 +424,13 @@ def zip_members(handle: FileHandle) -> tuple[zipfile.ZipFile, list[zipfile.ZipIn
     """The zip's central directory, checked: member count, names, no duplicates."""
     where = handle.where
     try:
-        zf = zipfile.ZipFile(handle.fileobj())
+        fp = handle.fileobj()
+        end = zipfile._EndRecData(fp)  # type: ignore[attr-defined]  # the end record, read before the directory
+        if end is not None and end[zipfile._ECD_ENTRIES_TOTAL] > MAX_ZIP_MEMBERS:  # type: ignore[attr-defined]
+            raise CheckpointError(f"{where}: {end[4]:,} zip members, over the limit of {MAX_ZIP_MEMBERS:,}")
+        zf = zipfile.ZipFile(fp)
+    except CheckpointError:
+        raise
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error, NotImplementedError) as exc:
         raise CheckpointError(
             f"{where}: cannot read as a torch checkpoint or npz (not a readable zip: {first_line(exc)})"

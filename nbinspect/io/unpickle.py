@@ -105,6 +105,21 @@ class _Loop:
         self.stack: list[Any] = []
         self.marks: list[list[Any]] = []
         self.memo: dict[int, Any] = {}
+        self.depths: dict[int, tuple[Any, int]] = {}  # tuples/frozensets: nesting (hashing one recurses in C)
+
+    def nested(self, items: Any, make: Callable[[Any], Any]) -> Any:
+        """A tuple or frozenset of `items`, refused past MAX_DEPTH levels of tuples: hashing a
+        100,000-deep tuple overflows the C stack (SIGSEGV)."""
+        depth = 1
+        for item in items:
+            if isinstance(item, tuple | frozenset):
+                known = self.depths.get(id(item))
+                depth = max(depth, 1 + (known[1] if known is not None and known[0] is item else 1))
+        if depth > MAX_DEPTH:
+            raise ValueError(f"tuples nested more than {MAX_DEPTH} levels deep")
+        out = make(items)
+        self.depths[id(out)] = (out, depth)
+        return out
 
     # --- reading ---------------------------------------------------------------------------
     def take(self, n: int) -> bytes:
@@ -197,14 +212,14 @@ class _Loop:
                 stack.append(set())
             elif op == 0x74:  # TUPLE
                 items = self.pop_mark()
-                self.stack.append(tuple(items))
+                self.stack.append(self.nested(items, tuple))
             elif op in (0x85, 0x86, 0x87):  # TUPLE1..3
                 n = op - 0x84
                 if len(stack) < n:
                     raise ValueError("stack underflow")
                 items = stack[-n:]
                 del stack[-n:]
-                stack.append(tuple(items))
+                stack.append(self.nested(items, tuple))
             elif op == 0x61:  # APPEND
                 value = self.pop()
                 target = self.pop()
@@ -234,7 +249,7 @@ class _Loop:
                     target.add(_hashable(item))
                 self.stack.append(target)
             elif op == 0x91:  # FROZENSET
-                self.stack.append(frozenset(_hashable(i) for i in self.pop_mark()))
+                self.stack.append(self.nested([_hashable(i) for i in self.pop_mark()], frozenset))
             elif op == 0x71:  # BINPUT
                 self.memo_put(self.uint(1))
             elif op == 0x72:  # LONG_BINPUT
