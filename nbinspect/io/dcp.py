@@ -127,6 +127,16 @@ def _metadata(root: Root, trust: bool) -> tuple[Any, str]:
         raise CheckpointError(f"{where}: not DCP metadata ({str(exc).split('the file ', 1)[-1][:120]})") from None
 
 
+class _Read:
+    """A chunk whose values are already in memory (one element), read like a Record."""
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor, self.shape, self.dtype = tensor, tuple(tensor.shape), tensor.dtype
+
+    def values(self) -> torch.Tensor:
+        return self.tensor
+
+
 class _Chunks:
     """The chunks of one tensor: where each lives, checked to tile the global shape."""
 
@@ -150,9 +160,12 @@ class _Chunks:
                 BytesHandle(handle.pread(begin, length), handle.path, f"{name}: chunk in {shown(path)}")
             )
             entry = ctx.records.get(id(obj)) if isinstance(obj, torch.Tensor) else None
-            if entry is None or not isinstance(entry[1], Record):
+            if entry is None and isinstance(obj, torch.Tensor) and not obj.is_meta and obj.numel() == 1:
+                record: Any = _Read(obj)  # a one-element chunk, already read by the torch-file reader
+            elif entry is None or not isinstance(entry[1], Record):
                 raise CheckpointError(f"{name}: a chunk that is not one stored tensor")
-            record = entry[1]
+            else:
+                record = entry[1]
             if record.shape != tuple(sizes) or record.dtype != self.dtype:
                 raise CheckpointError(f"{name}: a chunk's shape or dtype differs from the metadata")
             pieces.append((offsets, sizes, record))

@@ -68,3 +68,12 @@ def test_metadata_that_needs_other_classes_is_refused(tmp_path):
         nbinspect.load_checkpoint(tmp_path)
     with pytest.raises(CheckpointError, match="not DCP metadata"):
         nbinspect.load_checkpoint(tmp_path, trust=True)
+
+
+def test_one_element_tensors_are_read(tmp_path):
+    import torch.distributed.checkpoint as dcp
+
+    dcp.save({"a": torch.tensor([3.5]), "b": torch.arange(6.0).view(2, 3)}, checkpoint_id=str(tmp_path), no_dist=True)
+    source = nbinspect.load_checkpoint(tmp_path)
+    values = {t.name: t.values() for t in source.tensors}
+    assert torch.equal(values["a"], torch.tensor([3.5])) and torch.equal(values["b"], torch.arange(6.0).view(2, 3))
