@@ -47,6 +47,7 @@ class Comparison(Result):
         self._sources = sources  # read again, once, for the widget's before/after histograms
         self._bins = bins
         self._side_stats = {} if stats_a is None else {"stats_a": stats_a}
+        self._rollups: dict[str, pd.DataFrame] = {}
 
     def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
         """The frames plus each side's tensor statistics (the widget's before/after
@@ -56,7 +57,21 @@ class Comparison(Result):
             for key, source in zip(("stats_a", "stats_b"), self._sources):
                 if key not in self._side_stats:
                     self._side_stats[key] = stats(source, bins=self._bins, by="tensor")
-        return {**self.frames, **self._side_stats}
+        rolled = {"compare_by_module": self._rolled("module"), "compare_by_component": self._rolled("component")}
+        return {**self.frames, **self._side_stats, **rolled}
+
+    def _rolled(self, by: str) -> pd.DataFrame:
+        """A roll-up of the compare frame, computed on first use and kept: results compute
+        nothing twice (``by``: module, component, layer_component, layer)."""
+        if by not in self._rollups:
+            frame = self.frames["compare"]
+            if by == "module":
+                self._rollups[by] = _compare.by_module(frame)
+            elif by == "layer":
+                self._rollups[by] = _compare.by_layer(frame)
+            else:
+                self._rollups[by] = _compare.by_component(frame, per_layer=by == "layer_component")
+        return self._rollups[by]
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -65,16 +80,16 @@ class Comparison(Result):
 
     def by_module(self) -> pd.DataFrame:
         """Rolled up per module path, root ('') first (schema.COMPARE_GROUPS)."""
-        return DisplayFrame(_compare.by_module(self.frame))
+        return DisplayFrame(self._rolled("module"))
 
     def by_component(self, per_layer: bool = False) -> pd.DataFrame:
         """Rolled up per component (attn.q/k/v/o, mlp.gate/up/down, embedding, norm, ...),
         or per (layer, component) with ``per_layer=True``."""
-        return DisplayFrame(_compare.by_component(self.frame, per_layer))
+        return DisplayFrame(self._rolled("layer_component" if per_layer else "component"))
 
     def by_layer(self) -> pd.DataFrame:
         """Rolled up per layer index read from the names."""
-        return DisplayFrame(_compare.by_layer(self.frame))
+        return DisplayFrame(self._rolled("layer"))
 
     def summary(self, top: int = 10) -> str:
         """Text: status counts, overall and per-component change, the `top` most changed."""

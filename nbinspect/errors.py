@@ -35,7 +35,7 @@ def first_line(exc: BaseException) -> str:
 
 def first_line_for(exc: BaseException, dtype_option: str) -> str:
     """:func:`first_line` for a command rather than a Python caller: the dtype hint names the
-    command's own option, `dtype_option` (the magic's ``--dtype``, the command line's ``--input-dtype``)."""
+    command's own option, `dtype_option` (``--input-dtype`` in the command line and the magic)."""
     return first_line(exc).replace(DTYPE_HINT, f"add {dtype_option} int64")
 
 

@@ -16,7 +16,7 @@ from . import pipeline
 from .analyze.fold import Folds, fold_repeats
 from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
 from .analyze.stats import stats_frames
-from .backends import backend_for, backend_named, on_receiving_rank
+from .backends import is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
 from .core.output import write_output
@@ -209,8 +209,8 @@ def inspect(
     keyword arguments) one forward pass is traced as by :func:`trace`. `stats` adds the
     weight statistics (``stats`` and ``stats_by_module`` frames, `bins` histogram bins);
     ``stats=False`` skips reading the weights. For a vLLM engine the served model is read
-    (see ``sources/vllm_engine.py``); `sample_input` (a prompt) adds one greedy generation."""
-    if input is not None and backend_for(model) is backend_named("vllm"):
+    (see ``backends/vllm/engine.py``); `sample_input` (a prompt) adds one greedy generation."""
+    if input is not None and is_engine(model):
         raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
     found = pipeline.read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
     inspection = Inspection(found.name, found.framework, found.frames, found.totals, found.io, found.metadata)

@@ -20,6 +20,7 @@ from .analyze.moe import expert_groups, moe_totals
 from .analyze.stats import frames_of, stats_frames, tensor_stats
 from .analyze.trace_frames import flow, layers_with_trace
 from .backends import as_source, backend_for, backend_named
+from .core.memory import PlanOptions
 from .core.source import ModelSource
 from .core.trace import TraceResult
 
@@ -99,18 +100,19 @@ def trace_frames(
 def plan_memory(model: Any, **options: Any) -> pd.DataFrame:
     """The training-memory plan (schema.MEMORY), made by the backend of `model`'s source."""
     source = as_source(model)
-    return backend_named(source.framework).plan_memory(source, **options)
+    return backend_named(source.framework).plan_memory(source, PlanOptions(**options))
 
 
 def worker_report(worker: Any, options: dict[str, Any]) -> bytes:
     """The frames of the model a serving engine's worker holds, pickled (frames only, never
     weights), with global shapes and counts; this runs inside the worker.
 
-    `options`: ``stats``, ``bins``, ``folder`` (the checkpoint folder to compare with, or
-    None), ``moments`` (global Moments by name, merged from the ranks' shares: the stats
-    are built from them). ``step`` "moments" or "histograms" (with ``ranges``) answers one
-    round of the ranks' merge (:func:`nbinspect.core.collective.merge_ranks`) instead."""
-    served = backend_named("vllm").served(worker)  # type: ignore[attr-defined]  # the engine backend's
+    `options`: ``backend`` (the engine backend's name), ``stats``, ``bins``, ``folder`` (the
+    checkpoint folder to compare with, or None), ``moments`` (global Moments by name, merged
+    from the ranks' shares: the stats are built from them). ``step`` "moments" or
+    "histograms" (with ``ranges``) answers one round of the ranks' merge instead
+    (:func:`nbinspect.core.collective.merge_ranks`)."""
+    served = backend_named(options["backend"]).served(worker)  # type: ignore[attr-defined]  # an engine backend's
     source, bins = served.source, options.get("bins", 64)
     if options.get("step") == "moments":
         by_key = tensor_stats(source, bins, progress=False)

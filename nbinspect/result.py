@@ -3,6 +3,7 @@ exported as JSON, displayed as the widget in a notebook or as a standalone page.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -72,13 +73,10 @@ class Result:
         """The frames the widget and the standalone page show."""
         return self.frames
 
-    @property
+    @functools.cached_property
     def _views(self) -> ViewData:
         """What the views show besides the frames, decided once (``analyze.views``)."""
-        cached = self.__dict__.get("_view_data")
-        if cached is None:
-            cached = self.__dict__["_view_data"] = view_data(self._widget_frames())
-        return cached
+        return view_data(self._widget_frames())
 
     @gc_paused()  # a few objects per module and tensor: the collector's passes cost more than the build
     def _payload(self) -> dict:

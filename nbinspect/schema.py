@@ -516,6 +516,7 @@ MOE_TOTALS: dict[str, str] = {  # inspect() of a mixture of experts
     "routed_params": "parameters of all routed experts",
 }
 ENGINE_TOTALS: dict[str, str] = {  # a vLLM engine (inspect(llm)): None when the engine does not say
+    "engine": "the serving engine and its version as people read it, e.g. 'vLLM 0.32.0'",
     "vllm_version": "version of the vllm package",
     "model_path": "what LLM(model=...) was given: a folder or a hub name",
     "architecture": "the served model class, e.g. LlamaForCausalLM",

@@ -214,7 +214,10 @@ def _chunk_moments(c: torch.Tensor, lo: float, hi: float, work: torch.Tensor, bi
         work.mul_(work)
         m2 = float(work.sum()) - s * s / n
         mean = shift + s / n
-    return Moments(n, n, mean, max(m2, 0.0), abs_sum, lo, hi, zeros, 0, 0, np.zeros(bins, np.int64), lo, hi, 0)
+    return Moments(
+        numel=n, count=n, mean=mean, m2=max(m2, 0.0), abs_sum=abs_sum, min=lo, max=hi, zeros=zeros, nan=0, inf=0,
+        hist=np.zeros(bins, np.int64), hist_lo=lo, hist_hi=hi, hist_sample=0,
+    )  # fmt: skip
 
 
 def _piece_moments(
@@ -284,8 +287,9 @@ def _fused_moments(
     mean, m2 = sums.mean_m2()
     empty = np.zeros(bins, np.int64)
     return Moments(
-        n, sums.count, mean, m2, sums.abs_sum, sums.lo, sums.hi, sums.zeros, sums.nan, inf, empty, 0, 0, 0
-    ), sample
+        numel=n, count=sums.count, mean=mean, m2=m2, abs_sum=sums.abs_sum, min=sums.lo, max=sums.hi,
+        zeros=sums.zeros, nan=sums.nan, inf=inf, hist=empty, hist_lo=0, hist_hi=0, hist_sample=0,
+    ), sample  # fmt: skip
 
 
 def large_moments(t: torch.Tensor, bins: int, workspace: Scratch) -> Moments:

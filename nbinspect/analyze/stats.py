@@ -247,7 +247,11 @@ def _with_zeros(m: Moments, zeros: int, bins: int) -> Moments:
         return m
     hist = np.zeros(bins, np.int64)
     hist[bins // 2] = zeros  # a point mass sits in the middle bin, as numpy.histogram puts it
-    return merge([m, Moments(zeros, zeros, 0.0, 0.0, 0.0, 0.0, 0.0, zeros, 0, 0, hist, 0.0, 0.0, zeros)])
+    point = Moments(
+        numel=zeros, count=zeros, mean=0.0, m2=0.0, abs_sum=0.0, min=0.0, max=0.0, zeros=zeros, nan=0, inf=0,
+        hist=hist, hist_lo=0.0, hist_hi=0.0, hist_sample=zeros,
+    )  # fmt: skip
+    return merge([m, point])
 
 
 _Row = tuple  # (name, module, kind, dtype, numel, Moments | None, note)

@@ -28,6 +28,7 @@ __all__ = [
     "as_source",
     "backend_for",
     "backend_named",
+    "is_engine",
     "on_receiving_rank",
     "parent_path",
     "preorder",
@@ -55,6 +56,11 @@ def backend_for(obj: Any) -> Backend | None:
         if backend.recognizes(obj):
             return backend
     return None
+
+
+def is_engine(obj: Any) -> bool:
+    """Whether `obj` is a serving engine (read as a whole by its backend, not as a source)."""
+    return not isinstance(obj, ModelSource) and hasattr(backend_for(obj), "engine")
 
 
 def as_source(obj: Any, name: str | None = None) -> ModelSource:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .memory import PlanOptions
 from .source import ModelSource, TensorEntry
 from .trace import TraceResult
 
@@ -45,7 +46,7 @@ class Backend(Protocol):
         """The calls of `model` made inside a ``with`` block."""
         ...
 
-    def plan_memory(self, source: ModelSource, **options: Any) -> Any:
+    def plan_memory(self, source: ModelSource, plan: PlanOptions) -> Any:
         """The training-memory plan (schema.MEMORY) of `source`'s live model."""
         ...
 

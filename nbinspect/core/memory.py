@@ -4,6 +4,7 @@ the optimizer-state sizes torch.optim and mlx.optimizers share."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -11,7 +12,32 @@ import pandas as pd
 from ..schema import MEMORY, MEMORY_COMPONENTS
 from .source import ModelSource
 
-__all__ = ["adafactor_numel", "memory_frame"]
+__all__ = ["PlanOptions", "adafactor_numel", "memory_frame", "notes"]
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What a training-memory plan is for (the keyword arguments of ``nbinspect.memory``)."""
+
+    input: Any = None  # traced for the activations; None leaves them unmeasured
+    batch_size: int | None = None  # the input's first dimension is resized to it
+    optimizer: str = "adam"
+    precision: str = "fp32"
+    grad_checkpointing: bool = False
+    master_weights: bool = False
+    input_dtype: Any = None
+
+
+def notes(plan: PlanOptions, buffers: str, gradients: str, optimizer_state: str) -> dict[str, str]:
+    """What each component counts, before the activations are measured."""
+    return {
+        "parameters": f"unique parameters in {plan.precision}",
+        "buffers": buffers,
+        "gradients": gradients,
+        "optimizer_state": optimizer_state,
+        "activations": "not measured: no input to trace",
+        "inputs": "not measured: no input to trace",
+    }
 
 
 def adafactor_numel(shape: tuple[int, ...]) -> int:

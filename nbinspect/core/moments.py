@@ -26,6 +26,7 @@ import numpy as np
 _ROWS = 512  # histograms re-binned together
 
 __all__ = [
+    "SCALARS",
     "Moments",
     "histogram_edges",
     "histogram_range",
@@ -86,11 +87,28 @@ class Moments(NamedTuple):
         Python call per row, and roll-ups build thousands)."""
         return map(functools.partial(tuple.__new__, cls), rows)
 
+    def to_plain(self) -> dict[str, int | float | list[int]]:
+        """The one serialization: field name -> a plain Python number (the histogram a list),
+        what JSON, an RPC or a ``torch.distributed`` object collective can carry."""
+        plain: dict[str, int | float | list[int]] = {f: getattr(self, f) for f in SCALARS}
+        plain.update(hist=[int(c) for c in self.hist], hist_lo=self.hist_lo, hist_hi=self.hist_hi)
+        plain["hist_sample"] = self.hist_sample
+        return {k: v.item() if isinstance(v, np.generic) else v for k, v in plain.items()}
+
+    @classmethod
+    def from_plain(cls, plain: dict) -> Moments:
+        """The inverse of :meth:`to_plain`."""
+        return cls(**{**plain, "hist": np.asarray(plain["hist"], np.int64)})
+
     @classmethod
     def empty(cls, bins: int, numel: int = 0, nan: int = 0, inf: int = 0) -> Moments:
         """No finite values (an empty tensor, or one that is all NaN/Inf)."""
         nan_ = math.nan
         return cls(numel, 0, nan_, 0.0, 0.0, nan_, nan_, 0, nan, inf, np.zeros(bins, np.int64), nan_, nan_, 0)
+
+
+SCALARS = Moments._fields[:10]
+"""The scalar fields (numel ... inf), in order: what a per-rank merge gathers as a float row."""
 
 
 def spread(count, mean, m2, abs_sum) -> tuple:

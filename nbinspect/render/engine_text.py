@@ -31,7 +31,7 @@ def engine_label(t: Mapping[str, Any]) -> str:
     """'vLLM 0.32.0 · LlamaForCausalLM · float32 · KV cache 256 blocks × 128 tokens, 32.0 MiB · TP 1 · PP 1'."""
     return " · ".join(
         [
-            f"vLLM {t.get('vllm_version')}",
+            str(t.get("engine")),
             str(t.get("architecture")),
             str(t.get("dtype")) + (f" ({t['quantization']})" if t.get("quantization") else ""),
             f"KV cache {_kv_cache(t)}",
@@ -70,7 +70,7 @@ def engine_text(name: str, t: Mapping[str, Any], io: Mapping[str, Any], frames: 
     where = "another process" if t.get("multiprocessing") else "this process"
     quant = t.get("quantization") or "not quantized"
     rows = [
-        ["Engine", f"vLLM {t.get('vllm_version')}, engine core in {where}"],
+        ["Engine", f"{t.get('engine')}, engine core in {where}"],
         ["Model", f"{t.get('model_path')} ({t.get('architecture')}, {t.get('dtype')}, {quant})"],
         ["Max model length", f"{format_count(t.get('max_model_len'))} tokens"],
         ["Parallel", f"tensor {t.get('tensor_parallel_size')} × pipeline {t.get('pipeline_parallel_size')}"],

@@ -138,7 +138,10 @@ def _moments(
     """Moments of the change from its sums over the `count` finite elements of `n`."""
     mean = s / count
     hist = np.array([count], np.int64)
-    return Moments(n, count, mean, max(q - s * mean, 0.0), abs_sum, lo, hi, zeros, nan, inf, hist, lo, hi, count)
+    return Moments(
+        numel=n, count=count, mean=mean, m2=max(q - s * mean, 0.0), abs_sum=abs_sum, min=lo, max=hi, zeros=zeros,
+        nan=nan, inf=inf, hist=hist, hist_lo=lo, hist_hi=hi, hist_sample=count,
+    )  # fmt: skip
 
 
 def _row(name: str, snapshot: ParameterSnapshot, p: torch.Tensor, m: Moments, ad: float, above: list[int]) -> dict:

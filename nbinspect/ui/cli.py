@@ -11,12 +11,10 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 from .. import examples
 from ..analyze.compare import DEFAULT_THRESHOLDS
-from ..backends.torch.memory import OPTIMIZERS
 from ..backends.torch.skeleton import skeleton
 from ..comparison import compare
 from ..config_inspection import from_config, with_plan
@@ -26,16 +24,9 @@ from ..errors import first_line_for
 from ..inspection import Inspection, inspect
 from ..io.checkpoint import load_checkpoint
 from ..render.compare_text import groups_table
+from .options import INSPECT, add_options, count
 
 __all__ = ["main"]
-
-
-def _shape(text: str) -> tuple[int, ...]:
-    """'1,3,224,224' (or 1x3x224x224): every part a non-negative integer, none left empty."""
-    parts = text.replace("x", ",").split(",")
-    if not all(p.strip().isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(f"expected a shape like 1,3,224,224, got {text!r}")
-    return tuple(int(p) for p in parts)
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -47,41 +38,6 @@ def _floats(text: str) -> tuple[float, ...]:
     if not values or not all(math.isfinite(v) and v > 0 for v in values):
         raise argparse.ArgumentTypeError(f"expected positive numbers like 1e-8,1e-6,1e-4, got {text!r}")
     return values
-
-
-def _count(least: int) -> Callable[[str], int]:
-    """An integer option of at least `least` (a batch of 0, a depth of -1 are usage errors)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"expected an integer of at least {least}, got {text!r}")
-        return value
-
-    return parse
-
-
-def _dtype(text: str) -> Any:
-    from ..dtypes import parse_dtype
-
-    try:
-        return parse_dtype(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--trust", action="store_true", help="allow a pickle that runs code from the file (only for files you trust)"
-    )
-    p.add_argument(
-        "--key",
-        help="entry of a training checkpoint holding the weights "
-        "(default: model_state_dict, state_dict, model, ema, module)",
-    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,36 +54,12 @@ def _parser() -> argparse.ArgumentParser:
         help="checkpoint file, *.index.json, or folder (with a Hugging Face config.json its model is built); "
         "leave out to size a model from --model/--config alone",
     )
-    ins.add_argument("--model", help="build this model (package.module:factory): load the checkpoint into it, or alone")
-    ins.add_argument(
-        "--config",
-        help="YAML (or JSON) file of keyword arguments for --model; alone, a config naming its model "
-        "(_target_, class_path, a Hugging Face config.json)",
-    )
-    ins.add_argument(
-        "--input-shape",
-        type=_shape,
-        help="trace a forward pass with zeros of this shape, e.g. 1,3,224,224 (needs a model)",
-    )
-    ins.add_argument(
-        "--input-dtype", type=_dtype, help="dtype of that input, e.g. int64 for token ids (default: the model's)"
-    )
-    ins.add_argument(
-        "--batch-size", type=_count(1), help="batch size for the memory plan (activations scale from the input shape)"
-    )
-    ins.add_argument(
-        "--optimizer", default="adam", choices=sorted(OPTIMIZERS), help="optimizer for the memory plan (default adam)"
-    )
-    ins.add_argument("--depth", type=_count(0), default=3, help="layer tree depth (default 3)")
+    add_options(ins, *INSPECT)
     ins.add_argument(
         "--verbose",
         action="store_true",
         help="every module (tree and memory plan) and every tensor's name, shape, dtype and size",
     )
-    ins.add_argument("--json", metavar="OUT", help="also write the JSON export to OUT")
-    ins.add_argument("--html", metavar="OUT", help="also write a standalone HTML page to OUT")
-    ins.add_argument("--model-info", metavar="OUT", help="also write the model_info.json layout to OUT")
-    _source_options(ins)
 
     cmp = sub.add_parser("compare", help="compare two checkpoints tensor by tensor")
     cmp.add_argument("a", help="reference checkpoint (file, *.index.json or folder)")
@@ -135,16 +67,15 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--thresholds", type=_floats, default=DEFAULT_THRESHOLDS, help="|delta| thresholds, default 1e-8,1e-6,1e-4"
     )
-    cmp.add_argument("--top", type=_count(0), default=10, help="how many most-changed tensors to list (default 10)")
+    cmp.add_argument("--top", type=count(0), default=10, help="how many most-changed tensors to list (default 10)")
     cmp.add_argument(
         "--by", choices=("module", "layer"), action="append", default=[], help="also roll up per module or per layer"
     )
-    cmp.add_argument("--json", metavar="OUT", help="also write the comparison as JSON to OUT")
-    _source_options(cmp)
+    add_options(cmp, "json", "trust", "key")
 
     demo = sub.add_parser("demo", help="summarise a built-in example model")
     demo.add_argument("--model", default="tiny_lm", choices=examples.names(), help="which example (default tiny_lm)")
-    demo.add_argument("--depth", type=_count(0), default=3, help="layer tree depth (default 3)")
+    add_options(demo, "depth")
     return parser
 
 
@@ -153,14 +84,17 @@ def _inspection(args: argparse.Namespace) -> Inspection:
     model it knows or --model builds), or from --model/--config alone on meta."""
     plan = {"input": args.input_shape, "input_dtype": args.input_dtype, "batch_size": args.batch_size}
     if args.path is None:
-        return from_config(args.model, args.config, optimizer=args.optimizer, trust=args.trust, **plan)
+        return from_config(
+            args.model, args.config, optimizer=args.optimizer, precision=args.precision, trust=args.trust, **plan
+        )
     source = load_checkpoint(args.path, model=args.model, config=args.config, trust=args.trust, key=args.key)
     if args.input_shape and source.model is None:
         raise ValueError(f"{args.path}: a checkpoint without its model cannot run a forward pass: pass --model")
     # statistics only for the page that shows them: the text and JSON do not
-    insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype, stats=bool(args.html))
+    stats = bool(args.html) and not args.no_stats
+    insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype, stats=stats, bins=args.bins)
     model: Any = source if source.model is not None else skeleton(source)
-    return with_plan(insp, model, optimizer=args.optimizer, **plan)
+    return with_plan(insp, model, optimizer=args.optimizer, precision=args.precision, **plan)
 
 
 def _inspect(args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ loss = model(batch).sum()     # the cell's own forward passes are traced
 from __future__ import annotations
 
 import dis
+import os
 import sys
 from pathlib import Path
 from types import FrameType
@@ -19,9 +20,10 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_local_scope
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import MagicArgumentParser
 
 from ..errors import first_line, first_line_for
+from .options import INSPECT, add_options
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
@@ -34,28 +36,35 @@ def _fail(message: str) -> UsageError:
 
 def _failed(exc: Exception) -> UsageError:
     """The user's model or input failed: what failed, in one line naming the magic's options."""
-    return _fail(first_line_for(exc, "--dtype"))
+    return _fail(first_line_for(exc, "--input-dtype"))
 
 
-def _shape(text: str) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(d) for d in text.split(","))
-    except ValueError:
-        raise _fail(f"--input-shape {text!r} is not a comma-separated list of integers, e.g. 1,3,32,32") from None
-    if not dims or any(d < 0 for d in dims):
-        raise _fail(f"--input-shape {text!r} needs one or more non-negative integers")
-    return dims
+def _parser() -> MagicArgumentParser:
+    parser = MagicArgumentParser(prog=f"%{MAGIC}", description="Inspect a model and show it as an interactive tree.")
+    parser.add_argument(
+        "expr",
+        nargs="?",
+        help="the model: any expression in the notebook's scope, e.g. model, model.encoder, nets[0], or a "
+        "checkpoint path; left out with --model/--config",
+    )
+    parser.add_argument(
+        "--input", metavar="EXPR", help="trace a forward pass with this tensor, tuple or dict expression"
+    )
+    parser.add_argument("--sample-input", metavar="TEXT", help="a vLLM engine: generate greedily from this prompt once")
+    parser.add_argument("--compare", metavar="EXPR", help="compare with a second model or a checkpoint path")
+    parser.add_argument("--text", action="store_true", help="print the text summary instead of showing the widget")
+    parser.add_argument("-o", "--output", metavar="NAME", help="store the result in this variable too")
+    add_options(parser, *INSPECT)
+    return parser
 
 
-def _dtype(name: str | None):
-    if name is None:
-        return None
-    from ..dtypes import parse_dtype
+PARSER = _parser()  # the options of the command line (ui/options.py) plus the notebook's own
 
-    try:
-        return parse_dtype(name)
-    except ValueError as exc:
-        raise _fail(f"--dtype {exc}") from None
+
+def _documented(fn: Any) -> Any:
+    """The magic's help (``%inspect_model?``) is its parser's."""
+    fn.__doc__ = (fn.__doc__ or "") + "\n\n" + PARSER.format_help()
+    return fn
 
 
 @magics_class
@@ -90,48 +99,16 @@ class InspectMagics(Magics):
         the cell's last expression), so displaying it here as well would show it twice."""
         return _result_is_printed() and not self._shell.displayhook.quiet()
 
-    @magic_arguments()
-    @argument(
-        "expr",
-        nargs="?",
-        help="the model: any expression in the notebook's scope, e.g. model, model.encoder, nets[0], or a "
-        "checkpoint path; left out with --model/--config",
-    )
-    @argument(
-        "--model",
-        metavar="FACTORY",
-        help="build the model: package.module:factory, or a class or function in scope; alone (on meta, "
-        "nothing allocated) or loading the checkpoint the expression names",
-    )
-    @argument(
-        "--config",
-        metavar="PATH",
-        help="keyword arguments for --model: a YAML/JSON file (or a dict expression); alone, a config naming "
-        "its model (_target_, a Hugging Face config.json)",
-    )
-    @argument("--input", metavar="EXPR", help="trace a forward pass with this tensor, tuple or dict expression")
-    @argument("--input-shape", metavar="SHAPE", help="trace with zeros of this shape, e.g. 1,3,32,32")
-    @argument("--dtype", help="dtype for --input-shape, e.g. int64 for token ids (default: the model's)")
-    @argument("--sample-input", metavar="TEXT", help="a vLLM engine: generate greedily from this prompt once")
-    @argument("--depth", type=int, default=3, help="layer tree depth for the text summary (default 3)")
-    @argument("--no-stats", action="store_true", help="skip weight statistics (faster on huge models)")
-    @argument("--bins", type=int, default=64, help="histogram bins per tensor (default 64)")
-    @argument("--batch-size", type=int, help="plan training memory for this batch size")
-    @argument("--optimizer", default="adam", help="optimizer for the memory plan (default adam)")
-    @argument("--compare", metavar="EXPR", help="compare with a second model or a checkpoint path")
-    @argument("--json", metavar="PATH", help="also write the JSON export here")
-    @argument("--html", metavar="PATH", help="also write a standalone HTML page here")
-    @argument("--text", action="store_true", help="print the text summary instead of showing the widget")
-    @argument("-o", "--output", metavar="NAME", help="store the result in this variable too")
     @needs_local_scope
-    @line_cell_magic(MAGIC)  # type: ignore[arg-type]  # IPython's decorator stubs reject any method
+    @line_cell_magic(MAGIC)
+    @_documented
     def inspect_model(self, line: str, cell: str | None = None, local_ns: dict | None = None):
         """Inspect a model and show it as an interactive tree; returns the Inspection.
 
         As a cell magic (``%%inspect_model model``) it runs the cell and traces the forward
         passes the cell's own code makes, with its real inputs; shown after the cell."""
         # IPython hands a line magic its trailing ';' (the "show no Out[]" marker)
-        args = parse_argstring(self.inspect_model, line.rstrip().removesuffix(";"))
+        args = PARSER.parse_argstring(line.rstrip().removesuffix(";"))
         if args.expr is None and not (args.model or args.config):
             raise _fail("give a model expression, or --model/--config to size a model from its config alone")
         if args.expr is None and args.compare:
@@ -143,18 +120,10 @@ class InspectMagics(Magics):
         config = self._config(args.config, local_ns)
         if cell is not None:
             return self._watch_cell(model, cell, args)
-        if args.bins < 1:
-            raise _fail(f"--bins must be at least 1, got {args.bins}")
-        if args.batch_size is not None and args.batch_size < 1:
-            raise _fail(f"--batch-size must be at least 1, got {args.batch_size}")
-        if args.depth < 0:
-            raise _fail(f"--depth must be 0 or more, got {args.depth}")
-        model_input = None
+        model_input = args.input_shape
         if args.input is not None:
             model_input = self._eval(args.input, local_ns, "--input")
-        elif args.input_shape is not None:
-            model_input = _shape(args.input_shape)
-        dtype = _dtype(args.dtype)
+        dtype = args.input_dtype
         other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
         result, extras = _run(model, model_input, dtype, args, other, factory, config)
         if result is None:  # a sharded model, on a rank that does not receive the frames
@@ -176,7 +145,12 @@ class InspectMagics(Magics):
 
     def _keep(self, result: Any, args) -> None:
         """The --json, --html and -o outputs; a path that cannot be written is a UsageError."""
-        for flag, path, write in (("--json", args.json, result.to_json), ("--html", args.html, result.to_html)):
+        model_info = getattr(result, "to_model_info", None)  # an Inspection's; a comparison has none
+        outputs = [("--json", args.json, result.to_json), ("--html", args.html, result.to_html)]
+        if args.model_info and model_info is None:
+            raise _fail("--model-info describes one model, not a comparison")
+        outputs.append(("--model-info", args.model_info, model_info))
+        for flag, path, write in outputs:
             if path:
                 try:
                     write(path)
@@ -186,7 +160,7 @@ class InspectMagics(Magics):
             self._shell.user_ns[args.output] = result
 
     def _watch_cell(self, model: Any, cell: str, args) -> Any:
-        for option in ("input", "input_shape", "dtype", "batch_size", "compare"):
+        for option in ("input", "input_shape", "input_dtype", "batch_size", "compare"):
             if getattr(args, option) is not None:
                 flag = "--" + option.replace("_", "-")
                 raise _fail(f"{flag} does not apply to %%{MAGIC}: it traces the forward passes the cell runs")
@@ -249,7 +223,7 @@ def _result_is_printed() -> bool:
 def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: Any, config: Any) -> tuple[Any, list]:
     """The Inspection, plus the memory plan and comparison the options ask for.
     Any failure becomes a one-line UsageError."""
-    from ..backends import as_source, backend_for, backend_named
+    from ..backends import as_source, is_engine
     from ..comparison import compare
     from ..config_inspection import from_config
     from ..inspection import inspect, memory
@@ -257,14 +231,14 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
 
     try:
         if model is None:  # the config alone: built on meta, planned
-            plan = {"batch_size": args.batch_size, "optimizer": args.optimizer}
-            result = from_config(factory, config, input=model_input, input_dtype=dtype, **plan)
+            plan = {"batch_size": args.batch_size, "optimizer": args.optimizer, "precision": args.precision}
+            result = from_config(factory, config, input=model_input, input_dtype=dtype, trust=args.trust, **plan)
             return result, [result.memory]
         if factory is not None or config is not None:
-            model = load_checkpoint(model, model=factory, config=config)
-        if backend_for(model) is not backend_named(
-            "vllm"
-        ):  # one source for the inspection, the plan and the comparison: read once
+            model = load_checkpoint(model, model=factory, config=config, trust=args.trust, key=args.key)
+        elif isinstance(model, (str, os.PathLike)):  # a checkpoint path: the same options as the command line
+            model = load_checkpoint(model, trust=args.trust, key=args.key)
+        if not is_engine(model):  # one source for the inspection, the plan and the comparison: read once
             model = as_source(model)
         prompt = None if args.sample_input is None else _unquoted(args.sample_input)
         result = inspect(
@@ -274,7 +248,12 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
         if args.batch_size is not None:
             extras.append(
                 memory(
-                    model, input=model_input, input_dtype=dtype, batch_size=args.batch_size, optimizer=args.optimizer
+                    model,
+                    input=model_input,
+                    input_dtype=dtype,
+                    batch_size=args.batch_size,
+                    optimizer=args.optimizer,
+                    precision=args.precision,
                 )
             )
         if other is not None:

@@ -406,10 +406,10 @@ def test_summary_is_a_torchinfo_style_table_from_the_frames():
 def test_summary_inspects_the_model_once(calls):
     from nbinspect.analyze import stats as stats_module
     from nbinspect.analyze import structure
-    from nbinspect.backends.mlx import source as mlx_module
+    from nbinspect.backends import backend_named
 
     model = CNN()
-    built = calls(mlx_module, "from_mlx_module")  # the model read into a source
+    built = calls(backend_named("mlx"), "source")  # the model read into a source
     layers = calls(structure, "layers")  # the structure frames
     read = calls(stats_module, "tensor_stats")  # the weights
     insp = nbinspect.mlx.summary(model, (32, 32, 3), batch_size=2, stats=True)

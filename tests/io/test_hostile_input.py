@@ -41,10 +41,13 @@ def ckpt(tmp_path_factory) -> Path:
         (["inspect", "{ckpt}", "--batch-size", "0"], "--batch-size: expected an integer of at least 1, got '0'"),
         (["inspect", "{ckpt}", "--batch-size", "-3"], "--batch-size: expected an integer of at least 1"),
         (["inspect", "{ckpt}", "--depth", "-1"], "--depth: expected an integer of at least 0, got '-1'"),
-        (["inspect", "{ckpt}", "--model", "m:f", "--input-shape", "2,,3"], "expected a shape like 1,3,224,224"),
-        (["inspect", "{ckpt}", "--model", "m:f", "--input-shape", "2,3,"], "got '2,3,'"),
-        (["inspect", "{ckpt}", "--model", "m:f", "--input-shape", "2,-3"], "got '2,-3'"),
-        (["inspect", "{ckpt}", "--model", "m:f", "--input-shape", ""], "expected a shape"),
+        (
+            ["inspect", "{ckpt}", "--model", "m:f", "--input-shape", "2,,3"],
+            "'2,,3' is not a comma-separated list of integers, e.g. 1,3,224,224",
+        ),
+        (["inspect", "{ckpt}", "--model", "m:f", "--input-shape", "2,3,"], "'2,3,' is not a comma-separated list"),
+        (["inspect", "{ckpt}", "--model", "m:f", "--input-shape", "2,-3"], "'2,-3' is not a comma-separated list"),
+        (["inspect", "{ckpt}", "--model", "m:f", "--input-shape", ""], "'' is not a comma-separated list"),
         (["compare", "{ckpt}", "{ckpt}", "--thresholds", "nan,-1"], "expected positive numbers like 1e-8"),
         (["compare", "{ckpt}", "{ckpt}", "--thresholds", "1e-8,inf"], "got '1e-8,inf'"),
         (["compare", "{ckpt}", "{ckpt}", "--thresholds", "0"], "got '0'"),
@@ -120,10 +123,10 @@ def test_magic_unwritable_output_is_a_usage_error(ip, tmp_path, flag):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("net --batch-size 0", "--batch-size must be at least 1, got 0"),
-        ("net --depth -1", "--depth must be 0 or more, got -1"),
-        ("net --input-shape 2,,3", "--input-shape '2,,3' is not a comma-separated list of integers"),
-        ("net --bins 0", "--bins must be at least 1, got 0"),
+        ("net --batch-size 0", "--batch-size: expected an integer of at least 1, got '0'"),
+        ("net --depth -1", "--depth: expected an integer of at least 0, got '-1'"),
+        ("net --input-shape 2,,3", "--input-shape: '2,,3' is not a comma-separated list of integers"),
+        ("net --bins 0", "--bins: expected an integer of at least 1, got '0'"),
     ],
 )
 def test_magic_validates_its_options(ip, line, message):

@@ -555,10 +555,10 @@ def test_widget_follows_the_measurements():
 
 
 def test_widget_reads_the_model_once(calls):
-    from nbinspect.backends.torch import source as torch_module
+    from nbinspect.backends import backend_named
 
     model = examples.build("tiny_lm")
-    built = calls(torch_module, "from_module")  # the model read into a source
+    built = calls(backend_named("torch"), "source")  # the model read into a source
     widget = ModelAnalysisManager.create(AnalysisConfig(interval=2)).widget(model)
     assert built == [id(model)]  # was three times: for layers, params and totals
     assert widget.payload["totals"]["total_params"] == nbinspect.totals(model)["total_params"] == 118_528

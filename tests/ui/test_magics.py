@@ -149,9 +149,9 @@ def test_compare_reads_the_model_and_its_statistics_once(ip, calls):
     from IPython.utils.capture import capture_output
 
     from nbinspect.analyze import stats as stats_module
-    from nbinspect.backends.torch import source as torch_module
+    from nbinspect.backends import backend_named
 
-    built = calls(torch_module, "from_module")  # the model read into a source
+    built = calls(backend_named("torch"), "source")  # the model read into a source
     read = calls(stats_module, "tensor_stats", lambda source: id(source.model))  # its weights
     shown = calls(nbinspect.Comparison, "_widget_frames", lambda c: c)
     ip.user_ns["other"] = examples.build("mlp", seed=1)
@@ -286,6 +286,6 @@ def test_cell_magic_errors(ip):
 
 def test_a_dtype_hint_names_the_magics_own_option(ip):
     ip.user_ns["lm"] = examples.build("tiny_lm")
-    with pytest.raises(UsageError, match=r"add --dtype int64 for token ids") as info:
+    with pytest.raises(UsageError, match=r"add --input-dtype int64 for token ids") as info:
         ip.run_line_magic("inspect_model", "lm --input-shape 2,8 --text")
     assert "input_dtype" not in str(info.value)

@@ -147,7 +147,9 @@ def test_text_and_widget_show_the_engine_header(insp):
 
 
 def test_worker_extension_answers_by_method_name(llm, insp):
-    (raw,) = llm.collective_rpc("nbinspect_report", args=({"stats": False, "bins": 8, "folder": None},))
+    (raw,) = llm.collective_rpc(
+        "nbinspect_report", args=({"backend": "vllm", "stats": False, "bins": 8, "folder": None},)
+    )
     report = pickle.loads(raw)
     assert report["totals"]["total_params"] == insp.totals["total_params"] and "stats" not in report["frames"]
     assert report["totals"]["param_bytes"] == insp.totals["param_bytes"]

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ...core.collective import Results, merge_ranks
-from ...core.moments import Moments
+from ...core.moments import SCALARS, Moments
 from ...core.source import ModelSource, TensorEntry
 from .source import DistributedSource, LocalPart, from_sharded_module, is_sharded_module
 
@@ -35,7 +35,6 @@ __all__ = [
     "local_histogram",
 ]
 
-_FIELDS = ("numel", "count", "mean", "m2", "abs_sum", "min", "max", "zeros", "nan", "inf")
 _CHUNK = 1 << 20
 
 
@@ -70,13 +69,13 @@ class Ranks:
         dist, group = _dist(), self.source.group
         entries = self.source.unique_tensors()
         keys = list(entries)
-        local = np.zeros((len(keys), len(_FIELDS) + 1), np.float64)  # last column: 1 = no values here
+        local = np.zeros((len(keys), len(SCALARS) + 1), np.float64)  # last column: 1 = no values here
         for i, key in enumerate(keys):
             m = results[key][0]
             if m is None:
                 local[i, -1] = 1
                 continue
-            local[i, :-1] = [getattr(m, f) for f in _FIELDS]
+            local[i, :-1] = [getattr(m, f) for f in SCALARS]
             if m.count == 0:
                 local[i, 2:7] = (0.0, 0.0, 0.0, math.inf, -math.inf)
         gathered = [torch.empty(local.shape, dtype=torch.float64) for _ in range(dist.get_world_size(group))]
@@ -108,13 +107,13 @@ class Ranks:
 
 
 def _moments(row: list[float], bins: int) -> Moments:
-    numel, count, mean, m2, abs_sum, mn, mx, zeros, nan, inf = row
-    if count == 0:
-        return Moments.empty(bins, int(numel), int(nan), int(inf))
-    return Moments(
-        int(numel), int(count), mean, m2, abs_sum, mn, mx, int(zeros), int(nan), int(inf),
-        np.zeros(bins, np.int64), mn, mx, int(count),
-    )  # fmt: skip
+    """A rank's Moments from its gathered row of :data:`SCALARS` (its histogram comes in round two)."""
+    s: dict[str, Any] = dict(zip(SCALARS, row))
+    for f in ("numel", "count", "zeros", "nan", "inf"):
+        s[f] = int(s[f])
+    if s["count"] == 0:
+        return Moments.empty(bins, s["numel"], s["nan"], s["inf"])
+    return Moments(**s, hist=np.zeros(bins, np.int64), hist_lo=s["min"], hist_hi=s["max"], hist_sample=s["count"])
 
 
 def local_histogram(entry: TensorEntry, lo: float, hi: float, bins: int) -> np.ndarray:

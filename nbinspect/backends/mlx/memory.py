@@ -16,12 +16,11 @@ the temporaries inside layers that the per-call figure leaves out).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pandas as pd
 
 from ...core.inputs import split_input
-from ...core.memory import adafactor_numel, memory_frame
+from ...core.memory import PlanOptions, adafactor_numel, memory_frame, notes
 from ...core.source import ModelSource
 from ...schema import PARAMETER
 from .trace import run_mlx_trace
@@ -75,55 +74,42 @@ def _tensor_rows(source: ModelSource, optimizer: str, precision: str) -> list[di
     return rows
 
 
-def mlx_memory_plan(
-    source: ModelSource,
-    *,
-    input: Any = None,
-    batch_size: int | None = None,
-    optimizer: str = "adam",
-    precision: str = "fp32",
-    grad_checkpointing: bool = False,
-    master_weights: bool = False,
-    input_dtype: Any = None,
-) -> pd.DataFrame:
+def mlx_memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
     """The memory one MLX training step needs (schema.MEMORY), as ``memory_plan`` for torch
     (mlx.optimizers' state, no autocast: its own tables, the same frame)."""
-    if grad_checkpointing or master_weights:
+    optimizer, precision, batch_size = plan.optimizer, plan.precision, plan.batch_size
+    if plan.grad_checkpointing or plan.master_weights:
         raise ValueError("grad_checkpointing and master_weights are planned for torch models only")
     if optimizer not in MLX_OPTIMIZERS:
         raise ValueError(f"unknown MLX optimizer {optimizer!r}; choose one of {sorted(MLX_OPTIMIZERS)}")
     if precision not in MLX_PRECISIONS:
         raise ValueError(f"precision {precision!r} is not one MLX trains in; choose one of {list(MLX_PRECISIONS)}")
     rows = _tensor_rows(source, optimizer, precision)
-    notes = {
-        "parameters": f"unique parameters in {precision}",
-        "buffers": "MLX models have no buffers",
-        "gradients": "one per trainable parameter path",
-        "optimizer_state": f"mlx.optimizers {optimizer} state, step and learning rate",
-        "activations": "not measured: no input to trace",
-        "inputs": "not measured: no input to trace",
-    }
+    said = notes(
+        plan, "MLX models have no buffers", "one per trainable parameter path",
+        f"mlx.optimizers {optimizer} state, step and learning rate",
+    )  # fmt: skip
     inputs = None
-    if input is not None:
+    if plan.input is not None:
         dtypes = {t.dtype for t in source.tensors if t.dtype in _FLOATING}
         if dtypes and {_FLOATING[d] for d in dtypes} != {MLX_PRECISIONS[precision]}:
             raise ValueError(
                 f"precision {precision!r} but the MLX model's parameters are {', '.join(sorted(dtypes))}: "
                 "MLX has no autocast, so cast the model first (model.set_dtype(...)) to measure its activations"
             )
-        args, kwargs = split_input(input)
+        args, kwargs = split_input(plan.input)
         result = run_mlx_trace(
-            source.model, args, kwargs, input_dtype=input_dtype, training=True, batch_size=batch_size
+            source.model, args, kwargs, input_dtype=plan.input_dtype, training=True, batch_size=batch_size
         )
         for c in result.calls:
             if c.own_activation_bytes:
                 rows.append({"component": "activations", "layer": c.name, "bytes": c.own_activation_bytes})
         batch = f" at batch {batch_size}" if batch_size else ""
         measured = result.totals["measured_active_bytes"], result.totals["measured_peak_bytes"]
-        notes["activations"] = (
+        said["activations"] = (
             f"output arrays of every call{batch}, training mode; MLX measured {measured[0]:,} bytes active "
             f"after the pass (temporaries inside layers included), peak {measured[1]:,}"
         )
-        notes["inputs"] = f"input arrays{batch}"
+        said["inputs"] = f"input arrays{batch}"
         inputs = result.totals["input_bytes"]
-    return memory_frame(rows, notes, inputs, source)
+    return memory_frame(rows, said, inputs, source)

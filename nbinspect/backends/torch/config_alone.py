@@ -46,7 +46,8 @@ def meta_model(
                 f"{where}: names no model (no _target_, _class_path or class_path, no Hugging Face model_type): "
                 "pass the factory, e.g. --model package.module:factory"
             )
-        if not trust and not callable(model):  # the same rule as a checkpoint naming its factory
+        from_file = isinstance(config, (str, os.PathLike))  # a dict in memory is the caller's own
+        if from_file and not trust and not callable(model):  # the same rule as a checkpoint naming its factory
             raise UnsafeCheckpointError(
                 f"{where}: names its factory {safe_text(str(model), 120)!r}; running code a config file names needs "
                 "trust=True (--trust on the command line), or pass the factory yourself (--model). Nothing was run"

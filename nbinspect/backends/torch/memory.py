@@ -15,7 +15,6 @@ only during backward, the CUDA context, and anything a data loader holds.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pandas as pd
 import torch
@@ -23,12 +22,11 @@ from torch import nn
 
 from ...core.gc_pause import gc_paused
 from ...core.inputs import map_inputs, split_input
-from ...core.memory import adafactor_numel, memory_frame
+from ...core.memory import PlanOptions, adafactor_numel, memory_frame, notes
 from ...core.source import ModelSource
 from ...dtypes import parse_dtype
 from ...errors import TraceError
 from ...schema import PARAMETER
-from .. import as_source
 from .trace import run_trace
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "memory_plan"]
@@ -170,38 +168,26 @@ def _trace(model, args, kwargs, batch_size, precision, input_dtype):
 
 
 @gc_paused()
-def memory_plan(
-    model: Any,
-    *,
-    input: Any = None,
-    batch_size: int | None = None,
-    optimizer: str = "adam",
-    precision: str = "fp32",
-    grad_checkpointing: bool = False,
-    master_weights: bool = False,
-    input_dtype: torch.dtype | None = None,
-) -> pd.DataFrame:
+def memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
     """The memory one training step needs (schema.MEMORY): whole-model rows, then rows per module."""
-    source = as_source(model)
+    optimizer, precision, master_weights = plan.optimizer, plan.precision, plan.master_weights
+    batch_size, input_dtype = plan.batch_size, plan.input_dtype
     _check(optimizer, precision, master_weights)
     model = source.model
     rows = _tensor_rows(source, optimizer, precision, master_weights)
-    notes = {
-        "parameters": f"unique parameters in {precision}",
-        "buffers": "unique buffers, floating ones in the parameter dtype",
-        "gradients": "one per trainable parameter",
-        "optimizer_state": f"torch.optim {optimizer} state" + (" + fp32 master weights" if master_weights else ""),
-        "activations": "not measured: no input to trace",
-        "inputs": "not measured: no input to trace",
-    }
+    master = " + fp32 master weights" if master_weights else ""
+    said = notes(
+        plan, "unique buffers, floating ones in the parameter dtype", "one per trainable parameter",
+        f"torch.optim {optimizer} state{master}",
+    )  # fmt: skip
     inputs = None
-    if input is not None:
-        args, kwargs = split_input(input)
+    if plan.input is not None:
+        args, kwargs = split_input(plan.input)
         result, scale, how = _trace(model, args, kwargs, batch_size, precision, input_dtype)
-        blocks = _blocks(model) if grad_checkpointing else None
+        blocks = _blocks(model) if plan.grad_checkpointing else None
         rows += _activation_rows(result.calls, scale, blocks)
         batch = f" at batch {batch_size}" if batch_size else ""
-        notes["activations"] = f"saved for backward{batch}, {how}" + (", gradient checkpointing" if blocks else "")
-        notes["inputs"] = f"input tensors{batch}"
+        said["activations"] = f"saved for backward{batch}, {how}" + (", gradient checkpointing" if blocks else "")
+        said["inputs"] = f"input tensors{batch}"
         inputs = round(result.totals["input_bytes"] * scale)
-    return memory_frame(rows, notes, inputs, source)
+    return memory_frame(rows, said, inputs, source)

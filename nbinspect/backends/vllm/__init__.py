@@ -5,37 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.backend import EngineFrames
 from ...core.source import ModelSource
+from .engine import engine_report, is_vllm_engine
+from .worker import served_model
 
 __all__ = ["BACKEND"]
 
 
+def _no_source(obj: Any, name: str | None) -> ModelSource:
+    raise TypeError(
+        "a vLLM engine is read as a whole (nbinspect.inspect(llm)), not as a source: its weights live in its workers"
+    )
+
+
 class VllmBackend:
     name = "vllm"
-
-    def recognizes(self, obj: Any) -> bool:
-        from .engine import is_vllm_engine
-
-        return is_vllm_engine(obj)
-
-    def source(self, obj: Any, name: str | None) -> ModelSource:
-        raise TypeError(
-            "a vLLM engine is read as a whole (nbinspect.inspect(llm)), not as a source: "
-            "its weights live in the engine's workers"
-        )
-
-    def engine(self, obj: Any, worker_report: EngineFrames, **options: Any) -> Any:
-        """The engine's frames, totals and io (an :class:`~.engine.EngineReport`)."""
-        from .engine import engine_report
-
-        return engine_report(obj, worker_report, **options)
-
-    def served(self, worker: Any) -> Any:
-        """What a worker serves, as sources (runs inside the worker)."""
-        from .worker import served_model
-
-        return served_model(worker)
+    recognizes = staticmethod(is_vllm_engine)
+    source = staticmethod(_no_source)
+    engine = staticmethod(engine_report)  # (llm, worker_report, **options) -> EngineReport
+    served = staticmethod(served_model)  # inside a worker: what it serves, as sources
 
 
 BACKEND = VllmBackend()

@@ -100,6 +100,7 @@ def _engine_facts(llm: Any, report: dict[str, Any], in_process: bool) -> dict[st
     model, parallel, cache = config.model_config, config.parallel_config, config.cache_config
     tokenizer = llm.get_tokenizer()
     facts = {
+        "engine": f"vLLM {_version()}",
         "vllm_version": _version(),
         "model_path": str(model.model),
         "architecture": (getattr(model, "architectures", None) or [report["model"]])[0],
@@ -236,7 +237,7 @@ def engine_report(
     if not hasattr(llm.llm_engine, "vllm_config"):
         raise EngineError(f"this vLLM engine ({type(llm.llm_engine).__name__}, vLLM {_version()}) has no vllm_config")
     folder = str(llm.llm_engine.vllm_config.model_config.model)
-    options = {"stats": stats, "bins": bins, "folder": folder if os.path.isdir(folder) else None}
+    options = {"backend": "vllm", "stats": stats, "bins": bins, "folder": folder if os.path.isdir(folder) else None}
     worker = _guard("could not find the worker of the in-process vLLM engine", lambda: _in_process_worker(llm))
     if worker is not None:
         raw = [_guard("could not read the served model in the vLLM worker", lambda: worker_report(worker, options))]

@@ -129,15 +129,9 @@ def global_moments(ask: Callable[[dict[str, Any]], list[Any]], bins: int) -> Res
 def to_plain(results: Mapping[Any, Any]) -> dict[str, Any]:
     """`results` in Python lists, numbers and strings only: vLLM's RPC carries no numpy
     values from the engine's client to its workers."""
-    return {
-        n: (None if m is None else [v.tolist() if isinstance(v, np.ndarray | np.generic) else v for v in m], note)
-        for n, (m, note) in results.items()
-    }
+    return {n: (None if m is None else m.to_plain(), note) for n, (m, note) in results.items()}
 
 
 def from_plain(plain: dict[str, Any]) -> Results:
     """The inverse of :func:`to_plain`."""
-    return {
-        n: (None if row is None else Moments._make([*row[:10], np.asarray(row[10], np.int64), *row[11:]]), note)
-        for n, (row, note) in plain.items()
-    }
+    return {n: (None if m is None else Moments.from_plain(m), note) for n, (m, note) in plain.items()}
