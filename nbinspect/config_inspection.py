@@ -26,10 +26,12 @@ def with_plan(
 def build_on_meta(
     model: str | type | Callable[..., Any] | None = None,
     config: Mapping[str, Any] | str | os.PathLike | None = None,
+    *,
+    trust: bool = False,
 ) -> nn.Module:
     """The module `model` builds from `config` (as :func:`from_config` takes them), with its
     parameters on the meta device: inspect, trace or plan it like any model."""
-    return meta_model(model, config)[0]
+    return meta_model(model, config, trust=trust)[0]
 
 
 def from_config(
@@ -43,6 +45,7 @@ def from_config(
     batch_size: int | None = None,
     optimizer: str = "adam",
     precision: str = "fp32",
+    trust: bool = False,
 ) -> Inspection:
     """Inspect the model `model` builds from `config`, without a checkpoint and without
     allocating its weights: parameters are created on the meta device.
@@ -58,7 +61,7 @@ def from_config(
     the ``memory`` frame: the training-memory plan at `batch_size` with `optimizer` and
     `precision`; ``metadata["model"]`` says how the model was built. No weight statistics:
     there are no values. :func:`build_on_meta` gives the module itself."""
-    built, how = meta_model(model, config)
+    built, how = meta_model(model, config, trust=trust)
     insp = inspect(built, name=name, input=input, input_dtype=input_dtype, flops=flops, stats=False)
     insp = dataclasses.replace(insp, metadata={"model": how})
     return with_plan(

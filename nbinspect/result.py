@@ -13,6 +13,7 @@ import pandas as pd
 
 from .analyze.views import ViewData, view_data
 from .core.gc_pause import gc_paused
+from .core.output import write_output
 from .render.html import standalone_html
 from .render.payload import build_payload
 
@@ -46,7 +47,7 @@ class Result:
         """The export document as JSON text; also written to `path` when given."""
         document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            Path(path).write_text(document + "\n", encoding="utf-8")
+            write_output(path, document + "\n")
         return document
 
     def framework_label(self) -> str:
@@ -122,5 +123,5 @@ class Result:
 
         page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix())
         if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
+            write_output(path, page)
         return page

@@ -19,8 +19,10 @@ import pandas as pd
 import torch
 
 from ..backends import ModelSource, TensorEntry, as_source, on_receiving_rank
+from ..backends.torch.source import compact
 from ..core.gc_pause import gc_paused
 from ..core.moments import Moments, histogram_edges, merge, merge_groups, spread
+from ..errors import CheckpointError, UnsupportedTensorError
 from ..schema import PARAMETER, STATS
 from . import fused
 from .parallel import parallel_tensor_stats
@@ -130,6 +132,10 @@ def tensor_stats(
             if not (n <= SAMPLE and plain and values.layout == torch.strided):
                 try:
                     values, note, implicit = _real_values(entry)
+                except UnsupportedTensorError as exc:  # sparse, nested: listed, named, not read
+                    values, note, implicit = None, f"no values: {str(exc).rpartition(': ')[2]}", 0
+                except CheckpointError:  # the file changed or lies: one line for the whole call
+                    raise
                 except Exception as exc:
                     values, note, implicit = None, _skipped(exc), 0
                 n = 0 if values is None else values.numel()
@@ -204,6 +210,19 @@ def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, i
     t = entry.values()
     if not isinstance(t, torch.Tensor):
         return None, f"no values: {type(t).__name__} is not a tensor", 0
+    if t.layout == torch.strided and not t.is_meta and t.numel() and 0 in t.stride():
+        # a broadcast view (``zeros(1).expand(3 * 10**11)``): its stored elements, not 10**11 repeats
+        stored = compact(t)
+        values, note, implicit = _real_values_of(stored)
+        return (
+            values,
+            "; ".join(filter(None, [f"broadcast view: its {stored.numel():,} stored elements", note])),
+            implicit,
+        )
+    return _real_values_of(t)
+
+
+def _real_values_of(t: torch.Tensor) -> tuple[torch.Tensor | None, str | None, int]:
     if t.dtype in _PLAIN and t.layout == torch.strided and not t.is_meta:
         return t, None, 0
     if t.is_meta:

@@ -232,7 +232,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
     try:
         if model is None:  # the config alone: built on meta, planned
             plan = {"batch_size": args.batch_size, "optimizer": args.optimizer, "precision": args.precision}
-            result = from_config(factory, config, input=model_input, input_dtype=dtype, **plan)
+            result = from_config(factory, config, input=model_input, input_dtype=dtype, trust=args.trust, **plan)
             return result, [result.memory]
         if factory is not None or config is not None:
             model = load_checkpoint(model, model=factory, config=config, trust=args.trust, key=args.key)
