@@ -121,6 +121,18 @@ class Inspection(Result):
         return TextFrame.wrap(self.frames["flow"], lambda f: flow_text(f, self.io, self.totals, self.name))
 
     @property
+    def graph(self) -> pd.DataFrame:
+        """The dataflow of the traced forward pass (schema.GRAPH): one row per tensor passed
+        from a producer (module call, functional op, input) to a consumer, with its shape,
+        dtype and bytes; the nodes are ``frames["graph_nodes"]``. The widget draws it in its
+        Graph mode."""
+        if "graph" not in self.frames:
+            raise ValueError(
+                f"{self.name} has no traced dataflow: use nbinspect.trace(model, x) or inspect(model, input=x)"
+            )
+        return DisplayFrame(self.frames["graph"])
+
+    @property
     def memory(self) -> pd.DataFrame:
         """The training-memory plan (schema.MEMORY) when one was made (:func:`nbinspect.from_config`,
         the command line); ``print()`` it for the table with the total."""

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .analyze import structure
 from .analyze.compare import compare_frame
+from .analyze.graph import graph_frames
 from .analyze.moe import expert_groups, moe_totals
 from .analyze.stats import frames_of, stats_frames, tensor_stats
 from .analyze.trace_frames import flow, layers_with_trace
@@ -93,6 +94,10 @@ def trace_frames(
     """`frames` and `totals` with a trace's columns, ``flow`` frame and totals added; and the io."""
     flow_frame = flow(result)
     frames = {**frames, "layers": layers_with_trace(frames["layers"], result, flow_frame), "flow": flow_frame}
+    if result.dataflow is not None:
+        frames["graph"], frames["graph_nodes"] = graph_frames(
+            result.dataflow, flow_frame, frames["layers"], frames.get("params")
+        )
     totals = {**totals, **result.totals, "fake_tensors": result.fake}
     return frames, totals, {"input": result.inputs, "output": result.outputs}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import first_line
 
-__all__ = ["Call", "Recorder", "TraceResult", "add_block_totals", "failure", "finish"]
+__all__ = ["Call", "Dataflow", "Recorder", "TraceResult", "add_block_totals", "failure", "finish"]
 
 
 class Call:
@@ -58,6 +58,41 @@ class Call:
         self.status = "ok"  # or failed (raised here) or interrupted (a call inside it raised), set as it raises
 
 
+class Dataflow:
+    """Which node produced each tensor another node consumed, in one forward pass.
+
+    Nodes are module calls (``call``), functional operations run directly inside a
+    non-leaf module (``op``), the model's inputs (``input``) and outputs (``output``), one id
+    space in creation order: a call gets its id when it is entered, so every node made
+    while it runs has a larger id and ``c <= n <= last[c]`` means "n ran inside c". Edges
+    are at the finest level (op nodes and leaf calls); a view lifts them to what it shows.
+    Plain columns: the backend appends, ``analyze/graph.py`` builds the frames."""
+
+    def __init__(self) -> None:
+        self.kind: list[str] = []
+        self.name: list[str] = []  # module path (calls), function name (ops), input/output path
+        self.parent: list[int] = []  # node id of the enclosing call, -1 for none
+        self.call: list[int] = []  # Call.index of a call node, -1 otherwise
+        self.last: list[int] = []  # largest node id made inside (a call), the node itself otherwise
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.tensor: list[int] = []  # the tensor's number: the edges of one tensor share it
+        self.shape: list[tuple] = []
+        self.dtype: list[str] = []
+        self.nbytes: list[int] = []
+        self.via: list[str] = []  # shape operations contracted into the edge, "" for none
+        self.inplace: list[bool] = []  # the consumer mutated the tensor
+
+    def add_node(self, kind: str, name: str, parent: int, call: int = -1) -> int:
+        node = len(self.kind)
+        self.kind.append(kind)
+        self.name.append(name)
+        self.parent.append(parent)
+        self.call.append(call)
+        self.last.append(node)
+        return node
+
+
 @dataclass
 class TraceResult:
     calls: list[Call]
@@ -68,6 +103,7 @@ class TraceResult:
     backward: bool  # backward FLOPs were counted
     fake: bool  # ran on fake tensors: shapes and sizes only, nothing allocated
     totals: dict = field(default_factory=dict)
+    dataflow: Dataflow | None = None  # producer -> consumer edges, when the backend records them
 
 
 class Recorder:
@@ -108,12 +144,18 @@ class Recorder:
 def failure(recorder: Recorder, exc: Exception, model_name: str) -> str:
     failed = recorder.failed_call(exc)
     if failed is None:
-        return f"forward of {model_name} failed outside its modules: {type(exc).__name__}: {exc}"
+        return f"forward of {model_name} failed outside its modules: {_reason(exc)}"
     where = f"{failed.name} ({failed.type})" if failed.name else f"{model_name} (the root module)"
     if failed.output_shapes is not None:  # its forward had returned: one of its forward hooks raised
         where += ", in a forward hook,"
     shapes = " ".join("[" + ", ".join(map(str, s)) + "]" for s in failed.input_shapes) or "no tensors"
-    return f"forward failed in {where} with inputs {shapes}: {type(exc).__name__}: {first_line(exc)}"
+    return f"forward failed in {where} with inputs {shapes}: {_reason(exc)}"
+
+
+def _reason(exc: BaseException) -> str:
+    """``Type: first line of the message``, never an empty reason nor the type twice."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {first_line(exc)}" if text else f"{type(exc).__name__} (no message)"
 
 
 def finish(result: TraceResult, coverage_note: Callable[[Counter], str]) -> TraceResult:

@@ -37,6 +37,7 @@ from ...core.trace import Call, Recorder, TraceResult, failure, finish
 from ...dtypes import dtype_name
 from ...errors import DTYPE_HINT, TraceError
 from .activations import SavedTensorMeter, storage_ids
+from .dataflow import DataflowCapture, GraphMode
 from .flops import FlopCounter, coverage_note
 
 __all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
@@ -54,6 +55,8 @@ class TorchRecorder(Recorder):
     forward hook, and an exception from the module or its hooks as it passes. Calls of
     other modules, and calls other threads make at the same time, go straight through."""
 
+    dataflow: DataflowCapture | None = None  # set to record producer -> consumer edges too
+
     def attach(self) -> None:
         _install(self)
 
@@ -67,6 +70,7 @@ class TorchRecorder(Recorder):
         """A ``Module.__call__`` that records this model's calls around `inner`. Everything
         it reads per call is bound here: this runs once per module call."""
         info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
+        flow = self.dataflow
         Tensor = torch.Tensor
 
         def __call__(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -87,10 +91,14 @@ class TorchRecorder(Recorder):
             )
             calls.append(call)
             stack.append(call)
+            if flow is not None:
+                node = flow.enter(module, call.index, call.name, args, kwargs)
             try:
                 output = inner(module, *args, **kwargs)
             except BaseException as exc:
                 stack.pop()
+                if flow is not None:
+                    flow.fail(module, node)
                 if id(exc) in failures:  # raised by a call inside this one
                     call.status = "interrupted"
                 else:
@@ -99,6 +107,8 @@ class TorchRecorder(Recorder):
                     _output_before_hook(call, module, exc)
                 raise
             stack.pop()
+            if flow is not None:
+                flow.exit(module, node, output)
             if isinstance(output, Tensor):
                 call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
             else:
@@ -326,6 +336,7 @@ def run_trace(
     param_dtype: torch.dtype | None = None,
     autocast_dtype: torch.dtype | None = None,
     batch_size: int | None = None,
+    graph: bool = True,
 ) -> TraceResult:
     """Run ``model(*args, **kwargs)`` once and record every module call.
 
@@ -333,7 +344,8 @@ def run_trace(
     floating dtype) on the model's device. `training` sets train/eval mode for the call,
     `param_dtype` casts floating parameters and `autocast_dtype` runs under
     ``torch.autocast``; `batch_size` resizes the first dimension of every input tensor.
-    `flops=False` skips FLOP counting (its dispatch mode is most of the trace's cost).
+    `flops=False` skips FLOP counting (its dispatch mode is most of the trace's cost);
+    `graph=False` skips recording the dataflow (``result.dataflow``, see :mod:`.dataflow`).
     `fake` forces (or forbids) FakeTensorMode; by default it is used for meta models, and
     whenever the parameters are cast or the batch resized, so the model is never touched.
     Raises :class:`TraceError` naming the module that failed.
@@ -354,6 +366,8 @@ def run_trace(
     on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
     recorder = TorchRecorder(named_modules)
+    if graph:
+        recorder.dataflow = DataflowCapture({id(m) for m in modules if not any(c is not None for c in m._modules.values())})
     name = type(model).__name__
 
     shapes_given: list[tuple] = []
@@ -398,6 +412,10 @@ def run_trace(
         meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
+        capture = recorder.dataflow
+        if capture is not None:
+            capture.inputs({**{str(i): a for i, a in enumerate(args)}, **kwargs})
+            result.dataflow = capture.graph
         if not inference_model:
             stack.enter_context(torch.enable_grad())
         if autocast_dtype is not None:
@@ -406,7 +424,8 @@ def run_trace(
         recorder.attach()
         with meter, counter if flops else contextlib.nullcontext():
             try:
-                output = model(*args, **kwargs)
+                with GraphMode(capture) if capture is not None else contextlib.nullcontext():
+                    output = model(*args, **kwargs)
             except Exception as exc:
                 message = failure(recorder, exc, name) + (_dtype_hint(exc, dtype) if shapes_given else "")
                 if use_fake:

@@ -1,0 +1,363 @@
+"""The dataflow graph of a traced forward pass as frames, and what the graph view shows.
+
+:func:`graph_frames` turns a :class:`~nbinspect.core.trace.Dataflow` into the ``graph``
+frame (one row per producer -> consumer edge, schema.GRAPH) and the ``graph_nodes`` frame
+(schema.GRAPH_NODES) with the decisions a view needs made once, here:
+
+- a **signature** per node (type, shapes, children's signatures, internal edges lifted to
+  the direct children), so equal blocks are known to be equal in dataflow, not only in
+  structure;
+- **folds**: the runs of repeated blocks ``analyze/fold.py`` finds in the module tree whose
+  calls also have equal signatures (``layers.0–31 ×32``); other calls equal to an earlier
+  block are marked ``same_as``;
+- **side inputs**: a tensor made outside a run and consumed inside two or more of its
+  members (rotary cos/sin, the attention mask): drawn as stubs, never laid out;
+- **constants**: operations that depend on no input (mask and position construction).
+
+:func:`graph_view` is what the widget's Graph mode receives: the nodes and edges as columns
+and the numbers it can colour nodes by (any frame column, or a user's ``pandas.Series``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core.trace import Dataflow
+from ..schema import GRAPH, GRAPH_NODES, is_missing, unit_of
+from .fold import fold_repeats
+
+__all__ = ["colour_options", "graph_frames", "graph_view"]
+
+
+def graph_frames(
+    flow: Dataflow, calls: pd.DataFrame, layers: pd.DataFrame, params: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``graph`` and ``graph_nodes`` frames of one traced forward pass (`calls`: its
+    ``flow`` frame; `layers`, `params`: the module tree, for the folds)."""
+    n = len(flow.kind)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for node, parent in enumerate(flow.parent):
+        if parent >= 0:
+            children[parent].append(node)
+    signature = _signatures(flow, calls, children)
+    fold_first, fold_count, fold_label = _folds(flow, calls, layers, params, children, signature)
+    same_as = _same_as(flow, children, signature, fold_first)
+    side = _side_inputs(flow, fold_first, fold_count, children)
+    const = _constants(flow)
+    enclosing = [c if k == "call" else (flow.call[p] if p >= 0 else -1) for k, c, p in zip(flow.kind, flow.call, flow.parent)]
+    names = calls["name"].tolist()
+
+    def call_name(node: int) -> str:
+        return names[enclosing[node]] if enclosing[node] >= 0 else flow.name[node]
+
+    nodes = GRAPH_NODES.from_columns(
+        {
+            "node": list(range(n)),
+            "kind": flow.kind,
+            "name": flow.name,
+            "call": [c if c >= 0 else None for c in flow.call],
+            "parent": [p if p >= 0 else None for p in flow.parent],
+            "last": flow.last,
+            "const": const,
+            "signature": [format(s & (2**64 - 1), "016x") for s in signature],
+            "fold_first": [f if f >= 0 else None for f in fold_first],
+            "fold_count": [c or None for c in fold_count],
+            "fold_label": fold_label,
+            "same_as": [s if s >= 0 else None for s in same_as],
+        },
+        n,
+    )
+    edges = GRAPH.from_columns(
+        {
+            "producer": flow.src,
+            "consumer": flow.dst,
+            "producer_call": [enclosing[s] if enclosing[s] >= 0 else None for s in flow.src],
+            "consumer_call": [enclosing[d] if enclosing[d] >= 0 else None for d in flow.dst],
+            "producer_name": [call_name(s) for s in flow.src],
+            "consumer_name": [call_name(d) for d in flow.dst],
+            "tensor": flow.tensor,
+            "shape": flow.shape,
+            "dtype": flow.dtype,
+            "bytes": flow.nbytes,
+            "via": [v or None for v in flow.via],
+            "inplace": flow.inplace,
+            "side": side,
+        },
+        len(flow.src),
+    )
+    return edges, nodes
+
+
+def _hash(value: Any) -> int:
+    return int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(), "little")
+
+
+def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) -> list[int]:
+    """Bottom-up (children have larger ids): a node's type, shapes, its children's signatures
+    in order and its internal edges lifted to its direct children."""
+    n = len(flow.kind)
+    types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
+    inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
+    position = [0] * n
+    for kids in children:
+        for i, k in enumerate(kids):
+            position[k] = i
+    op_inputs: list[list[tuple]] = [[] for _ in range(n)]
+    for s, d, shape in zip(flow.src, flow.dst, flow.shape):
+        op_inputs[d].append(shape)
+        a, b = _under_common(flow.parent, s, d)
+        if a >= 0 and b >= 0 and flow.parent[a] >= 0:
+            inside[flow.parent[a]].append((position[a], position[b], shape))
+    signature = [0] * n
+    for node in range(n - 1, -1, -1):
+        kind = flow.kind[node]
+        if kind == "call":
+            c = flow.call[node]
+            signature[node] = _hash((types[c], ins[c], outs[c], [signature[k] for k in children[node]], inside[node]))
+        elif kind == "op":
+            signature[node] = _hash(("op", flow.name[node], op_inputs[node]))
+        else:
+            signature[node] = _hash((kind, flow.name[node]))
+    return signature
+
+
+def _under_common(parent: list[int], s: int, d: int) -> tuple[int, int]:
+    """The two direct children of the innermost call holding both `s` and `d` that contain
+    them, or -1s when no call holds both (inputs, outputs)."""
+    chain = {}
+    a = s
+    prev = -1
+    while a >= 0:
+        chain[a] = prev
+        prev, a = a, parent[a]
+    b, prev = d, -1
+    while b >= 0:
+        if b in chain:
+            return (chain[b], prev) if chain[b] >= 0 and prev >= 0 else (-1, -1)
+        prev, b = b, parent[b]
+    return -1, -1
+
+
+def _folds(
+    flow: Dataflow,
+    calls: pd.DataFrame,
+    layers: pd.DataFrame,
+    params: pd.DataFrame | None,
+    children: list[list[int]],
+    signature: list[int],
+) -> tuple[list[int], list[int], list[str | None]]:
+    """Runs of the tree's folds (``analyze/fold.py``) whose members ran once each, one after
+    the other inside one call, with equal signatures."""
+    n = len(flow.kind)
+    first, count, label = [-1] * n, [0] * n, [None] * n
+    node_of: dict[str, int] = {}
+    called: dict[str, int] = {}
+    for node, (kind, name) in enumerate(zip(flow.kind, flow.name)):
+        if kind == "call":
+            node_of.setdefault(name, node)
+            called[name] = called.get(name, 0) + 1
+    names = layers["name"].tolist()
+    for fold in fold_repeats(layers, params).first.values():
+        members = [names[r] for r in fold.rows]
+        if any(called.get(m) != 1 for m in members):
+            continue
+        nodes = [node_of[m] for m in members]
+        a = 0
+        while a < len(nodes):
+            b = a + 1
+            while (
+                b < len(nodes)
+                and signature[nodes[b]] == signature[nodes[a]]
+                and flow.parent[nodes[b]] == flow.parent[nodes[a]]
+            ):
+                b += 1
+            if b - a >= 2:
+                head, _, start = members[a].rpartition(".")
+                stop = members[b - 1].rpartition(".")[2]
+                key = head.rpartition(".")[2]
+                text = f"{key + '.' if key else ''}{start}–{stop} ×{b - a}"
+                for m in nodes[a:b]:
+                    first[m], count[m], label[m] = nodes[a], b - a, text
+            a = b
+    return first, count, label
+
+
+def _same_as(flow: Dataflow, children: list[list[int]], signature: list[int], fold_first: list[int]) -> list[int]:
+    """For a call with children: the first earlier such call with the same signature, not
+    in its own run (a block repeated elsewhere, or a module called twice)."""
+    seen: dict[int, int] = {}
+    out = [-1] * len(flow.kind)
+    for node, kind in enumerate(flow.kind):
+        if kind != "call" or not children[node]:
+            continue
+        earlier = seen.setdefault(signature[node], node)
+        if earlier != node and (fold_first[node] < 0 or fold_first[node] != fold_first[earlier]):
+            out[node] = earlier
+    return out
+
+
+def _side_inputs(flow: Dataflow, fold_first: list[int], fold_count: list[int], children: list[list[int]]) -> list[bool]:
+    """Edges of tensors made outside a run and consumed inside two or more of its members."""
+    runs: dict[int, list[int]] = {}
+    for node, f in enumerate(fold_first):
+        if f >= 0:
+            runs.setdefault(f, []).append(node)
+    side = [False] * len(flow.src)
+    last = flow.last
+    for members in runs.values():
+        lo, hi = members[0], last[members[-1]]
+        starts = np.array(members)
+        by_tensor: dict[tuple[int, int], list[int]] = {}
+        for e, (s, d) in enumerate(zip(flow.src, flow.dst)):
+            if lo <= d <= hi and not lo <= s <= hi:
+                by_tensor.setdefault((s, flow.tensor[e]), []).append(e)
+        for edges in by_tensor.values():
+            hit = {int(np.searchsorted(starts, flow.dst[e], side="right")) for e in edges}
+            if len(hit) >= 2:
+                for e in edges:
+                    side[e] = True
+    return side
+
+
+def _constants(flow: Dataflow) -> list[bool]:
+    """Op nodes no input reaches (masks, positions built inside the forward)."""
+    out_edges: dict[int, list[int]] = {}
+    for s, d in zip(flow.src, flow.dst):
+        out_edges.setdefault(s, []).append(d)
+    reached = [False] * len(flow.kind)
+    todo = [i for i, k in enumerate(flow.kind) if k == "input"]
+    while todo:
+        i = todo.pop()
+        if reached[i]:
+            continue
+        reached[i] = True
+        todo += out_edges.get(i, [])
+    return [k == "op" and not r for k, r in zip(flow.kind, reached)]
+
+
+# ---- what the widget's Graph mode receives
+
+_FLOW_COLOURS = (
+    ("flops", "FLOPs"),
+    ("backward_flops", "backward FLOPs"),
+    ("activation_bytes", "activation bytes"),
+    ("input_bytes", "input bytes"),
+)
+_LAYER_COLOURS = (("params", "parameters"), ("param_bytes", "parameter bytes"))
+
+
+def _series_record(key: str, label: str, values: list, unit: str = "") -> dict | None:
+    present = [float(v) for v in values if v is not None and np.isfinite(v)]
+    if not present:
+        return None
+    lo, hi = min(present), max(present)
+    scale = "diverging" if lo < 0 < hi else "log" if lo >= 0 and hi > 0 and hi > 100 * max(lo, hi * 1e-9) else "linear"
+    return {"key": key, "label": label, "unit": unit, "scale": scale, "domain": [lo, hi], "values": values}
+
+
+def colour_options(
+    frames: Mapping[str, pd.DataFrame], nodes: pd.DataFrame, extra: Mapping[str, pd.Series] | None = None
+) -> list[dict]:
+    """Per graph node, every number the view can colour by: call figures from ``flow``,
+    module figures from ``layers``, weight problems from ``health``, a comparison's relative
+    change, and `extra` (a user's ``pandas.Series`` by label, indexed by module path).
+    Op, input and output nodes have none (null)."""
+    calls = nodes["call"].tolist()
+    names = nodes["name"].tolist()
+    is_call = [not is_missing(c) for c in calls]
+    out: list[dict | None] = []
+    flow = frames.get("flow")
+    if flow is not None:
+        for column, label in _FLOW_COLOURS:
+            if column in flow and flow[column].notna().any():
+                values = flow[column].astype("Float64").tolist()
+                out.append(
+                    _series_record(
+                        column, label, [_num(values[int(c)]) if ok else None for c, ok in zip(calls, is_call)], unit_of(column)
+                    )
+                )
+        if "output_shapes" in flow:
+            sizes = [sum(int(np.prod(s)) for s in shapes) if isinstance(shapes, (list, tuple)) else None for shapes in flow["output_shapes"].tolist()]
+            out.append(_series_record("output_size", "output elements", [sizes[int(c)] if ok else None for c, ok in zip(calls, is_call)]))
+    by_module: dict[str, pd.Series] = {}
+    layers = frames.get("layers")
+    if layers is not None:
+        for column, label in _LAYER_COLOURS:
+            if column in layers:
+                by_module[label] = pd.Series(layers[column].to_numpy(), index=layers["name"].tolist())
+    health = frames.get("health")
+    if health is not None and {"name", "problems"} <= set(health.columns) and "kind" in health:
+        mods = health[health["kind"] == "module"] if (health["kind"] == "module").any() else health
+        count = [0 if is_missing(p) or not p else len(str(p).split(", ")) for p in mods["problems"].tolist()]
+        by_module["problems"] = pd.Series(count, index=mods["name"].tolist())
+    compare = frames.get("compare_groups")
+    if compare is not None and {"group", "rel_change"} <= set(compare.columns):
+        by_module["relative change"] = pd.Series(compare["rel_change"].to_numpy(), index=compare["group"].tolist())
+    for label, series in {**by_module, **dict(extra or {})}.items():
+        lookup = {str(k): v for k, v in series.items()}
+        values = [_num(lookup.get(name)) if ok else None for name, ok in zip(names, is_call)]
+        unit = "bytes" if "bytes" in label else ""
+        out.append(_series_record(label.replace(" ", "_"), label, values, unit))
+    return [r for r in out if r is not None]
+
+
+def _num(v: Any) -> float | int | None:
+    if v is None or is_missing(v):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    if not np.isfinite(f):
+        return None
+    return int(v) if isinstance(v, (int, np.integer)) else f
+
+
+def graph_view(frames: Mapping[str, pd.DataFrame], colour_by: Mapping[str, pd.Series] | None = None) -> dict | None:
+    """What the Graph mode draws (None without a traced dataflow): nodes and edges as
+    JSON-ready columns, each call's flow row, and the colour options."""
+    nodes, edges = frames.get("graph_nodes"), frames.get("graph")
+    if nodes is None or edges is None:
+        return None
+    flow = frames["flow"]
+
+    def ints(series: pd.Series) -> list[int]:
+        return [-1 if is_missing(v) else int(v) for v in series.tolist()]
+
+    call = ints(nodes["call"])
+    types = flow["type"].tolist()
+    outs = flow["output_shapes"].tolist()
+    return {
+        "nodes": {
+            "kind": nodes["kind"].tolist(),
+            "name": nodes["name"].tolist(),
+            "type": [types[c] if c >= 0 else "" for c in call],
+            "call": call,
+            "parent": ints(nodes["parent"]),
+            "last": ints(nodes["last"]),
+            "const": [bool(v) for v in nodes["const"].tolist()],
+            "signature": nodes["signature"].tolist(),
+            "fold_first": ints(nodes["fold_first"]),
+            "fold_count": [0 if is_missing(v) else int(v) for v in nodes["fold_count"].tolist()],
+            "fold_label": [None if is_missing(v) else str(v) for v in nodes["fold_label"].tolist()],
+            "same_as": ints(nodes["same_as"]),
+            "out_shapes": [
+                [list(s) for s in outs[c]] if c >= 0 and isinstance(outs[c], (list, tuple)) else None for c in call
+            ],
+        },
+        "edges": {
+            "src": ints(edges["producer"]),
+            "dst": ints(edges["consumer"]),
+            "shape": [list(s) for s in edges["shape"].tolist()],
+            "dtype": edges["dtype"].tolist(),
+            "bytes": ints(edges["bytes"]),
+            "via": [None if is_missing(v) else str(v) for v in edges["via"].tolist()],
+            "side": [bool(v) for v in edges["side"].tolist()],
+        },
+        "colour": colour_options(frames, nodes, colour_by),
+    }

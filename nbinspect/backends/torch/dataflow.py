@@ -1,0 +1,184 @@
+"""The dataflow of a torch forward pass: which call or operation produced each tensor that
+another one consumed, recorded by the trace itself (no ``torch.export``, no graph breaks).
+
+Tensor identity: ``id(tensor)`` mapped to its producer, each key guarded by a ``weakref``
+whose callback drops it when the tensor dies (an id is never reused while mapped, and no
+activation is kept alive). Module calls come from :class:`~.trace.TorchRecorder`
+(:meth:`DataflowCapture.enter` / :meth:`~DataflowCapture.exit`); functional operations run
+directly in a non-leaf module's forward (residual adds, softmax, matmuls outside modules)
+come from :class:`GraphMode`, a ``TorchFunctionMode`` entered around the forward only.
+Shape-only operations (view, transpose, ...) are contracted into the edge (``via``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ...core.inputs import leaves, tensors_in
+from ...core.trace import Dataflow
+from ...dtypes import dtype_name
+
+__all__ = ["SHAPE_OPS", "DataflowCapture", "GraphMode"]
+
+SHAPE_OPS = frozenset(
+    {
+        "view", "reshape", "transpose", "permute", "contiguous", "__getitem__", "chunk", "split",
+        "unsqueeze", "squeeze", "expand", "flatten", "unflatten", "to", "float", "half", "bfloat16",
+        "type_as", "detach", "clone", "narrow", "t", "movedim", "unbind", "view_as", "expand_as",
+        "select", "split_with_sizes", "type", "mT", "T", "__get__", "tensor_split", "swapaxes",
+    }
+)  # fmt: skip
+"""Functions that only view, reshape, cast or copy: an edge passes through them."""
+
+# In-place dunders (``x += y``): the op becomes the producer of the tensor it changed.
+_INPLACE_DUNDERS = frozenset(
+    f"__i{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "matmul")
+) | {"__setitem__"}
+
+
+def _inplace(name: str) -> bool:
+    return name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("__"))
+
+
+class DataflowCapture:
+    """Fills a :class:`~nbinspect.core.trace.Dataflow` during one forward pass."""
+
+    def __init__(self, leaf_modules: set[int]):
+        self.graph = Dataflow()
+        self.leaf_modules = leaf_modules  # id() of modules without children: their call is the node
+        self.stack: list[int] = []  # node ids of the calls running
+        self.in_leaf = 0
+        # id(tensor) -> (producer node, tensor number, contracted shape ops); guarded by `refs`
+        self.producer: dict[int, tuple[int, int, str]] = {}
+        self.refs: dict[int, Any] = {}
+        self.tensors = 0
+
+    # ---- tensors
+
+    def produced(self, t: torch.Tensor, node: int, number: int | None = None, via: str = "") -> None:
+        key = id(t)
+        if key not in self.refs:
+            producer, refs = self.producer, self.refs
+
+            def gone(_ref: Any, key: int = key) -> None:
+                producer.pop(key, None)
+                refs.pop(key, None)
+
+            try:
+                self.refs[key] = weakref.ref(t, gone)
+            except TypeError:  # not weak-referenceable: not tracked
+                return
+        if number is None:
+            number = self.tensors
+            self.tensors += 1
+        self.producer[key] = (node, number, via)
+
+    def consumed(self, t: torch.Tensor, node: int, inplace: bool = False) -> None:
+        found = self.producer.get(id(t))
+        if found is None or found[0] == node:
+            return
+        g = self.graph
+        g.src.append(found[0])
+        g.dst.append(node)
+        g.tensor.append(found[1])
+        g.shape.append(tuple(t.shape))
+        g.dtype.append(dtype_name(t.dtype))
+        g.nbytes.append(t.numel() * t.element_size())
+        g.via.append(found[2])
+        g.inplace.append(inplace)
+
+    def inputs(self, named: dict[str, Any]) -> None:
+        """An ``input`` node for each tensor among the model's arguments, named by its path
+        (``0``, ``input_ids``, ``pixel_values``, ``batch.mask``)."""
+        for path, value in leaves(named):
+            if isinstance(value, torch.Tensor):
+                self.produced(value, self.graph.add_node("input", path, -1))
+
+    # ---- calls (from the recorder)
+
+    def enter(self, module: Any, index: int, name: str, args: tuple, kwargs: dict) -> int:
+        g = self.graph
+        node = g.add_node("call", name, self.stack[-1] if self.stack else -1, index)
+        if id(module) in self.leaf_modules:
+            for t in tensors_in((args, kwargs) if kwargs else args):
+                self.consumed(t, node)
+            self.in_leaf += 1
+        self.stack.append(node)
+        return node
+
+    def exit(self, module: Any, node: int, output: Any) -> None:
+        """A call returned: its outputs made outside it (a leaf's, a pass-through module's)
+        get it as their producer; the root's outputs each feed an ``output`` node."""
+        self._leave(module, node)
+        g = self.graph
+        if not self.stack:
+            for path, t in leaves(output, "output"):
+                if isinstance(t, torch.Tensor):
+                    self._own(t, node)
+                    self.consumed(t, g.add_node("output", path, -1))
+            return
+        for t in tensors_in(output):
+            self._own(t, node)
+
+    def _own(self, t: torch.Tensor, node: int) -> None:
+        found = self.producer.get(id(t))
+        if found is None or found[0] < node:  # made before the call: it passed through
+            self.produced(t, node)
+
+    def fail(self, module: Any, node: int) -> None:
+        self._leave(module, node)
+
+    def _leave(self, module: Any, node: int) -> None:
+        if self.stack and self.stack[-1] == node:
+            self.stack.pop()
+        if id(module) in self.leaf_modules:
+            self.in_leaf -= 1
+        self.graph.last[node] = len(self.graph.kind) - 1
+
+    # ---- functional operations (from GraphMode)
+
+    def operation(self, name: str, args: tuple, kwargs: dict | None, out: Any) -> None:
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if name in SHAPE_OPS:  # contracted: the outputs carry their input's producer on
+            src = self.producer.get(id(args[0])) if args and isinstance(args[0], torch.Tensor) else None
+            if src is not None:
+                via = f"{src[2]}·{name}" if src[2] else name
+                for t in outs:
+                    if isinstance(t, torch.Tensor):
+                        self.produced(t, src[0], src[1], via)
+            return
+        g = self.graph
+        node = g.add_node("op", name, self.stack[-1])
+        inplace = _inplace(name)
+        ins = tensors_in((args, kwargs) if kwargs else args)
+        for i, t in enumerate(ins):
+            self.consumed(t, node, inplace and i == 0)
+        if inplace and ins:
+            self.produced(ins[0], node)
+        for t in outs:
+            if isinstance(t, torch.Tensor):
+                self.produced(t, node)
+
+
+class GraphMode(TorchFunctionMode):
+    """Sees every torch function the forward pass calls and records those that run directly
+    in a non-leaf module and return tensors (metadata calls return none: one check)."""
+
+    def __init__(self, capture: DataflowCapture):
+        super().__init__()
+        self.capture = capture
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        capture = self.capture
+        if capture.in_leaf or not capture.stack:
+            return out
+        if isinstance(out, torch.Tensor) or (
+            isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor)
+        ):
+            capture.operation(getattr(func, "__name__", None) or str(func), args, kwargs, out)
+        return out
