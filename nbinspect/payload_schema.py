@@ -186,7 +186,31 @@ TOTALS_FIELDS: tuple[Field, ...] = (
 """The totals the front-end reads; the payload carries the inspection's other totals too."""
 
 _TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors", "folds")
-_OPTIONAL_TOP = ("comparison", "timeline")  # comparison: {"a", "b", "components"}; timeline: nbinspect.track
+_OPTIONAL_TOP = ("comparison", "timeline", "graph")  # comparison: {"a", "b", "components"}; timeline: nbinspect.track
+
+GRAPH_NODE_COLUMNS = (
+    "kind", "name", "type", "call", "parent", "last", "const", "signature",
+    "fold_first", "fold_count", "fold_label", "same_as", "out_shapes",
+)  # fmt: skip
+GRAPH_EDGE_COLUMNS = ("src", "dst", "shape", "dtype", "bytes", "via", "side")
+"""``graph`` (after a trace, ``analyze/graph.py``'s ``graph_view``): ``nodes`` and ``edges`` as
+columns (the graph_nodes and graph frames; -1 for a missing id) and ``colour``, the numbers
+the view can colour nodes by: ``{key, label, unit, scale, domain, values}`` with one value
+(or null) per node."""
+
+
+def _check_graph(graph: Any) -> None:
+    ok = isinstance(graph, Mapping) and set(graph) == {"nodes", "edges", "colour"}
+    if not ok:
+        raise ValueError(f"payload graph: expected nodes, edges and colour, got {graph!r:.120}")
+    for part, columns in (("nodes", GRAPH_NODE_COLUMNS), ("edges", GRAPH_EDGE_COLUMNS)):
+        table = graph[part]
+        if set(table) != set(columns) or len({len(v) for v in table.values()}) > 1:
+            raise ValueError(f"payload graph.{part}: expected equal-length columns {list(columns)}")
+    n = len(graph["nodes"]["kind"])
+    for c in graph["colour"]:
+        if set(c) != {"key", "label", "unit", "scale", "domain", "values"} or len(c["values"]) != n:
+            raise ValueError(f"payload graph.colour {c.get('key')!r}: expected one value per node")
 
 
 def _check_timeline(timeline: Any) -> None:
@@ -243,6 +267,8 @@ def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
         _check_table(payload["comparison"]["components"], COMPONENT_FIELDS, "comparison.components", deep)
     if "timeline" in payload:
         _check_timeline(payload["timeline"])
+    if "graph" in payload:
+        _check_graph(payload["graph"])
     if deep:
         for f in TOTALS_FIELDS:
             if not TYPES[f.type][1](payload["totals"].get(f.name)):
@@ -283,6 +309,19 @@ def typescript() -> str:
         "export interface TimelineSeries {\n  key: string;\n  values: Num[];\n}",
         "\n/** Metrics over training steps (nbinspect.track), drawn above the tree. */",
         "export interface Timeline {\n  title: string;\n  steps: number[];\n  series: TimelineSeries[];\n}",
+        "\n/** The dataflow graph's nodes, one entry per node (-1: none). */",
+        "export interface GraphNodeColumns {\n  kind: string[];\n  name: string[];\n  type: string[];"
+        "\n  call: number[];\n  parent: number[];\n  last: number[];\n  const: boolean[];\n  signature: string[];"
+        "\n  fold_first: number[];\n  fold_count: number[];\n  fold_label: (string | null)[];"
+        "\n  same_as: number[];\n  out_shapes: (number[][] | null)[];\n}",
+        "\n/** The dataflow graph's edges (producer -> consumer of one tensor), finest level. */",
+        "export interface GraphEdgeColumns {\n  src: number[];\n  dst: number[];\n  shape: number[][];"
+        "\n  dtype: string[];\n  bytes: number[];\n  via: (string | null)[];\n  side: boolean[];\n}",
+        "\n/** A number per node the graph can be coloured by. */",
+        "export interface ColourOption {\n  key: string;\n  label: string;\n  unit: string;"
+        '\n  scale: "linear" | "log" | "diverging";\n  domain: [number, number];\n  values: Num[];\n}',
+        "\n/** The forward pass as a dataflow graph (after a trace). */",
+        "export interface GraphData {\n  nodes: GraphNodeColumns;\n  edges: GraphEdgeColumns;\n  colour: ColourOption[];\n}",
         "\nexport interface Payload {",
         "  version: number;",
         "  model: { name: string; framework: string };",
@@ -297,6 +336,8 @@ def typescript() -> str:
         "  comparison?: { a: string; b: string; components: ComponentColumns };",
         "  /** Present for nbinspect.track's live widget. */",
         "  timeline?: Timeline;",
+        "  /** Present after a trace: the dataflow graph (Graph mode). */",
+        "  graph?: GraphData;",
         "}",
     ]
     return "\n".join(parts) + "\n"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .analyze.graph import graph_view
 from .analyze.views import ViewData, view_data
 from .core.gc_pause import gc_paused
 from .core.output import write_output
@@ -54,11 +55,13 @@ class Result:
         """What the widget shows beside the name (a subclass may say more than the framework)."""
         return self.framework
 
-    def widget(self) -> InspectWidget:
-        """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
+    def widget(self, colour_by: Mapping[str, pd.Series] | None = None) -> InspectWidget:
+        """The interactive tree (an anywidget); its ``selected`` is the row picked in it.
+        `colour_by`: numbers of your own the Graph mode can colour modules by, as
+        ``{label: pandas.Series indexed by module path}``."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        return InspectWidget(self._payload(), self._views, saved=lambda: (self._saved_summary(), None))
+        return InspectWidget(self._payload(colour_by), self._views, saved=lambda: (self._saved_summary(), None))
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -78,10 +81,17 @@ class Result:
         return view_data(self._widget_frames())
 
     @gc_paused()  # a few objects per module and tensor: the collector's passes cost more than the build
-    def _payload(self) -> dict:
+    def _payload(self, colour_by: Mapping[str, pd.Series] | None = None) -> dict:
         """The widget's payload (``render/payload.py``)."""
+        frames = self._widget_frames()
         return build_payload(
-            self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides, views=self._views
+            self.name,
+            self.framework_label(),
+            self.totals,
+            frames,
+            self.sides,
+            views=self._views,
+            graph=graph_view(frames, colour_by),
         )
 
     def _ipython_display_(self) -> None:

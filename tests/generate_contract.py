@@ -26,6 +26,7 @@ from torch import nn
 import nbinspect
 from nbinspect import examples
 from nbinspect.analyze.compare import compare_frame
+from nbinspect.analyze.graph import graph_view
 from nbinspect.analyze.views import view_data
 from nbinspect.payload_schema import typescript
 from nbinspect.render.payload import build_payload
@@ -33,7 +34,9 @@ from nbinspect.render.payload import build_payload
 
 def _payload(name, framework, totals, frames, sides=None, timeline=None):
     """The payload as a result builds it: the views decided from the frames, then rendered."""
-    return build_payload(name, framework, totals, frames, sides, timeline, views=view_data(frames))
+    return build_payload(
+        name, framework, totals, frames, sides, timeline, views=view_data(frames), graph=graph_view(frames)
+    )
 
 
 JS = Path(__file__).resolve().parents[1] / "js"

@@ -177,6 +177,51 @@ export interface Timeline {
   series: TimelineSeries[];
 }
 
+/** The dataflow graph's nodes, one entry per node (-1: none). */
+export interface GraphNodeColumns {
+  kind: string[];
+  name: string[];
+  type: string[];
+  call: number[];
+  parent: number[];
+  last: number[];
+  const: boolean[];
+  signature: string[];
+  fold_first: number[];
+  fold_count: number[];
+  fold_label: (string | null)[];
+  same_as: number[];
+  out_shapes: (number[][] | null)[];
+}
+
+/** The dataflow graph's edges (producer -> consumer of one tensor), finest level. */
+export interface GraphEdgeColumns {
+  src: number[];
+  dst: number[];
+  shape: number[][];
+  dtype: string[];
+  bytes: number[];
+  via: (string | null)[];
+  side: boolean[];
+}
+
+/** A number per node the graph can be coloured by. */
+export interface ColourOption {
+  key: string;
+  label: string;
+  unit: string;
+  scale: "linear" | "log" | "diverging";
+  domain: [number, number];
+  values: Num[];
+}
+
+/** The forward pass as a dataflow graph (after a trace). */
+export interface GraphData {
+  nodes: GraphNodeColumns;
+  edges: GraphEdgeColumns;
+  colour: ColourOption[];
+}
+
 export interface Payload {
   version: number;
   model: { name: string; framework: string };
@@ -191,4 +236,6 @@ export interface Payload {
   comparison?: { a: string; b: string; components: ComponentColumns };
   /** Present for nbinspect.track's live widget. */
   timeline?: Timeline;
+  /** Present after a trace: the dataflow graph (Graph mode). */
+  graph?: GraphData;
 }

@@ -180,13 +180,15 @@ def build_payload(
     timeline: Mapping[str, Any] | None = None,
     *,
     views: Any,
+    graph: Mapping[str, Any] | None = None,
 ) -> dict:
     """The widget payload of one inspection (its fields: :mod:`nbinspect.payload_schema`).
     `frames` needs ``layers`` and ``params``; the ``stats``, module stats, ``health`` and
     ``compare`` frames and the layers' trace columns are used when present and left out when
     absent. `views` is what ``analyze.views.view_data(frames)`` decided (health, module
     histograms, a comparison's shared ranges and roll-ups). `sides` names a comparison's
-    two sides. `timeline` (metrics over training steps, see :func:`timeline`) is added when given."""
+    two sides. `timeline` (metrics over training steps, see :func:`timeline`) and `graph` (the
+    dataflow, ``analyze.graph.graph_view``) are added when given."""
     layers, params = frames["layers"], frames["params"]
     module_names = layers["name"].tolist()
     index = {n: i for i, n in enumerate(module_names)}
@@ -249,6 +251,8 @@ def build_payload(
     }
     if timeline is not None:
         payload["timeline"] = dict(timeline)
+    if graph is not None:
+        payload["graph"] = dict(graph)
     check_payload(payload)
     return payload
 
