@@ -17,6 +17,8 @@ export interface ToolbarActions {
   column(id: string, shown: boolean): void;
   /** Present when the tree has weight statistics. */
   problemsOnly?: (on: boolean) => void;
+  /** Present after a trace: show the dataflow graph instead of the table (or not). */
+  graph?: (on: boolean) => void;
 }
 
 function total(label: string, value: string, title: string): HTMLElement {
@@ -132,7 +134,7 @@ export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number,
   search.addEventListener("input", () => act.query(search.value));
 
   const mode = h("select", "nbi-mode");
-  mode.setAttribute("aria-label", "Show the tree, leaf modules or tensors");
+  mode.setAttribute("aria-label", "Show the tree, leaf modules, tensors or the dataflow graph");
   for (const [value, label] of [
     ["tree", "Tree"],
     ["leaves", "Leaf modules"],
@@ -142,7 +144,11 @@ export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number,
     o.value = value;
     mode.append(o);
   }
-  mode.addEventListener("change", () => act.mode(mode.value as Mode));
+  if (act.graph) mode.append(h("option", "", "Graph", { value: "graph" }));
+  mode.addEventListener("change", () => {
+    act.graph?.(mode.value === "graph");
+    if (mode.value !== "graph") act.mode(mode.value as Mode);
+  });
 
   const depth = h("select", "nbi-depth");
   depth.setAttribute("aria-label", "Expand to depth");

@@ -10,6 +10,7 @@ import { COLUMNS, type Column, defaultColumns } from "./columns";
 import { type HistFetcher, renderDetail } from "./detail";
 import { button, h } from "./dom";
 import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row } from "./flatten";
+import { GRAPH_STYLES, GraphView } from "./graph";
 import type { Payload } from "./payload";
 import { DETAIL_BESIDE_FROM, DETAIL_BESIDE_WIDTH, STYLES } from "./styles";
 import { components, header, toolbar } from "./toolbar";
@@ -76,6 +77,9 @@ export class TreeView {
   private readonly changes = new Changes();
   private template: HTMLElement = h("div");
   private cancelDetail = () => {};
+  /** The Graph mode, made when first shown. */
+  graph: GraphView | null = null;
+  private readonly graphHost = h("div", "nbi-graph-host", undefined, { hidden: "" });
   /** Whether the user chose the columns (else they follow the width). */
   private chosenColumns = false;
   // absent outside a browser (jsdom): the columns then stay as first chosen
@@ -90,8 +94,8 @@ export class TreeView {
     this.grid.tabIndex = 0;
     this.grid.append(this.head, this.body);
     const main = h("div", "nbi-main");
-    main.append(this.grid, this.detail);
-    this.root.append(h("style", "", STYLES), this.top, main, this.status);
+    main.append(this.grid, this.graphHost, this.detail);
+    this.root.append(h("style", "", STYLES + GRAPH_STYLES), this.top, main, this.status);
     host.append(this.root);
     this.grid.addEventListener("keydown", (e) => this.onKey(e));
     this.body.addEventListener("click", (e) => this.onClick(e));
@@ -120,6 +124,8 @@ export class TreeView {
    * rebuilt); chosen columns, widths, sort and log scale stay. */
   setPayload(payload: Payload): void {
     const tree = buildTree(payload);
+    this.showGraph(false);
+    this.graph = null;
     const offered = COLUMNS.filter((c) => c.available(tree));
     this.state = {
       tree,
@@ -151,6 +157,7 @@ export class TreeView {
         collapseAll: () => this.collapseAll(),
         column: (id, on) => this.setColumn(id, on),
         problemsOnly: tree.has.stats ? (on) => this.update({ problemsOnly: on }) : undefined,
+        graph: payload.graph ? (on) => this.showGraph(on) : undefined,
       }),
     ];
     const summary = components(payload);
@@ -180,6 +187,33 @@ export class TreeView {
   }
 
   // ---- actions (the toolbar, header and row clicks and keys call these; tests and benchmarks too)
+
+  /** Show the dataflow graph in place of the table (one selection and detail panel for both). */
+  showGraph(on: boolean): void {
+    const data = this.state?.tree.payload.graph;
+    if (on && data && !this.graph) {
+      const { tree } = this.state;
+      this.graph = new GraphView(
+        data,
+        {
+          select: (path) => {
+            const node = tree.nodes.find((n) => n.kind === "module" && n.path === path);
+            if (node) this.select(node.id);
+          },
+        },
+        tree.payload.model.name,
+      );
+      this.graphHost.append(this.graph.root);
+    }
+    this.graphHost.hidden = !on;
+    this.grid.hidden = on;
+    if (on && this.graph) {
+      const s = this.state;
+      this.graph.setQuery(s.query);
+      this.graph.setSelected(s.selected >= 0 ? s.tree.nodes[s.selected].path : null);
+      this.graph.fit();
+    }
+  }
 
   /** Cycle a column's sort: its natural direction (numbers descending first), reversed, off. */
   sortBy(id: string): void {
@@ -258,6 +292,11 @@ export class TreeView {
     performance.mark("nbinspect:update-start");
     this.state = { ...this.state, ...change };
     this.render();
+    if (this.graph && !this.graphHost.hidden) {
+      const { query, selected, tree } = this.state;
+      this.graph.setQuery(query);
+      this.graph.setSelected(selected >= 0 ? tree.nodes[selected].path : null);
+    }
     performance.measure("nbinspect:update", "nbinspect:update-start");
   }
 
