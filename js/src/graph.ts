@@ -137,8 +137,7 @@ export class GraphView {
       button("nbi-button", "Fit", () => this.fit()),
       button("nbi-button", "+", () => this.zoomBy(1.25)),
       button("nbi-button", "−", () => this.zoomBy(0.8)),
-      button("nbi-button", "Expand all", () => this.expandAll()),
-      button("nbi-button", "Collapse", () => this.collapseAll()),
+      button("nbi-button nbi-graph-unfold", "Unfold repeats", () => this.expandAll(true)),
       button("nbi-button nbi-graph-export", "Export SVG", () => this.download()),
     );
     this.svgEl.append(defs(), this.world);
@@ -180,10 +179,22 @@ export class GraphView {
     const unfolded = new Set(this.state.unfolded);
     if (unfold) for (const f of this.g.data.nodes.fold_first) if (f >= 0) unfolded.add(f);
     this.update({ expanded, unfolded });
+    this.fit();
   }
 
   collapseAll(): void {
     this.update({ expanded: initialExpansion(this.g), unfolded: new Set() });
+    this.fit();
+  }
+
+  /** Expand every call down to `depth` (the root is depth 0). */
+  expandToDepth(depth: number): void {
+    const expanded = new Set<number>();
+    this.g.expandable.forEach((e, i) => {
+      if (e && this.g.depth[i] < depth) expanded.add(i);
+    });
+    this.update({ expanded });
+    this.fit();
   }
 
   setColour(key: string): void {
@@ -282,7 +293,7 @@ export class GraphView {
   }
 
   private draw(labels: boolean): void {
-    const { rects, routes } = this.layoutResult;
+    const { rects, routes, labels: labelAt } = this.layoutResult;
     const g = this.g;
     const d = g.data.nodes;
     const s = this.state;
@@ -318,10 +329,10 @@ export class GraphView {
       path.append(tip);
       edgeLayer.append(path);
       if (labels) {
-        const mid =
-          pts && pts.length > 2
-            ? pts[Math.floor(pts.length / 2)]
-            : { x: (a.x + a.w / 2 + b.x + b.w / 2) / 2, y: (a.y + a.h + b.y) / 2 };
+        const mid = labelAt.get(`${e.src}|${e.dst}`) ?? {
+          x: (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 4,
+          y: (a.y + a.h + b.y) / 2,
+        };
         edgeLayer.append(text(edgeText(e.shape, e.dtype), mid.x + 3, mid.y + 3, "nbi-graph-edge-label"));
       }
     }
@@ -347,16 +358,17 @@ export class GraphView {
       el.append(shape);
       const ink = fill && value !== null && c ? inkOn(value, c) : null;
       const name = label(g, n, s.unfolded);
-      const t1 = text(name, r.x + r.w / 2, r.y + (kind === "call" ? 15 : 15), "nbi-graph-label");
+      const centre = r.x + r.w / 2 + (g.expandable[n] ? 6 : 0); // room for the caret
+      const t1 = text(name, centre, r.y + 15, "nbi-graph-label");
       if (ink) t1.setAttribute("style", `fill:${ink}`);
       el.append(t1);
       if (kind === "call") {
         const sub = d.same_as[n] >= 0 ? `${d.type[n]} = ${d.name[d.same_as[n]].split(".").pop()}` : d.type[n];
-        const t2 = text(sub, r.x + r.w / 2, r.y + 29, "nbi-graph-type");
+        const t2 = text(sub, centre, r.y + 29, "nbi-graph-type");
         if (ink) t2.setAttribute("style", `fill:${ink}`);
         el.append(t2);
       }
-      if (g.expandable[n]) el.append(text("▸", r.x + 6, r.y + 14, "nbi-graph-caret"));
+      if (g.expandable[n]) el.append(text("▸", r.x + 5, r.y + 15, "nbi-graph-caret"));
       const stubs = stubsAt.get(n);
       if (stubs) el.append(text(`← ${stubs.join(", ")}`, r.x + r.w + 4, r.y + 8, "nbi-graph-stub"));
       const tip = svg("title");

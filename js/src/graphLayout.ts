@@ -26,6 +26,8 @@ export interface Layout {
   rects: Map<number, Rect>;
   /** Polylines of edges laid out between two nodes of one box, by "src|dst". */
   routes: Map<string, Point[]>;
+  /** Where dagre made room for each such edge's label, by "src|dst". */
+  labels: Map<string, Point>;
   width: number;
   height: number;
   /** Box layouts computed (not cache hits) in this call. */
@@ -39,6 +41,7 @@ interface BoxLayout {
   pos: Map<string, Point>;
   size: Map<string, { w: number; h: number }>;
   points: Map<string, Point[]>;
+  labels: Map<string, Point>;
 }
 
 export const PAD = 10;
@@ -51,7 +54,7 @@ export function nodeSize(g: Graph, node: number, unfolded: Set<number>): { w: nu
   const text = label(g, node, unfolded);
   if (kind === "call") {
     const chars = Math.max(text.length, g.data.nodes.type[node].length);
-    return { w: Math.max(84, Math.round(chars * CHAR) + 22), h: 36 };
+    return { w: Math.max(84, Math.round(chars * CHAR) + (g.expandable[node] ? 34 : 22)), h: 36 };
   }
   return { w: Math.max(40, Math.round(text.length * CHAR) + 18), h: 22 };
 }
@@ -117,7 +120,7 @@ export class GraphLayout {
         hit = dagreBox(
           kids.map((k) => [rel(box, k), sizes.get(k) ?? nodeSize(g, k, unfolded)]),
           edges,
-          box >= 0,
+          box >= 0 ? Math.round((label(g, box, unfolded).length + g.data.nodes.type[box].length + 4) * CHAR) + 16 : 0,
         );
         computed++;
         if (key) this.cache.set(key, hit);
@@ -130,6 +133,7 @@ export class GraphLayout {
     // place top-down
     const rects = new Map<number, Rect>();
     const routes = new Map<string, Point[]>();
+    const labelAt = new Map<string, Point>();
     const place = (box: number, ox: number, oy: number) => {
       const l = layouts.get(box);
       if (!l) return;
@@ -145,14 +149,17 @@ export class GraphLayout {
         const [a, b] = key.split("|");
         if (a === "IN" || b === "OUT") continue;
         const base = Math.max(box, 0);
+        const id = `${Number(a) + base}|${Number(b) + base}`;
         routes.set(
-          `${Number(a) + base}|${Number(b) + base}`,
+          id,
           pts.map((q) => ({ x: ox + q.x, y: oy + q.y })),
         );
+        const at = l.labels.get(key);
+        if (at) labelAt.set(id, { x: ox + at.x, y: oy + at.y });
       }
     };
     place(-1, 0, 0);
-    return { rects, routes, width: top.w, height: top.h, computed };
+    return { rects, routes, labels: labelAt, width: top.w, height: top.h, computed };
   }
 }
 
@@ -171,7 +178,8 @@ export function edgeText(shape: number[], dtype: string): string {
 function dagreBox(
   items: [string, { w: number; h: number }][],
   edges: [string, string, string][],
-  framed: boolean,
+  /** Width of the box's title; 0 for the unframed top. */
+  title: number,
 ): BoxLayout {
   const g = new dagre.graphlib.Graph({ multigraph: false });
   g.setGraph({ rankdir: "TB", nodesep: 14, ranksep: 26, edgesep: 8, marginx: PAD, marginy: PAD });
@@ -202,10 +210,18 @@ function dagreBox(
     maxY = Math.max(maxY, n.y + n.height / 2);
   }
   const points = new Map<string, Point[]>();
-  for (const e of g.edges()) points.set(`${e.v}|${e.w}`, g.edge(e).points ?? []);
-  const header = framed ? BOX_HEADER : 0;
-  const shift = (p: Point) => ({ x: p.x, y: p.y + header });
+  const labels = new Map<string, Point>();
+  for (const e of g.edges()) {
+    const label = g.edge(e);
+    points.set(`${e.v}|${e.w}`, label.points ?? []);
+    if (label.width && label.x !== undefined && label.y !== undefined)
+      labels.set(`${e.v}|${e.w}`, { x: label.x - label.width / 2, y: label.y });
+  }
+  const header = title ? BOX_HEADER : 0;
+  const extra = Math.max(0, (title - maxX - PAD) / 2); // centre the content under a wider title
+  const shift = (p: Point) => ({ x: p.x + extra, y: p.y + header });
   for (const [k, p] of pos) pos.set(k, shift(p));
   for (const [k, pts] of points) points.set(k, pts.map(shift));
-  return { w: maxX + PAD, h: maxY + PAD + header, pos, size, points };
+  for (const [k, p] of labels) labels.set(k, shift(p));
+  return { w: Math.max(maxX + PAD, title), h: maxY + PAD + header, pos, size, points, labels };
 }

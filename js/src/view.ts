@@ -239,15 +239,18 @@ export class TreeView {
   }
 
   expandAll(): void {
-    this.update({ expanded: expandedAll(this.state.tree) });
+    if (this.graph && !this.graphHost.hidden) this.graph.expandAll();
+    else this.update({ expanded: expandedAll(this.state.tree) });
   }
 
   collapseAll(): void {
-    this.update({ expanded: new Set() });
+    if (this.graph && !this.graphHost.hidden) this.graph.collapseAll();
+    else this.update({ expanded: new Set() });
   }
 
   expandToDepth(depth: number): void {
-    this.update({ expanded: expandedToDepth(this.state.tree, depth) });
+    if (this.graph && !this.graphHost.hidden) this.graph.expandToDepth(depth);
+    else this.update({ expanded: expandedToDepth(this.state.tree, depth) });
   }
 
   setColumn(id: string, shown: boolean): void {
