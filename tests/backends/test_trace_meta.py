@@ -29,6 +29,28 @@ def test_meta_matches_real(name):
     assert meta.totals["activation_bytes"] == real.totals["activation_bytes"]
 
 
+@pytest.mark.parametrize("name", ["cnn", "mlp", "tiny_lm", "shared", "frozen"])
+def test_meta_backward_flops_per_call_match_real(name):
+    """Per call, not only in total: on fake tensors autograd nodes are found by sequence
+    number (issue 29: every backward FLOP used to land on the root)."""
+    x = examples.example_input(name)
+    dtype = torch.long if name == "tiny_lm" else None
+    real = nbinspect.trace(examples.build(name), tuple(x.shape), input_dtype=dtype, backward=True)
+    meta = nbinspect.trace(_meta(name), tuple(x.shape), input_dtype=dtype, backward=True)
+    assert meta.flow["backward_flops"].tolist() == real.flow["backward_flops"].tolist()
+    assert real.flow["backward_flops"].iloc[1:].sum() > 0  # children carry backward FLOPs of their own
+
+
+@pytest.mark.parametrize("name", ["cnn", "tiny_lm", "shared"])
+def test_meta_graph_matches_real(name):
+    x = examples.example_input(name)
+    dtype = torch.long if name == "tiny_lm" else None
+    real = nbinspect.trace(examples.build(name), tuple(x.shape), input_dtype=dtype)
+    meta = nbinspect.trace(_meta(name), tuple(x.shape), input_dtype=dtype)
+    assert meta.frames["graph"].equals(real.frames["graph"])
+    assert meta.frames["graph_nodes"].equals(real.frames["graph_nodes"])
+
+
 def test_meta_model_unchanged_and_accepts_real_inputs():
     model = _meta("cnn")
     params = dict(model.named_parameters())

@@ -10,13 +10,18 @@ registry does not list, so it is counted with the registry's own SDPA formula; t
 backend decomposes into ``bmm``s that the registry counts anyway. Either way attention
 costs ``4·b·h·s_q·s_k·d`` forward (causal masking not discounted, as in torch).
 
-Backward FLOPs (on request): during the forward pass each op's autograd node is tagged
-with the module call that created it; during backward the node running
-(``torch._C._current_autograd_node``) says whose backward an op belongs to.
+Backward FLOPs (on request): every module call's entry and exit records autograd's
+sequence number (:class:`AutogradMarks`); an autograd node made in the forward pass carries
+the sequence number it was made at, so during backward the node running
+(``torch._C._current_autograd_node``) is bisected into those marks to find whose backward
+an op belongs to. This works on fake tensors too, whose dispatch outputs never carry the
+``grad_fn`` (tagging those, the fallback where torch lacks the API, credits every backward
+FLOP of a meta model to the root).
 """
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections import Counter
 from collections.abc import Callable
@@ -27,7 +32,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-__all__ = ["DIRECT_FORMULAS", "FlopCounter", "coverage_note"]
+__all__ = ["DIRECT_FORMULAS", "AutogradMarks", "FlopCounter", "coverage_note"]
 
 aten = torch.ops.aten
 
@@ -172,6 +177,28 @@ def _floating_out(out: Any) -> bool:
     return False
 
 
+class AutogradMarks:
+    """Autograd sequence numbers at module-call boundaries: from ``seq[i]`` on, autograd nodes
+    belong to call ``call[i]`` (-1: outside every call). None where torch lacks the API."""
+
+    def __init__(self) -> None:
+        self.seq: list[int] = []
+        self.call: list[int] = []
+        self.now = torch._C._autograd._get_sequence_nr
+
+    @classmethod
+    def available(cls) -> bool:
+        return hasattr(torch._C._autograd, "_get_sequence_nr") and hasattr(torch._C, "_current_autograd_node")
+
+    def mark(self, call: int) -> None:
+        self.seq.append(self.now())
+        self.call.append(call)
+
+    def call_of(self, sequence_nr: int) -> int:
+        i = bisect.bisect_right(self.seq, sequence_nr) - 1
+        return self.call[i] if i >= 0 else -1
+
+
 class FlopCounter(TorchDispatchMode):
     """Adds each op's FLOPs to the call on top of `stack` (`outside` when it is empty; objects
     with ``own_flops``, ``own_backward_flops`` and ``index``). With ``tag_nodes``, autograd
@@ -185,8 +212,10 @@ class FlopCounter(TorchDispatchMode):
         # once on the code object below, where this torch allows it.
         return False
 
-    def __init__(self, stack: list, outside: Any, calls: list, tag_nodes: bool = False):
+    def __init__(self, stack: list, outside: Any, calls: list, tag_nodes: bool = False, marks: Any = None):
         super().__init__()
+        self.marks: AutogradMarks | None = marks  # when given, backward attribution by sequence number
+        tag_nodes = tag_nodes and marks is None
         self.stack = stack  # read, not called: a method call per op would cost more than the count
         self.outside = outside
         self.calls = calls
@@ -227,6 +256,9 @@ class FlopCounter(TorchDispatchMode):
 
     def _backward_call(self) -> Any:
         node = torch._C._current_autograd_node()
+        if self.marks is not None:
+            index = self.marks.call_of(node._sequence_nr()) if node is not None else -1
+            return self.calls[index if index >= 0 else 0]  # AccumulateGrad (max sequence number): the root
         # torch's stubs call Node.metadata a method; at run time it is the dict property
         metadata: dict = node.metadata if node is not None else {}  # type: ignore[assignment]
         index = metadata.get(_NODE_KEY)

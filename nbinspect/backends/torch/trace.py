@@ -38,7 +38,7 @@ from ...dtypes import dtype_name
 from ...errors import DTYPE_HINT, TraceError
 from .activations import SavedTensorMeter, storage_ids
 from .dataflow import DataflowCapture, GraphMode
-from .flops import FlopCounter, coverage_note
+from .flops import AutogradMarks, FlopCounter, coverage_note
 
 __all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
 
@@ -56,6 +56,7 @@ class TorchRecorder(Recorder):
     other modules, and calls other threads make at the same time, go straight through."""
 
     dataflow: DataflowCapture | None = None  # set to record producer -> consumer edges too
+    marks: AutogradMarks | None = None  # set to mark autograd sequence numbers at call boundaries
 
     def attach(self) -> None:
         _install(self)
@@ -70,7 +71,7 @@ class TorchRecorder(Recorder):
         """A ``Module.__call__`` that records this model's calls around `inner`. Everything
         it reads per call is bound here: this runs once per module call."""
         info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
-        flow = self.dataflow
+        flow, marks = self.dataflow, self.marks
         Tensor = torch.Tensor
 
         def __call__(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -93,10 +94,14 @@ class TorchRecorder(Recorder):
             stack.append(call)
             if flow is not None:
                 node = flow.enter(module, call.index, call.name, args, kwargs)
+            if marks is not None:
+                marks.mark(call.index)
             try:
                 output = inner(module, *args, **kwargs)
             except BaseException as exc:
                 stack.pop()
+                if marks is not None:
+                    marks.mark(stack[-1].index if stack else -1)
                 if flow is not None:
                     flow.fail(module, node)
                 if id(exc) in failures:  # raised by a call inside this one
@@ -107,6 +112,8 @@ class TorchRecorder(Recorder):
                     _output_before_hook(call, module, exc)
                 raise
             stack.pop()
+            if marks is not None:
+                marks.mark(stack[-1].index if stack else -1)
             if flow is not None:
                 flow.exit(module, node, output)
             if isinstance(output, Tensor):
@@ -408,7 +415,9 @@ def run_trace(
             params = model_tensors
         inputs = tensors_in((args, kwargs))
         exclude = storage_ids([*params, *inputs])
-        counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward)
+        if backward and AutogradMarks.available():
+            recorder.marks = AutogradMarks()
+        counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward, marks=recorder.marks)
         meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
