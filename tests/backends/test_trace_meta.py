@@ -121,3 +121,28 @@ def test_llama_7b_config_gives_its_full_layer_table():
     assert (called["calls"] == 1).all() and called["output_shapes"].notna().all()
     per_layer = 2 * 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 4 * 32 * 32 * 4096
     assert insp.totals["flops"] == 32 * per_layer + 2 * 32 * 4096 * 32000
+
+
+def test_float32_mixtral_traces_on_meta_as_on_the_cpu():
+    """The meta kernel of aten._grouped_mm takes only bf16 (the CPU one takes float32 too):
+    the trace stands in for it on fake tensors, so figures and dataflow equal the real run."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.MixtralConfig(
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        num_local_experts=4,
+        vocab_size=64,
+    )
+    with torch.device("meta"):
+        meta = transformers.AutoModelForCausalLM.from_config(cfg)
+    torch.manual_seed(0)
+    real = transformers.AutoModelForCausalLM.from_config(cfg)
+    m = nbinspect.trace(meta, (1, 8), input_dtype=torch.long, backward=True)
+    r = nbinspect.trace(real, torch.zeros(1, 8, dtype=torch.long), backward=True)
+    assert m.flow["flops"].tolist() == r.flow["flops"].tolist()
+    assert m.flow["backward_flops"].tolist() == r.flow["backward_flops"].tolist()
+    assert m.flow["output_dtypes"].tolist() == r.flow["output_dtypes"].tolist()
+    assert m.frames["graph"].equals(r.frames["graph"])

@@ -38,6 +38,7 @@ from ...dtypes import dtype_name
 from ...errors import DTYPE_HINT, TraceError
 from .activations import SavedTensorMeter, storage_ids
 from .dataflow import DataflowCapture, GraphMode
+from .fake_kernels import FakeKernelShims
 from .flops import AutogradMarks, FlopCounter, coverage_note
 
 __all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
@@ -404,6 +405,7 @@ def run_trace(
 
             stack.enter_context(_quiet_fake_errors())
             fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+            stack.enter_context(FakeKernelShims())
             stand_in_device = torch.device("cpu") if on_meta else None
             device = stand_in_device or device
             params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))

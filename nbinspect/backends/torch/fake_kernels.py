@@ -1,0 +1,37 @@
+"""Stand-ins for meta kernels that are stricter than the real ones, used only while a trace
+runs on fake tensors.
+
+``aten._grouped_mm`` (fused mixture-of-experts layers, Mixtral in transformers) has a meta
+kernel that accepts only bf16, while the CPU and CUDA kernels take float32 too: a float32
+Mixtral on the meta device failed to trace. The shim runs the meta kernel on bf16 stand-ins
+of the floating arguments (fake tensors: nothing is allocated), so the meta kernel still
+decides the output's shape, and returns the result in the dtype the real kernel would.
+FLOPs are counted outside (the FLOP counter sees the op with its real dtypes first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = ["FakeKernelShims"]
+
+_BF16_ONLY = {torch.ops.aten._grouped_mm.default} if hasattr(torch.ops.aten, "_grouped_mm") else set()
+
+
+def _bf16(x: Any) -> Any:
+    return x.to(torch.bfloat16) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+
+class FakeKernelShims(TorchDispatchMode):
+    """Entered inside ``FakeTensorMode``: every other op passes straight through."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func in _BF16_ONLY and args and args[0].dtype != torch.bfloat16:
+            out_dtype = kwargs.get("out_dtype") or args[0].dtype
+            rest = {k: v for k, v in kwargs.items() if k != "out_dtype"}
+            return func(*map(_bf16, args), **rest).to(out_dtype)
+        return func(*args, **kwargs)
