@@ -27,6 +27,7 @@ import torch
 from ...core.inputs import io_records, map_inputs, tensors_in
 from ...core.trace import Call, Recorder, TraceResult, add_block_totals, failure, finish
 from ...errors import TraceError
+from ..torch.dataflow import DataflowCapture
 from .flops import LAYER_FORMULAS, coverage_note, einsum_flops, matmul_flops, sdpa_flops
 from .source import flat_arrays, mlx_dtype_name, module_objects
 
@@ -63,6 +64,8 @@ class MlxRecorder(Recorder):
         self.leaf = {id(m): not any(isinstance(c, nn.Module) for c in _children(m)) for m in self.objects}
         self._swapped: list[tuple[Any, type]] = []
         self._patched: list[tuple[Any, str, Any]] = []
+        self.dataflow: DataflowCapture | None = None  # set to record producer -> consumer edges too
+        self.graph_nodes: dict[int, int] = {}  # call index -> its dataflow node, while it runs
 
     def formula(self, cls: type) -> Callable | None:
         return next((self.formulas[k] for k in cls.__mro__ if k in self.formulas), None)
@@ -78,6 +81,8 @@ class MlxRecorder(Recorder):
             object.__setattr__(m, "__class__", wrappers[cls])
         if self.flops:
             self._patch_functions()
+        if self.dataflow is not None:
+            self._patch_graph_functions(self.dataflow)
 
     def detach(self) -> None:
         for m, cls in reversed(self._swapped):
@@ -105,6 +110,20 @@ class MlxRecorder(Recorder):
             self._patched.append((owner, attr, original))
             setattr(owner, attr, _counting(original, flops_of, self, attr))
 
+    def _patch_graph_functions(self, capture: DataflowCapture) -> None:
+        """The functional operations a forward pass runs between modules (MLX has no function
+        mode): arithmetic on arrays and the common ``mx`` functions, recorded while a
+        non-leaf module runs."""
+        import mlx.core as mx
+
+        for owner, names in ((mx.array, _ARRAY_OPS), (mx, _MX_OPS)):
+            for attr in names:
+                original = getattr(owner, attr, None)
+                if original is None:
+                    continue
+                self._patched.append((owner, attr, original))
+                setattr(owner, attr, _recording(original, capture, attr.strip("_") if attr != "__getitem__" else attr))
+
     # ------------------------------------------------------------- calls
     def enter(self, module: Any, args: tuple, kwargs: dict) -> Call | None:
         key = id(module)
@@ -129,6 +148,8 @@ class MlxRecorder(Recorder):
         self.calls.append(call)
         stack.append(call)
         self.kept.append((args, kwargs))
+        if self.dataflow is not None:
+            self.graph_nodes[call.index] = self.dataflow.enter(module, call.index, call.name, args, kwargs)
         if self.formula(self._original(module)) is not None:
             self.inside_formula += 1
         return call
@@ -140,6 +161,8 @@ class MlxRecorder(Recorder):
         call.output_shapes = [tuple(a.shape) for a in outputs]
         call.output_dtypes = [_torch_dtype(a.dtype) for a in outputs]
         call.status = "ok"
+        if self.dataflow is not None:
+            self.dataflow.exit(module, self.graph_nodes.pop(call.index), output)
         for a in outputs:
             if id(a) not in self.exclude:
                 self.exclude.add(id(a))
@@ -160,6 +183,8 @@ class MlxRecorder(Recorder):
 
     def fail(self, call: Call, module: Any, exc: BaseException) -> None:
         self.stack.pop()
+        if self.dataflow is not None:
+            self.dataflow.fail(module, self.graph_nodes.pop(call.index))
         if self.formula(self._original(module)) is not None:
             self.inside_formula -= 1
         if id(exc) not in self.failures:
@@ -194,6 +219,10 @@ def _children(module: Any) -> list:
     return out
 
 
+def _nbytes(a: Any) -> int:
+    return int(a.nbytes)
+
+
 def _floating(a: Any) -> bool:
     return _torch_dtype(a.dtype).is_floating_point
 
@@ -216,6 +245,31 @@ def _wrapper_class(cls: type, recorder: MlxRecorder) -> type:
 
     namespace = {"__call__": __call__, "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__slots__": ()}
     return type(cls.__name__, (cls,), namespace)
+
+
+# What the graph records between modules: array arithmetic (``x + y``, ``a @ b``, indexing as a
+# shape op) and the common functions of ``mlx.core``.
+_ARRAY_OPS = (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__matmul__", "__getitem__",
+    "swapaxes", "transpose", "reshape", "astype", "flatten", "squeeze", "split",
+)  # fmt: skip
+_MX_OPS = (
+    "add", "subtract", "multiply", "divide", "matmul", "softmax", "concatenate", "split", "reshape",
+    "transpose", "sigmoid", "exp", "tanh", "where", "maximum", "minimum", "sqrt", "rsqrt", "mean", "sum",
+    "expand_dims", "swapaxes", "broadcast_to", "astype", "addmm", "einsum",
+)  # fmt: skip
+
+
+def _recording(original: Callable, capture: DataflowCapture, name: str) -> Callable:
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        output = original(*args, **kwargs)
+        if capture.stack and not capture.in_leaf:
+            outs = output if isinstance(output, (tuple, list)) else (output,)
+            if outs and isinstance(outs[0], capture.array):
+                capture.operation(name, args, kwargs, output)
+        return output
+
+    return recorded
 
 
 def _counting(original: Callable, flops_of: Callable[..., int | None], recorder: MlxRecorder, name: str) -> Callable:
@@ -305,6 +359,7 @@ def run_mlx_trace(
     training: bool | None = None,
     batch_size: int | None = None,
     evaluate: bool = True,
+    graph: bool = True,
 ) -> TraceResult:
     """Run ``model(*args, **kwargs)`` once and record every module call (see the module doc).
 
@@ -312,7 +367,8 @@ def run_mlx_trace(
     its name; default the model's floating dtype). `training` sets train/eval for the call,
     `batch_size` resizes the first dimension of every input array. With `evaluate` the
     outputs are computed (MLX is lazy) and MLX's own active / peak memory after the pass is
-    reported in ``totals`` as a cross-check. Raises :class:`TraceError` naming the module.
+    reported in ``totals`` as a cross-check. `graph` records the dataflow (``result.dataflow``:
+    module calls and the array operations between them). Raises :class:`TraceError` naming the module.
     """
     import mlx.core as mx
 
@@ -342,6 +398,12 @@ def run_mlx_trace(
         False,
         False,
     )
+    if graph:
+        capture = DataflowCapture(
+            {k for k, leaf in recorder.leaf.items() if leaf}, mx.array, mlx_dtype_name, _nbytes, weak=False
+        )
+        capture.inputs({**{str(i): a for i, a in enumerate(args)}, **kwargs})
+        recorder.dataflow, result.dataflow = capture, capture.graph
     name = type(model).__name__
     before = mx.get_active_memory()
     with _preserved(recorder.objects, training):

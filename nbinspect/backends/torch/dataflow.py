@@ -13,6 +13,7 @@ Shape-only operations (view, transpose, ...) are contracted into the edge (``via
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,6 +31,7 @@ SHAPE_OPS = frozenset(
         "unsqueeze", "squeeze", "expand", "flatten", "unflatten", "to", "float", "half", "bfloat16",
         "type_as", "detach", "clone", "narrow", "t", "movedim", "unbind", "view_as", "expand_as",
         "select", "split_with_sizes", "type", "mT", "T", "__get__", "tensor_split", "swapaxes",
+        "astype", "expand_dims", "moveaxis", "broadcast_to", "stop_gradient",
     }
 )  # fmt: skip
 """Functions that only view, reshape, cast or copy: an edge passes through them."""
@@ -44,10 +46,24 @@ def _inplace(name: str) -> bool:
     return name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("__"))
 
 
-class DataflowCapture:
-    """Fills a :class:`~nbinspect.core.trace.Dataflow` during one forward pass."""
+def _torch_nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
 
-    def __init__(self, leaf_modules: set[int]):
+
+class DataflowCapture:
+    """Fills a :class:`~nbinspect.core.trace.Dataflow` during one forward pass. Torch tensors
+    by default; the MLX trace passes its array type, dtype namer and byte count, and
+    ``weak=False`` (it keeps every array alive while it runs, so ids stay unique)."""
+
+    def __init__(
+        self,
+        leaf_modules: set[int],
+        array: type[Any] = torch.Tensor,
+        name_dtype: Callable[[Any], str] = dtype_name,
+        nbytes: Callable[[Any], int] = _torch_nbytes,
+        weak: bool = True,
+    ):
+        self.array, self.name_dtype, self.nbytes, self.weak = array, name_dtype, nbytes, weak
         self.graph = Dataflow()
         self.leaf_modules = leaf_modules  # id() of modules without children: their call is the node
         self.stack: list[int] = []  # node ids of the calls running
@@ -59,9 +75,9 @@ class DataflowCapture:
 
     # ---- tensors
 
-    def produced(self, t: torch.Tensor, node: int, number: int | None = None, via: str = "") -> None:
+    def produced(self, t: Any, node: int, number: int | None = None, via: str = "") -> None:
         key = id(t)
-        if key not in self.refs:
+        if self.weak and key not in self.refs:
             producer, refs = self.producer, self.refs
 
             def gone(_ref: Any, key: int = key) -> None:
@@ -77,7 +93,7 @@ class DataflowCapture:
             self.tensors += 1
         self.producer[key] = (node, number, via)
 
-    def consumed(self, t: torch.Tensor, node: int, inplace: bool = False) -> None:
+    def consumed(self, t: Any, node: int, inplace: bool = False) -> None:
         found = self.producer.get(id(t))
         if found is None or found[0] == node:
             return
@@ -86,8 +102,8 @@ class DataflowCapture:
         g.dst.append(node)
         g.tensor.append(found[1])
         g.shape.append(tuple(t.shape))
-        g.dtype.append(dtype_name(t.dtype))
-        g.nbytes.append(t.numel() * t.element_size())
+        g.dtype.append(self.name_dtype(t.dtype))
+        g.nbytes.append(self.nbytes(t))
         g.via.append(found[2])
         g.inplace.append(inplace)
 
@@ -95,7 +111,7 @@ class DataflowCapture:
         """An ``input`` node for each tensor among the model's arguments, named by its path
         (``0``, ``input_ids``, ``pixel_values``, ``batch.mask``)."""
         for path, value in leaves(named):
-            if isinstance(value, torch.Tensor):
+            if isinstance(value, self.array):
                 self.produced(value, self.graph.add_node("input", path, -1))
 
     # ---- calls (from the recorder)
@@ -104,7 +120,7 @@ class DataflowCapture:
         g = self.graph
         node = g.add_node("call", name, self.stack[-1] if self.stack else -1, index)
         if id(module) in self.leaf_modules:
-            for t in tensors_in((args, kwargs) if kwargs else args):
+            for t in tensors_in((args, kwargs) if kwargs else args, self.array):
                 self.consumed(t, node)
             self.in_leaf += 1
         self.stack.append(node)
@@ -117,14 +133,14 @@ class DataflowCapture:
         g = self.graph
         if not self.stack:
             for path, t in leaves(output, "output"):
-                if isinstance(t, torch.Tensor):
+                if isinstance(t, self.array):
                     self._own(t, node)
                     self.consumed(t, g.add_node("output", path, -1))
             return
-        for t in tensors_in(output):
+        for t in tensors_in(output, self.array):
             self._own(t, node)
 
-    def _own(self, t: torch.Tensor, node: int) -> None:
+    def _own(self, t: Any, node: int) -> None:
         found = self.producer.get(id(t))
         if found is None or found[0] < node:  # made before the call: it passed through
             self.produced(t, node)
@@ -142,25 +158,26 @@ class DataflowCapture:
     # ---- functional operations (from GraphMode)
 
     def operation(self, name: str, args: tuple, kwargs: dict | None, out: Any) -> None:
+        array = self.array
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if name in SHAPE_OPS:  # contracted: the outputs carry their input's producer on
-            src = self.producer.get(id(args[0])) if args and isinstance(args[0], torch.Tensor) else None
+            src = self.producer.get(id(args[0])) if args and isinstance(args[0], array) else None
             if src is not None:
                 via = f"{src[2]}·{name}" if src[2] else name
                 for t in outs:
-                    if isinstance(t, torch.Tensor):
+                    if isinstance(t, array):
                         self.produced(t, src[0], src[1], via)
             return
         g = self.graph
         node = g.add_node("op", name, self.stack[-1])
         inplace = _inplace(name)
-        ins = tensors_in((args, kwargs) if kwargs else args)
+        ins = tensors_in((args, kwargs) if kwargs else args, array)
         for i, t in enumerate(ins):
             self.consumed(t, node, inplace and i == 0)
         if inplace and ins:
             self.produced(ins[0], node)
         for t in outs:
-            if isinstance(t, torch.Tensor):
+            if isinstance(t, array):
                 self.produced(t, node)
 
 
