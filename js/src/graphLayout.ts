@@ -79,7 +79,11 @@ export class GraphLayout {
     for (const list of members.values()) list.sort((a, b) => a - b);
     // each edge laid out in the innermost box holding both ends, through ports below it
     const boxEdges = new Map<number, [string, string, string][]>();
+    const seen = new Set<string>();
     const add = (box: number, a: string, b: string, text: string) => {
+      const id = `${box}|${a}|${b}`; // once per pair: the key of equal boxes must not count their outside
+      if (seen.has(id)) return;
+      seen.add(id);
       const list = boxEdges.get(box) ?? [];
       boxEdges.set(box, list);
       list.push([a, b, text]);

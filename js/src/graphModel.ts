@@ -181,7 +181,10 @@ export function label(g: Graph, node: number, unfolded: Set<number>): string {
     const name = d.name[node];
     const fold = d.fold_first[node] === node && !unfolded.has(node) ? d.fold_label[node] : null;
     if (fold) return fold;
-    return name === "" ? "(root)" : (name.split(".").pop() ?? name);
+    const parts = name.split(".");
+    const key = parts[parts.length - 1];
+    if (name === "") return "(root)";
+    return /^\d+$/.test(key) && parts.length > 1 ? parts.slice(-2).join(".") : key; // "layers.3", not "3"
   }
   return d.name[node];
 }
