@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .graph_svg import graph_svg
+
 __all__ = ["standalone_html"]
 
 _PAGE = """<!DOCTYPE html>
@@ -45,7 +47,7 @@ pre.nbinspect-text {{ margin-top: 16px; font-size: 12px; overflow-x: auto; }}
 </head>
 <body>
 <div id="nbinspect-root"></div>
-{appendix}<script type="application/json" id="nbinspect-payload">{payload}</script>
+{static}{appendix}<script type="application/json" id="nbinspect-payload">{payload}</script>
 <script type="text/plain" id="nbinspect-bundle">{bundle}</script>
 <script type="module">
 const text = (id) => document.getElementById(id).textContent;
@@ -82,4 +84,8 @@ def standalone_html(payload: Mapping[str, Any], bundle: str, title: str, appendi
     then the `appendix` texts (memory plan, flow) as preformatted blocks."""
     data = json.dumps(payload, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
     blocks = "".join(f'<pre class="nbinspect-text">{html.escape(text)}</pre>\n' for text in appendix)
-    return _PAGE.format(title=html.escape(title), payload=data, bundle=_script_safe(bundle), appendix=blocks)
+    graph = payload.get("graph")
+    static = f"<noscript>{graph_svg(graph, title)}</noscript>\n" if graph else ""  # no JavaScript: the graph's picture
+    return _PAGE.format(
+        title=html.escape(title), payload=data, bundle=_script_safe(bundle), appendix=blocks, static=static
+    )

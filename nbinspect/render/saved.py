@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .display import saved_view
+from .graph_svg import graph_svg
 
 __all__ = ["offline_view", "widget_placeholder"]
 
@@ -97,6 +98,9 @@ def offline_view(
     if image_png is not None:
         encoded = base64.b64encode(image_png).decode("ascii")
         image = f'<img src="data:image/png;base64,{encoded}" alt="{html.escape(alt)}" style="max-width:100%">'
+    if payload.get("graph"):  # the top-level dataflow, as a picture renderers without JavaScript show
+        svg = base64.b64encode(graph_svg(payload["graph"], alt).encode()).decode("ascii")
+        image += f'<img src="data:image/svg+xml;base64,{svg}" alt="dataflow of {html.escape(alt)}" style="max-width:100%">'
     data = json.dumps(payload, allow_nan=False, separators=(",", ":"))
     return (
         f'<div id="{key}" class="nbinspect-saved">'
