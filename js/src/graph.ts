@@ -313,48 +313,43 @@ export class GraphView {
     return lo <= hi ? { ...c, domain: [lo, hi] } : c;
   }
 
+  /** The view as SVG markup, parsed once: for thousands of nodes a tenth of the DOM calls one
+   * element at a time would cost. Every text from the model goes through `esc`. */
   private draw(labels: boolean): void {
     const { rects, routes, labels: labelAt } = this.layoutResult;
     const g = this.g;
     const d = g.data.nodes;
     const s = this.state;
     const c = this.colour();
-    const boxLayer = svg("g", { class: "nbi-graph-boxes" });
-    const edgeLayer = svg("g", { class: "nbi-graph-edges" });
-    const nodeLayer = svg("g", { class: "nbi-graph-nodes" });
+    const out: string[] = ['<g class="nbi-graph-boxes">'];
     for (const b of this.current.boxes) {
       const r = rects.get(b);
       if (!r) continue;
-      const el = svg("g", { class: "nbi-graph-box", "data-node": b });
-      const title = `▾ ${label(g, b, s.unfolded)}  ${d.type[b]}`;
-      el.append(
-        svg("rect", { x: r.x, y: r.y, width: r.w, height: r.h, rx: 6 }),
-        text(title, r.x + 8, r.y + 15, "nbi-graph-box-title"),
+      out.push(
+        `<g class="nbi-graph-box" data-node="${b}"><rect x="${f1(r.x)}" y="${f1(r.y)}" width="${f1(r.w)}" height="${f1(r.h)}" rx="6"/>`,
+        textMarkup(`▾ ${label(g, b, s.unfolded)}  ${d.type[b]}`, r.x + 8, r.y + 15, "nbi-graph-box-title"),
+        "</g>",
       );
-      boxLayer.append(el);
     }
+    out.push('</g><g class="nbi-graph-edges">');
     let edgeIndex = 0;
     for (const e of this.current.edges) {
       const a = rects.get(e.src);
       const b = rects.get(e.dst);
       if (!a || !b) continue;
       const pts = routes.get(`${e.src}|${e.dst}`);
-      const path = svg("path", {
-        d: pts && pts.length > 1 ? polyline(pts, a, b) : curve(a, b),
-        class: "nbi-graph-edge",
-      });
-      path.setAttribute("marker-end", "url(#nbi-arrow)");
-      path.dataset.edge = String(edgeIndex++); // its tooltip is made on hover (thousands of edges)
-      edgeLayer.append(path);
+      const path = pts && pts.length > 1 ? polyline(pts, a, b) : curve(a, b);
+      // its tooltip is made on hover (data-edge): thousands of edges
+      out.push(`<path class="nbi-graph-edge" d="${path}" marker-end="url(#nbi-arrow)" data-edge="${edgeIndex++}"/>`);
       if (labels) {
         const mid = labelAt.get(`${e.src}|${e.dst}`) ?? {
           x: (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 4,
           y: (a.y + a.h + b.y) / 2,
         };
-        edgeLayer.append(text(edgeText(e.shape, e.dtype), mid.x + 3, mid.y + 3, "nbi-graph-edge-label"));
+        out.push(textMarkup(edgeText(e.shape, e.dtype), mid.x + 3, mid.y + 3, "nbi-graph-edge-label"));
       }
     }
-    this.nodeEls.clear();
+    out.push('</g><g class="nbi-graph-nodes">');
     const stubsAt = new Map<number, string[]>();
     for (const st of this.current.stubs) {
       const list = stubsAt.get(st.dst) ?? [];
@@ -365,39 +360,34 @@ export class GraphView {
       const r = rects.get(n);
       if (!r) continue;
       const kind = d.kind[n];
-      const el = svg("g", { class: `nbi-graph-node nbi-graph-${kind}`, "data-node": n });
-      const folded = d.fold_first[n] === n && !s.unfolded.has(n);
       const value = c ? c.values[n] : null;
       const fill = c ? colourOf(value, c) : null;
-      if (folded)
-        el.append(svg("rect", { x: r.x + 4, y: r.y + 4, width: r.w, height: r.h, rx: 5, class: "nbi-graph-stack" }));
-      const shape = svg("rect", { x: r.x, y: r.y, width: r.w, height: r.h, rx: kind === "call" ? 5 : r.h / 2 });
-      if (fill) shape.setAttribute("style", `fill:${fill}`);
-      el.append(shape);
-      const ink = fill && value !== null && c ? inkOn(value, c) : null;
-      const name = label(g, n, s.unfolded);
+      const ink = fill && value !== null && c ? ` style="fill:${inkOn(value, c)}"` : "";
+      const about = esc(this.describe(n, value, c));
+      out.push(`<g class="nbi-graph-node nbi-graph-${esc(kind)}" data-node="${n}" aria-label="${about}">`);
+      if (d.fold_first[n] === n && !s.unfolded.has(n))
+        out.push(
+          `<rect class="nbi-graph-stack" x="${f1(r.x + 4)}" y="${f1(r.y + 4)}" width="${f1(r.w)}" height="${f1(r.h)}" rx="5"/>`,
+        );
+      out.push(
+        `<rect x="${f1(r.x)}" y="${f1(r.y)}" width="${f1(r.w)}" height="${f1(r.h)}" rx="${kind === "call" ? 5 : f1(r.h / 2)}"${fill ? ` style="fill:${fill}"` : ""}/>`,
+      );
       const centre = r.x + r.w / 2 + (g.expandable[n] ? 6 : 0); // room for the caret
-      const t1 = text(name, centre, r.y + 15, "nbi-graph-label");
-      if (ink) t1.setAttribute("style", `fill:${ink}`);
-      el.append(t1);
+      out.push(textMarkup(label(g, n, s.unfolded), centre, r.y + 15, "nbi-graph-label", ink));
       if (kind === "call") {
         const sub = d.same_as[n] >= 0 ? `${d.type[n]} = ${d.name[d.same_as[n]].split(".").pop()}` : d.type[n];
-        const t2 = text(sub, centre, r.y + 29, "nbi-graph-type");
-        if (ink) t2.setAttribute("style", `fill:${ink}`);
-        el.append(t2);
+        out.push(textMarkup(sub, centre, r.y + 29, "nbi-graph-type", ink));
       }
-      if (g.expandable[n]) el.append(text("▸", r.x + 5, r.y + 15, "nbi-graph-caret"));
+      if (g.expandable[n]) out.push(textMarkup("▸", r.x + 5, r.y + 15, "nbi-graph-caret"));
       const stubs = stubsAt.get(n);
-      if (stubs) el.append(text(`← ${stubs.join(", ")}`, r.x + r.w + 4, r.y + 8, "nbi-graph-stub"));
-      const about = this.describe(n, value, c);
-      const tip = svg("title");
-      tip.textContent = about;
-      el.append(tip);
-      el.setAttribute("aria-label", about);
-      nodeLayer.append(el);
-      this.nodeEls.set(n, el);
+      if (stubs) out.push(textMarkup(`← ${stubs.join(", ")}`, r.x + r.w + 4, r.y + 8, "nbi-graph-stub"));
+      out.push(`<title>${about}</title></g>`);
     }
-    this.world.replaceChildren(boxLayer, edgeLayer, nodeLayer);
+    out.push("</g>");
+    this.world.innerHTML = out.join("");
+    this.nodeEls.clear();
+    for (const el of this.world.querySelectorAll<SVGGElement>(".nbi-graph-node"))
+      this.nodeEls.set(Number(el.getAttribute("data-node")), el);
     this.paintMarks();
   }
 
@@ -600,10 +590,20 @@ export class GraphView {
   }
 }
 
-function text(value: string, x: number, y: number, cls: string): SVGTextElement {
-  const t = svg("text", { x: x.toFixed(1), y: y.toFixed(1), class: cls });
-  t.textContent = value;
-  return t;
+/** Text and attribute values from the model (module names, types) as markup-safe text. */
+export function esc(value: string): string {
+  return value
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;")
+    .replaceAll("'", "&#39;");
+}
+
+const f1 = (v: number) => v.toFixed(1);
+
+function textMarkup(value: string, x: number, y: number, cls: string, extra = ""): string {
+  return `<text x="${f1(x)}" y="${f1(y)}" class="${cls}"${extra}>${esc(value)}</text>`;
 }
 
 function defs(): SVGDefsElement {

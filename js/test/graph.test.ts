@@ -195,3 +195,21 @@ describe("Graph mode in the widget (jsdom)", () => {
     expect(el.querySelector(".nbi-graph-box-title")).not.toBeNull();
   });
 });
+
+describe("names from the model are text, never markup", () => {
+  it("a hostile module name shows as itself", () => {
+    const p = fixture("tiny_lm");
+    const hostile = '<img src=x onerror="alert(1)">&amp;';
+    const at = p.graph!.nodes.name.indexOf("ln_f");
+    p.graph!.nodes.name[at] = hostile;
+    p.graph!.nodes.type[at] = "<b>T</b>";
+    const { el } = mount(p);
+    const mode = el.querySelector<HTMLSelectElement>(".nbi-mode")!;
+    mode.value = "graph";
+    mode.dispatchEvent(new Event("change"));
+    expect(el.querySelector(".nbi-graph img, .nbi-graph b")).toBeNull();
+    const texts = [...el.querySelectorAll(".nbi-graph-label")].map((t) => t.textContent);
+    expect(texts).toContain(hostile);
+    expect([...el.querySelectorAll(".nbi-graph-type")].map((t) => t.textContent)).toContain("<b>T</b>");
+  });
+});
