@@ -32,7 +32,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-__all__ = ["DIRECT_FORMULAS", "AutogradMarks", "FlopCounter", "coverage_note"]
+__all__ = ["DIRECT_FORMULAS", "FLASH_BACKWARD_NOTE", "AutogradMarks", "FlopCounter", "coverage_note"]
+
+FLASH_BACKWARD_NOTE = (
+    " Attention backward is counted as the flash kernel that ran computes it: the scores are recomputed,"
+    " 2.5x its forward FLOPs (the math kernel, which torch's FlopCounterMode counts, does 2x)."
+)
 
 aten = torch.ops.aten
 
@@ -221,6 +226,7 @@ class FlopCounter(TorchDispatchMode):
         self.calls = calls
         self.tag_nodes = tag_nodes
         self.in_backward = False
+        self.flash_backward = False  # the CPU flash attention's backward ran (see FLASH_BACKWARD_NOTE)
         self.uncounted: Counter[str] = Counter()
         self._pending: tuple[Any, int] | None = None
         # id(OpOverload) -> (formula, _FREE, _COMPOSITE or _UNCOUNTED; the op's C function).
@@ -233,6 +239,8 @@ class FlopCounter(TorchDispatchMode):
         if direct is not None:
             return direct
         formula = _EXTRA_FORMULAS.get(packet) or flop_registry.get(packet)
+        if packet is aten._scaled_dot_product_flash_attention_for_cpu_backward:
+            self.flash_backward = True
         if formula is not None:
             return _cached(formula)
         if func.is_view or packet in _DATA_MOVEMENT or func.namespace != "aten":

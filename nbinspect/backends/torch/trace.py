@@ -39,7 +39,7 @@ from ...errors import DTYPE_HINT, TraceError
 from .activations import SavedTensorMeter, storage_ids
 from .dataflow import DataflowCapture, GraphMode
 from .fake_kernels import FakeKernelShims
-from .flops import AutogradMarks, FlopCounter, coverage_note
+from .flops import FLASH_BACKWARD_NOTE, AutogradMarks, FlopCounter, coverage_note
 
 __all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
 
@@ -447,6 +447,8 @@ def run_trace(
             if backward:
                 _backward(output, [*params, *inputs], counter)
     finish(result, coverage_note)
+    if counter.flash_backward:
+        result.totals["flops_note"] += FLASH_BACKWARD_NOTE
     if inference_model:
         result.totals["activation_bytes"] = None
         result.totals["flops_note"] += (
