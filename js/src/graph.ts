@@ -6,8 +6,8 @@
 
 import { button, h, svg } from "./dom";
 import { formatBytes, formatCompact } from "./format";
-import { edgeText, GraphLayout, type Layout, type Rect } from "./graphLayout";
-import { buildGraph, type Graph, type GraphViewState, label, shapeText, type View, view } from "./graphModel";
+import { edgeText, GraphLayout, type Layout, type Rect, stubText } from "./graphLayout";
+import { buildGraph, type Graph, type GraphViewState, label, type View, view } from "./graphModel";
 import type { ColourOption, GraphData } from "./payload";
 
 export interface GraphActions {
@@ -180,7 +180,7 @@ export class GraphView {
     const unfolded = new Set(this.state.unfolded);
     if (unfold) for (const f of this.g.data.nodes.fold_first) if (f >= 0) unfolded.add(f);
     this.update({ expanded, unfolded });
-    this.fit();
+    this.fit(true);
   }
 
   collapseAll(): void {
@@ -195,7 +195,7 @@ export class GraphView {
       if (e && this.g.depth[i] < depth) expanded.add(i);
     });
     this.update({ expanded });
-    this.fit();
+    this.fit(true);
   }
 
   setColour(key: string): void {
@@ -235,12 +235,15 @@ export class GraphView {
     return new XMLSerializer().serializeToString(copy);
   }
 
-  fit(): void {
+  /** The whole view on screen; with `readable`, no smaller than names can be read (a tall view
+   * then starts at its top, the rest a drag or a key away). */
+  fit(readable = false): void {
     const w = this.canvas.clientWidth || 800;
     const h0 = this.canvas.clientHeight || 520;
     const { width, height } = this.layoutResult;
-    const k = Math.min(1.5, Math.max(0.05, Math.min(w / (width + 20), h0 / (height + 20))));
-    this.zoom = { k, x: (w - width * k) / 2, y: Math.max(0, (h0 - height * k) / 2) };
+    const whole = Math.min(w / (width + 20), h0 / (height + 20));
+    const k = Math.min(1.5, Math.max(0.03, readable ? Math.max(whole, Math.min(0.7, w / (width + 20))) : whole));
+    this.zoom = { k, x: (w - width * k) / 2, y: Math.max(4, (h0 - height * k) / 2) };
     this.applyZoom();
   }
 
@@ -350,12 +353,6 @@ export class GraphView {
       }
     }
     out.push('</g><g class="nbi-graph-nodes">');
-    const stubsAt = new Map<number, string[]>();
-    for (const st of this.current.stubs) {
-      const list = stubsAt.get(st.dst) ?? [];
-      list.push(`${st.from.split(".").pop()} ${shapeText(st.shape)}`);
-      stubsAt.set(st.dst, list);
-    }
     for (const n of this.current.nodes) {
       const r = rects.get(n);
       if (!r) continue;
@@ -379,8 +376,8 @@ export class GraphView {
         out.push(textMarkup(sub, centre, r.y + 29, "nbi-graph-type", ink));
       }
       if (g.expandable[n]) out.push(textMarkup("▸", r.x + 5, r.y + 15, "nbi-graph-caret"));
-      const stubs = stubsAt.get(n);
-      if (stubs) out.push(textMarkup(`← ${stubs.join(", ")}`, r.x + r.w + 4, r.y + 8, "nbi-graph-stub"));
+      const stub = stubText(this.current, n);
+      if (stub) out.push(textMarkup(stub, r.x + r.w / 2, r.y + r.h - 5, "nbi-graph-stub", ink));
       out.push(`<title>${about}</title></g>`);
     }
     out.push("</g>");
@@ -435,7 +432,7 @@ export class GraphView {
       h("span", "nbi-num", formatValue(c.scale === "diverging" ? -Math.max(-lo, hi) : lo, c.unit)),
       bar,
       h("span", "nbi-num", formatValue(c.scale === "diverging" ? Math.max(-lo, hi) : hi, c.unit)),
-      h("span", "nbi-graph-legend-none", "grey: no value"),
+      h("span", "nbi-graph-legend-none", "uncoloured: no value"),
     );
   }
 
@@ -651,7 +648,7 @@ export const GRAPH_STYLES = `
 .nbi-graph-legend { display: flex; gap: 6px; align-items: center; font-size: .9em; min-height: 1.2em; }
 .nbi-graph-ramp { display: inline-block; width: 140px; height: 10px; border: 1px solid var(--nbi-border); border-radius: 2px; }
 .nbi-graph-legend-none { color: var(--nbi-fg-dim); }
-.nbi-graph-canvas { height: 520px; border: 1px solid var(--nbi-border); border-radius: 4px; overflow: hidden; background: var(--nbi-bg); cursor: grab; }
+.nbi-graph-canvas { height: min(720px, 75vh); min-height: 360px; border: 1px solid var(--nbi-border); border-radius: 4px; overflow: hidden; background: var(--nbi-bg); cursor: grab; }
 .nbi-graph-svg { width: 100%; height: 100%; display: block; user-select: none; }
 .nbi-graph-status { color: var(--nbi-fg-dim); font-size: .9em; }
 .nbi-graph-box > rect { fill: color-mix(in srgb, var(--nbi-accent) 5%, var(--nbi-bg)); stroke: var(--nbi-border); stroke-dasharray: 4 3; }
@@ -668,7 +665,7 @@ export const GRAPH_STYLES = `
 .nbi-graph-label { font-size: 11.5px; text-anchor: middle; fill: var(--nbi-fg); font-family: var(--jp-code-font-family, ui-monospace, monospace); }
 .nbi-graph-type { font-size: 10px; text-anchor: middle; fill: var(--nbi-fg-dim); }
 .nbi-graph-caret { font-size: 10px; fill: var(--nbi-accent); cursor: pointer; }
-.nbi-graph-stub { font-size: 9.5px; fill: var(--nbi-fg-dim); }
+.nbi-graph-stub { font-size: 9.5px; fill: var(--nbi-fg-dim); text-anchor: middle; font-style: italic; }
 .nbi-graph-edge { fill: none; stroke: var(--nbi-fg-dim); stroke-width: 1.2; }
 .nbi-graph-arrow { fill: var(--nbi-fg-dim); }
 .nbi-graph-edge-label { font-size: 9.5px; fill: var(--nbi-fg-dim); font-family: var(--jp-code-font-family, ui-monospace, monospace); paint-order: stroke; stroke: var(--nbi-bg); stroke-width: 3px; }

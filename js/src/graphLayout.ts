@@ -6,7 +6,7 @@
 // the box that changed and its ancestors. Measured in benchmarks/bench_graph_layout.mjs.
 
 import dagre from "@dagrejs/dagre";
-import { type Graph, label, type View } from "./graphModel";
+import { type Graph, label, shapeText, type View } from "./graphModel";
 
 export interface Point {
   x: number;
@@ -49,14 +49,24 @@ export const BOX_HEADER = 22;
 const CHAR = 6.6;
 
 /** Size of a drawn node: calls two lines (name, type), ops and ends one. */
-export function nodeSize(g: Graph, node: number, unfolded: Set<number>): { w: number; h: number } {
+export function nodeSize(g: Graph, node: number, unfolded: Set<number>, stub = ""): { w: number; h: number } {
   const kind = g.data.nodes.kind[node];
   const text = label(g, node, unfolded);
+  const extra = stub ? STUB_LINE : 0; // side inputs: one more line inside the node
+  const stubW = stub ? Math.round(stub.length * CHAR * 0.85) + 16 : 0;
   if (kind === "call") {
     const chars = Math.max(text.length, g.data.nodes.type[node].length);
-    return { w: Math.max(84, Math.round(chars * CHAR) + (g.expandable[node] ? 34 : 22)), h: 36 };
+    return { w: Math.max(84, stubW, Math.round(chars * CHAR) + (g.expandable[node] ? 34 : 22)), h: 36 + extra };
   }
-  return { w: Math.max(40, Math.round(text.length * CHAR) + 18), h: 22 };
+  return { w: Math.max(40, stubW, Math.round(text.length * CHAR) + 18), h: 22 + extra };
+}
+
+export const STUB_LINE = 13;
+
+/** The text of a node's side-input stubs ("← rotary_emb [1, 128, 128]"), "" for none. */
+export function stubText(v: View, node: number): string {
+  const from = v.stubs.filter((s) => s.dst === node).map((s) => `${s.from.split(".").pop()} ${shapeText(s.shape)}`);
+  return from.length ? `← ${[...new Set(from)].join(", ")}` : "";
 }
 
 export class GraphLayout {
@@ -108,6 +118,9 @@ export class GraphLayout {
       for (let k = 1; k < i; k++) add(cs[k], rel(cs[k], cs[k - 1]), "OUT", "");
       for (let k = 1; k < j; k++) add(cd[k], "IN", rel(cd[k], cd[k - 1]), "");
     }
+    const stubs = new Map<number, string>();
+    for (const st of v.stubs) if (!stubs.has(st.dst)) stubs.set(st.dst, stubText(v, st.dst));
+    const stubbed = new Set(stubs.keys());
     let computed = 0;
     const sizes = new Map<number, { w: number; h: number }>();
     const layouts = new Map<number, BoxLayout>();
@@ -118,11 +131,11 @@ export class GraphLayout {
       const key =
         box < 0
           ? ""
-          : `${g.data.nodes.signature[box]}|${labels}|${inner(box, g, expanded)}|${inner(box, g, unfolded)}|${edges.map((e) => e.join(">")).join(",")}`;
+          : `${g.data.nodes.signature[box]}|${labels}|${inner(box, g, expanded)}|${inner(box, g, unfolded)}|${inner(box, g, stubbed)}|${edges.map((e) => e.join(">")).join(",")}`;
       let hit = key ? this.cache.get(key) : undefined;
       if (!hit) {
         hit = dagreBox(
-          kids.map((k) => [rel(box, k), sizes.get(k) ?? nodeSize(g, k, unfolded)]),
+          kids.map((k) => [rel(box, k), sizes.get(k) ?? nodeSize(g, k, unfolded, stubs.get(k))]),
           edges,
           box >= 0 ? Math.round((label(g, box, unfolded).length + g.data.nodes.type[box].length + 4) * CHAR) + 16 : 0,
         );
