@@ -35,9 +35,13 @@ from nbinspect.backends.torch.trace import run_trace
 
 CONFIGS = {
     "llama-7b": {},
-    "llama-70b": dict(
-        hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8
-    ),
+    "llama-70b": {
+        "hidden_size": 8192,
+        "intermediate_size": 28672,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+    },
 }
 
 

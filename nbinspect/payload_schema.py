@@ -321,7 +321,8 @@ def typescript() -> str:
         "export interface ColourOption {\n  key: string;\n  label: string;\n  unit: string;"
         '\n  scale: "linear" | "log" | "diverging";\n  domain: [number, number];\n  values: Num[];\n}',
         "\n/** The forward pass as a dataflow graph (after a trace). */",
-        "export interface GraphData {\n  nodes: GraphNodeColumns;\n  edges: GraphEdgeColumns;\n  colour: ColourOption[];\n}",
+        "export interface GraphData {\n  nodes: GraphNodeColumns;\n  edges: GraphEdgeColumns;"
+        "\n  colour: ColourOption[];\n}",
         "\nexport interface Payload {",
         "  version: number;",
         "  model: { name: string; framework: string };",

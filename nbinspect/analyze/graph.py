@@ -49,7 +49,9 @@ def graph_frames(
     same_as = _same_as(flow, children, signature, fold_first)
     side = _side_inputs(flow, fold_first, fold_count, children)
     const = _constants(flow)
-    enclosing = [c if k == "call" else (flow.call[p] if p >= 0 else -1) for k, c, p in zip(flow.kind, flow.call, flow.parent)]
+    enclosing = [
+        c if k == "call" else (flow.call[p] if p >= 0 else -1) for k, c, p in zip(flow.kind, flow.call, flow.parent)
+    ]
     names = calls["name"].tolist()
 
     def call_name(node: int) -> str:
@@ -154,7 +156,8 @@ def _folds(
     """Runs of the tree's folds (``analyze/fold.py``) whose members ran once each, one after
     the other inside one call, with equal signatures."""
     n = len(flow.kind)
-    first, count, label = [-1] * n, [0] * n, [None] * n
+    first, count = [-1] * n, [0] * n
+    label: list[str | None] = [None] * n
     node_of: dict[str, int] = {}
     called: dict[str, int] = {}
     for node, (kind, name) in enumerate(zip(flow.kind, flow.name)):
@@ -278,12 +281,22 @@ def colour_options(
                 values = flow[column].astype("Float64").tolist()
                 out.append(
                     _series_record(
-                        column, label, [_num(values[int(c)]) if ok else None for c, ok in zip(calls, is_call)], unit_of(column)
+                        column,
+                        label,
+                        [_num(values[int(c)]) if ok else None for c, ok in zip(calls, is_call)],
+                        unit_of(column),
                     )
                 )
         if "output_shapes" in flow:
-            sizes = [sum(int(np.prod(s)) for s in shapes) if isinstance(shapes, (list, tuple)) else None for shapes in flow["output_shapes"].tolist()]
-            out.append(_series_record("output_size", "output elements", [sizes[int(c)] if ok else None for c, ok in zip(calls, is_call)]))
+            sizes = [
+                sum(int(np.prod(s)) for s in shapes) if isinstance(shapes, (list, tuple)) else None
+                for shapes in flow["output_shapes"].tolist()
+            ]
+            out.append(
+                _series_record(
+                    "output_size", "output elements", [sizes[int(c)] if ok else None for c, ok in zip(calls, is_call)]
+                )
+            )
     by_module: dict[str, pd.Series] = {}
     layers = frames.get("layers")
     if layers is not None:

@@ -73,7 +73,7 @@ def graph_svg(graph: Mapping[str, Any], title: str = "") -> str:
         a, b = stand_in.get(s, -1), stand_in.get(d, -1)
         if a >= 0 and b >= 0 and a != b and not side and not nodes["const"][s]:
             pairs.setdefault((a, b), f"[{', '.join(map(str, shape))}] {dtype}")
-    rank = {i: 0 for i in drawn}
+    rank = dict.fromkeys(drawn, 0)
     for _ in range(len(drawn)):  # longest path (ids are in creation order: nearly topological)
         changed = False
         for a, b in pairs:
@@ -85,13 +85,13 @@ def graph_svg(graph: Mapping[str, Any], title: str = "") -> str:
     for i in drawn:
         rows.setdefault(rank[i], []).append(i)
     order = {i: k for row in rows.values() for k, i in enumerate(row)}
-    for _ in range(2):  # barycentre sweeps, down then up
+    for _ in range(2):  # two top-down barycentre sweeps
         for r in sorted(rows):
             ins = {i: [order[a] for a, b in pairs if b == i and rank[a] < r] for i in rows[r]}
             rows[r].sort(key=lambda i: sum(ins[i]) / len(ins[i]) if ins[i] else order[i])
             order.update({i: k for k, i in enumerate(rows[r])})
     widest = max(len(r) for r in rows.values()) if rows else 1
-    width = widest * (_W + _GAP_X) + _GAP_X
+    width: float = widest * (_W + _GAP_X) + _GAP_X
     pos: dict[int, tuple[float, float]] = {}
     for r in sorted(rows):  # under the mean of its producers, pushed right past its left neighbour
         row = rows[r]
@@ -120,7 +120,8 @@ def graph_svg(graph: Mapping[str, Any], title: str = "") -> str:
             'fill="none" stroke="#888" marker-end="url(#a)"/>'
         )
         out.append(
-            f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2 + 3:.1f}" font-size="9" fill="#666">{esc(text)}</text>'
+            f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2 + 3:.1f}" font-size="9" fill="#666">'
+            f"{esc(text)}</text>"
         )
     for i in drawn:
         x, y = pos[i]

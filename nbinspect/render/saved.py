@@ -100,7 +100,9 @@ def offline_view(
         image = f'<img src="data:image/png;base64,{encoded}" alt="{html.escape(alt)}" style="max-width:100%">'
     if payload.get("graph"):  # the top-level dataflow, as a picture renderers without JavaScript show
         svg = base64.b64encode(graph_svg(payload["graph"], alt).encode()).decode("ascii")
-        image += f'<img src="data:image/svg+xml;base64,{svg}" alt="dataflow of {html.escape(alt)}" style="max-width:100%">'
+        image += (
+            f'<img src="data:image/svg+xml;base64,{svg}" alt="dataflow of {html.escape(alt)}" style="max-width:100%">'
+        )
     data = json.dumps(payload, allow_nan=False, separators=(",", ":"))
     return (
         f'<div id="{key}" class="nbinspect-saved">'

@@ -110,7 +110,9 @@ def test_flash_backward_adds_exactly_the_recomputed_scores(build):
     flash = nbinspect.trace(model, backward=True, **inputs).totals
     with sdpa_kernel(SDPBackend.MATH):
         math = nbinspect.trace(model, backward=True, **inputs).totals
-    recomputed = sum(2 * q[0] * q[1] * q[2] * k[2] * q[3] for q, k in attention_shapes(model, inputs))  # 2·b·h·s_q·s_k·d
+    recomputed = sum(
+        2 * q[0] * q[1] * q[2] * k[2] * q[3] for q, k in attention_shapes(model, inputs)
+    )  # 2·b·h·s_q·s_k·d
     assert recomputed > 0
     assert flash["flops"] == math["flops"]
     assert flash["backward_flops"] - math["backward_flops"] == recomputed

@@ -225,7 +225,9 @@ def fx_edges(model: nn.Module) -> Counter:
             label[n] = n.target
         else:
             target = n.target
-            name = target if isinstance(target, str) else _FX_NAMES.get(target, getattr(target, "__name__", str(target)))
+            name = (
+                target if isinstance(target, str) else _FX_NAMES.get(target, getattr(target, "__name__", str(target)))
+            )
             label[n] = name
         inputs = [a for a in n.all_input_nodes if a in label]
         if n.op in ("call_method", "call_function") and label[n] in SHAPE_OPS | {"getitem"}:

@@ -18,13 +18,17 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def labels(svg: str) -> list[str]:
     root = ET.fromstring(svg)
-    return [t.text or "" for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "middle" and t.get("font-size") is None]
+    return [
+        t.text or "" for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "middle" and t.get("font-size") is None
+    ]
 
 
 def test_first_view_of_tiny_lm():
     insp = nbinspect.trace(examples.build("tiny_lm"), examples.example_input("tiny_lm"))
     svg = graph_svg(insp._payload()["graph"], "TinyLM")
-    assert sorted(labels(svg)) == sorted(["0", "tok_emb", "pos_emb", "add", "blocks.0–1 ×2", "ln_f", "lm_head", "output"])
+    assert sorted(labels(svg)) == sorted(
+        ["0", "tok_emb", "pos_emb", "add", "blocks.0–1 ×2", "ln_f", "lm_head", "output"]
+    )
     root = ET.fromstring(svg)
     assert len(list(root.iter(f"{SVG}path"))) == 1 + 7  # the arrow marker and the 7 edges of the view
 

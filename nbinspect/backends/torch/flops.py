@@ -265,8 +265,8 @@ class FlopCounter(TorchDispatchMode):
     def _backward_call(self) -> Any:
         node = torch._C._current_autograd_node()
         if self.marks is not None:
-            index = self.marks.call_of(node._sequence_nr()) if node is not None else -1
-            return self.calls[index if index >= 0 else 0]  # AccumulateGrad (max sequence number): the root
+            at = self.marks.call_of(node._sequence_nr()) if node is not None else -1
+            return self.calls[at if at >= 0 else 0]  # AccumulateGrad (max sequence number): the root
         # torch's stubs call Node.metadata a method; at run time it is the dict property
         metadata: dict = node.metadata if node is not None else {}  # type: ignore[assignment]
         index = metadata.get(_NODE_KEY)

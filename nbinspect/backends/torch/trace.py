@@ -375,7 +375,9 @@ def run_trace(
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
     recorder = TorchRecorder(named_modules)
     if graph:
-        recorder.dataflow = DataflowCapture({id(m) for m in modules if not any(c is not None for c in m._modules.values())})
+        recorder.dataflow = DataflowCapture(
+            {id(m) for m in modules if not any(c is not None for c in m._modules.values())}
+        )
     name = type(model).__name__
 
     shapes_given: list[tuple] = []
@@ -419,7 +421,9 @@ def run_trace(
         exclude = storage_ids([*params, *inputs])
         if backward and AutogradMarks.available():
             recorder.marks = AutogradMarks()
-        counter = FlopCounter(recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward, marks=recorder.marks)
+        counter = FlopCounter(
+            recorder.stack, recorder.outside, recorder.calls, tag_nodes=backward, marks=recorder.marks
+        )
         meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
