@@ -7,7 +7,7 @@
 import { button, h, svg } from "./dom";
 import { formatBytes, formatCompact } from "./format";
 import { edgeText, GraphLayout, type Layout, type Rect, stubText } from "./graphLayout";
-import { buildGraph, type Graph, type GraphViewState, label, type View, view } from "./graphModel";
+import { buildGraph, type Graph, type GraphViewState, hiddenMember, label, type View, view } from "./graphModel";
 import type { ColourOption, GraphData } from "./payload";
 
 export interface GraphActions {
@@ -212,11 +212,21 @@ export class GraphView {
     if (path === this.state.selected) return;
     const d = this.g.data.nodes;
     const node = path === null ? -1 : d.kind.findIndex((k, i) => k === "call" && d.name[i] === path);
+    const { expanded, unfolded } = this.state;
     const hidden: number[] = [];
-    for (let a = node >= 0 ? d.parent[node] : -1; a >= 0; a = d.parent[a])
-      if (!this.state.expanded.has(a)) hidden.push(a);
+    const runs: number[] = []; // a member of a folded run: show the run member by member
+    for (let a = node; a >= 0; a = d.parent[a]) {
+      if (a !== node && !expanded.has(a)) hidden.push(a);
+      if (hiddenMember(this.g, a, unfolded)) runs.push(d.fold_first[a]);
+    }
     const focus = node >= 0 ? node : this.state.focus;
-    if (hidden.length) this.update({ selected: path, expanded: new Set([...this.state.expanded, ...hidden]), focus });
+    if (hidden.length || runs.length)
+      this.update({
+        selected: path,
+        expanded: new Set([...expanded, ...hidden]),
+        unfolded: new Set([...unfolded, ...runs]),
+        focus,
+      });
     else this.update({ selected: path, focus });
   }
 

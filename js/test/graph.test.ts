@@ -213,3 +213,15 @@ describe("names from the model are text, never markup", () => {
     expect([...el.querySelectorAll(".nbi-graph-type")].map((t) => t.textContent)).toContain("<b>T</b>");
   });
 });
+
+describe("selection of a hidden member", () => {
+  it("unfolds its run so the selected call is drawn", () => {
+    const { model, el } = mount(fixture("tiny_lm"));
+    const mode = el.querySelector<HTMLSelectElement>(".nbi-mode")!;
+    mode.value = "graph";
+    mode.dispatchEvent(new Event("change"));
+    model.change("selected", "blocks.1.mlp");
+    const selected = el.querySelector(".nbi-graph-node.nbi-selected");
+    expect(selected?.getAttribute("aria-label")).toMatch(/^blocks\.1\.mlp, Sequential/);
+  });
+});
