@@ -259,7 +259,8 @@ def _series_record(key: str, label: str, values: list, unit: str = "") -> dict |
     if not present:
         return None
     lo, hi = min(present), max(present)
-    scale = "diverging" if lo < 0 < hi else "log" if lo >= 0 and hi > 0 and hi > 100 * max(lo, hi * 1e-9) else "linear"
+    # log where the values span orders of magnitude (FLOPs, bytes), linear for small counts
+    scale = "diverging" if lo < 0 < hi else "log" if lo >= 0 and hi >= 1000 and hi > 100 * max(lo, 1) else "linear"
     return {"key": key, "label": label, "unit": unit, "scale": scale, "domain": [lo, hi], "values": values}
 
 

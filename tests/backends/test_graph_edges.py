@@ -299,3 +299,27 @@ def test_failed_trace_leaves_no_mode_and_a_reason():
     assert not _get_current_function_mode_stack()
     assert str(err.value).split(":", 1)[1].strip()  # never an empty reason
     assert "RuntimeError (no message)" in str(err.value)
+
+
+def test_colour_options_come_from_the_frames_and_a_users_series():
+    import pandas as pd
+
+    model = examples.build("tiny_lm")
+    with torch.no_grad():
+        model.blocks[0].mlp[0].weight[0, 0] = float("nan")
+    insp = nbinspect.inspect(model, input=examples.example_input("tiny_lm"))
+    graph = insp._payload({"mine": pd.Series({"ln_f": 3.0, "lm_head": -1.5})})["graph"]
+    options = {c["key"]: c for c in graph["colour"]}
+    names = graph["nodes"]["name"]
+    at = {n: i for i, n in reversed(list(enumerate(names)))}  # first node of each name
+    flops = dict(zip(insp.flow["name"], insp.flow["flops"]))
+    assert options["flops"]["values"][at["lm_head"]] == flops["lm_head"]
+    assert options["flops"]["scale"] == "log"
+    assert options["problems"]["values"][at["blocks.0.mlp.0"]] == 1  # its weight holds a NaN
+    assert options["problems"]["values"][at["ln_f"]] == 0
+    assert options["problems"]["scale"] == "linear"
+    mine = options["mine"]
+    assert (mine["values"][at["ln_f"]], mine["values"][at["lm_head"]], mine["scale"]) == (3.0, -1.5, "diverging")
+    assert sum(v is not None for v in mine["values"]) == 2
+    ops = [i for i, k in enumerate(graph["nodes"]["kind"]) if k != "call"]
+    assert all(options["flops"]["values"][i] is None for i in ops)
