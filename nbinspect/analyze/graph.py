@@ -268,8 +268,9 @@ def colour_options(
     frames: Mapping[str, pd.DataFrame], nodes: pd.DataFrame, extra: Mapping[str, pd.Series] | None = None
 ) -> list[dict]:
     """Per graph node, every number the view can colour by: call figures from ``flow``,
-    module figures from ``layers``, weight problems from ``health``, a comparison's relative
-    change, and `extra` (a user's ``pandas.Series`` by label, indexed by module path).
+    module figures from ``layers``, weight problems from ``health``, and `extra` (a user's
+    ``pandas.Series`` by label, indexed by module path: a comparison's relative change, a
+    training run's per-module change, anything).
     Op, input and output nodes have none (null)."""
     calls = nodes["call"].tolist()
     names = nodes["name"].tolist()
@@ -309,9 +310,6 @@ def colour_options(
         mods = health[health["kind"] == "module"] if (health["kind"] == "module").any() else health
         count = [0 if is_missing(p) or not p else len(str(p).split(", ")) for p in mods["problems"].tolist()]
         by_module["problems"] = pd.Series(count, index=mods["name"].tolist())
-    compare = frames.get("compare_groups")
-    if compare is not None and {"group", "rel_change"} <= set(compare.columns):
-        by_module["relative change"] = pd.Series(compare["rel_change"].to_numpy(), index=compare["group"].tolist())
     for label, series in {**by_module, **dict(extra or {})}.items():
         lookup = {str(k): v for k, v in series.items()}
         values = [_num(lookup.get(name)) if ok else None for name, ok in zip(names, is_call)]
