@@ -70,6 +70,8 @@ class Result:
         ``{label: pandas.Series indexed by module path}``."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
+        if colour_by and "graph" not in self.frames:
+            raise ValueError(f"colour_by colours the Graph mode, and {self.name} was not traced: use nbinspect.trace")
         return InspectWidget(self._payload(colour_by), self._views, saved=lambda: (self._saved_summary(), None))
 
     def show(self) -> InspectWidget:

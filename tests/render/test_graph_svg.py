@@ -56,3 +56,12 @@ def test_saved_output_and_page_carry_the_picture(tmp_path):
     assert "<noscript><svg" in page
     untraced = nbinspect.inspect(examples.build("mlp"), stats=False)
     assert "data:image/svg+xml" not in untraced.widget().saved_bundle("k")["text/html"]
+
+
+def test_colour_by_needs_a_trace():
+    import pandas as pd
+    import pytest
+
+    untraced = nbinspect.inspect(examples.build("mlp"), stats=False)
+    with pytest.raises(ValueError, match="not traced"):
+        untraced.widget(colour_by={"x": pd.Series({"head": 1.0})})
