@@ -190,7 +190,7 @@ _OPTIONAL_TOP = ("comparison", "timeline", "graph")  # comparison: {"a", "b", "c
 
 GRAPH_NODE_COLUMNS = (
     "kind", "name", "type", "call", "parent", "last", "const", "signature",
-    "fold_first", "fold_count", "fold_label", "same_as", "out_shapes",
+    "fold_first", "fold_count", "fold_label", "same_as", "params", "out_shapes",
 )  # fmt: skip
 GRAPH_EDGE_COLUMNS = ("src", "dst", "shape", "dtype", "bytes", "via", "side")
 """``graph`` (after a trace, ``analyze/graph.py``'s ``graph_view``): ``nodes`` and ``edges`` as
@@ -313,7 +313,7 @@ def typescript() -> str:
         "export interface GraphNodeColumns {\n  kind: string[];\n  name: string[];\n  type: string[];"
         "\n  call: number[];\n  parent: number[];\n  last: number[];\n  const: boolean[];\n  signature: string[];"
         "\n  fold_first: number[];\n  fold_count: number[];\n  fold_label: (string | null)[];"
-        "\n  same_as: number[];\n  out_shapes: (number[][] | null)[];\n}",
+        "\n  same_as: number[];\n  params: (string[] | null)[];\n  out_shapes: (number[][] | null)[];\n}",
         "\n/** The dataflow graph's edges (producer -> consumer of one tensor), finest level. */",
         "export interface GraphEdgeColumns {\n  src: number[];\n  dst: number[];\n  shape: number[][];"
         "\n  dtype: string[];\n  bytes: number[];\n  via: (string | null)[];\n  side: boolean[];\n}",

@@ -312,6 +312,7 @@ GRAPH_NODES = FrameSchema(
         Column("fold_count", "Int64", "members of that run"),
         Column("fold_label", "string", "the run's label, e.g. 'layers.0–31 ×32'"),
         Column("same_as", "Int64", "an earlier call with the same signature outside its run; missing if none"),
+        Column("params", "object", "tuple of parameter/buffer paths an op read directly (x @ emb.weight.T); else None"),
     ),
     "One row per node of the dataflow graph (graph frame).",
 )

@@ -419,6 +419,7 @@ export class GraphView {
     const d = this.g.data.nodes;
     const parts = [d.kind[n] === "call" ? d.name[n] || "(root)" : d.name[n]];
     if (d.type[n]) parts.push(d.type[n]);
+    if (d.params[n]?.length) parts.push(`reads ${d.params[n]?.join(", ")}`);
     if (d.fold_first[n] === n && d.fold_label[n]) parts.push(`${d.fold_count[n]} equal blocks`);
     const out = d.out_shapes[n];
     if (out?.length) parts.push(`output ${out.map((o) => `[${o.join(", ")}]`).join(" ")}`);

@@ -191,6 +191,7 @@ export interface GraphNodeColumns {
   fold_count: number[];
   fold_label: (string | null)[];
   same_as: number[];
+  params: (string[] | null)[];
   out_shapes: (number[][] | null)[];
 }
 

@@ -71,6 +71,7 @@ def graph_frames(
             "fold_count": [c or None for c in fold_count],
             "fold_label": fold_label,
             "same_as": [s if s >= 0 else None for s in same_as],
+            "params": [tuple(flow.params[i]) if i in flow.params else None for i in range(n)],
         },
         n,
     )
@@ -358,6 +359,7 @@ def graph_view(frames: Mapping[str, pd.DataFrame], colour_by: Mapping[str, pd.Se
             "fold_count": [0 if is_missing(v) else int(v) for v in nodes["fold_count"].tolist()],
             "fold_label": [None if is_missing(v) else str(v) for v in nodes["fold_label"].tolist()],
             "same_as": ints(nodes["same_as"]),
+            "params": [list(p) if isinstance(p, tuple) else None for p in nodes["params"].tolist()],
             "out_shapes": [
                 [list(s) for s in outs[c]] if c >= 0 and isinstance(outs[c], (list, tuple)) else None for c in call
             ],

@@ -82,6 +82,9 @@ class Dataflow:
         self.nbytes: list[int] = []
         self.via: list[str] = []  # shape operations contracted into the edge, "" for none
         self.inplace: list[bool] = []  # the consumer mutated the tensor
+        self.params: dict[
+            int, list[str]
+        ] = {}  # node -> parameters and buffers it read directly (a functional tied head)
 
     def add_node(self, kind: str, name: str, parent: int, call: int = -1) -> int:
         node = len(self.kind)

@@ -323,3 +323,27 @@ def test_colour_options_come_from_the_frames_and_a_users_series():
     assert sum(v is not None for v in mine["values"]) == 2
     ops = [i for i, k in enumerate(graph["nodes"]["kind"]) if k != "call"]
     assert all(options["flops"]["values"][i] is None for i in ops)
+
+
+class FunctionalTiedHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, ids):
+        return self.norm(self.emb(ids)) @ self.emb.weight.T  # the head is the embedding, used as a function
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_an_op_reading_a_parameter_names_it(device):
+    with torch.device(device):
+        model = FunctionalTiedHead()
+    insp = traced(model, torch.tensor([[1, 2, 3]]))
+    assert finest(insp) == Counter(
+        [("input:0", "emb"), ("emb", "norm"), ("norm", "matmul"), ("matmul", "output:output")]
+    )
+    nodes = insp.frames["graph_nodes"]
+    matmul = nodes[nodes["name"] == "matmul"]
+    assert matmul["params"].tolist() == [("emb.weight",)]
+    assert nodes[nodes["kind"] == "call"]["params"].isna().all()

@@ -72,6 +72,8 @@ class DataflowCapture:
         self.producer: dict[int, tuple[int, int, str]] = {}
         self.refs: dict[int, Any] = {}
         self.tensors = 0
+        # id(parameter or buffer) -> its path; a view of one is mapped with producer -1 and its path
+        self.param_names: dict[int, str] = {}
 
     # ---- tensors
 
@@ -95,7 +97,12 @@ class DataflowCapture:
 
     def consumed(self, t: Any, node: int, inplace: bool = False) -> None:
         found = self.producer.get(id(t))
-        if found is None or found[0] == node:
+        if found is None or found[0] < 0:  # no producer: a parameter or buffer read directly?
+            name = found[2] if found is not None else self.param_names.get(id(t))
+            if name is not None and self.graph.kind[node] == "op":
+                self.graph.params.setdefault(node, []).append(name)
+            return
+        if found[0] == node:
             return
         g = self.graph
         g.src.append(found[0])
@@ -142,7 +149,9 @@ class DataflowCapture:
 
     def _own(self, t: Any, node: int) -> None:
         found = self.producer.get(id(t))
-        if found is None or found[0] < node:  # made before the call: it passed through
+        if (
+            found is None or found[0] < node
+        ):  # includes a parameter's view (-1)  # made before the call: it passed through
             self.produced(t, node)
 
     def fail(self, module: Any, node: int) -> None:
@@ -162,7 +171,13 @@ class DataflowCapture:
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if name in SHAPE_OPS:  # contracted: the outputs carry their input's producer on
             src = self.producer.get(id(args[0])) if args and isinstance(args[0], array) else None
-            if src is not None:
+            if src is None and args and id(args[0]) in self.param_names:
+                src = (-1, -1, self.param_names[id(args[0])])  # a view of a parameter (emb.weight.T)
+                for t in outs:
+                    if isinstance(t, array):
+                        self.produced(t, -1, -1, src[2])
+                return
+            if src is not None and src[0] >= 0:
                 via = f"{src[2]}·{name}" if src[2] else name
                 for t in outs:
                     if isinstance(t, array):

@@ -262,6 +262,17 @@ def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
     return out
 
 
+def _tensor_paths(named_modules: list[tuple[str, nn.Module]]) -> dict[int, str]:
+    """id -> first path of every parameter and buffer now in the modules (fakes during a fake trace)."""
+    out: dict[int, str] = {}
+    for path, m in named_modules:
+        for table in (m._parameters, m._buffers):
+            for name, t in table.items():
+                if t is not None:
+                    out.setdefault(id(t), f"{path}.{name}" if path else name)
+    return out
+
+
 def tensors_of(modules: list[nn.Module]) -> list[torch.Tensor]:
     """Every parameter and buffer of `modules` (a tied one at each place it appears)."""
     out: list[torch.Tensor | None] = []
@@ -429,6 +440,7 @@ def run_trace(
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
         capture = recorder.dataflow
         if capture is not None:
+            capture.param_names = _tensor_paths(named_modules)  # the fakes' ids, when swapped in
             capture.inputs({**{str(i): a for i, a in enumerate(args)}, **kwargs})
             result.dataflow = capture.graph
         if not inference_model:
