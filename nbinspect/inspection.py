@@ -16,6 +16,7 @@ from . import pipeline
 from .analyze.fold import Folds, fold_repeats
 from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
 from .analyze.stats import stats_frames
+from .analyze.value_view import ValueAccess
 from .backends import is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
@@ -50,6 +51,8 @@ class Inspection(Result):
     io: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     # what a checkpoint file held besides weights (epoch, optimizer, load report)
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # the values behind the frames (the widget's value view, locate); None for an engine
+    values: ValueAccess | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # read-only views of copies: the caller's dicts may change later, this Inspection does not
@@ -187,6 +190,22 @@ class Inspection(Result):
             write_output(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
         return document
 
+    def locate(
+        self, what: str | list[str], *, first: int = 10, tensors: list[str] | None = None, k: float | None = None
+    ) -> pd.DataFrame:
+        """Where the bad values are (schema.LOCATE), exactly: `what` is "nan", "inf",
+        "outliers" (|x| > k·std, k = 6 by default), "zero_rows" (dead output units),
+        "zero_columns" (dead input features), "dead" (both) or a list of them; the first
+        `first` hits per tensor and kind are listed, ``total`` counts them all. Tensors the
+        statistics clear are not read; those without values (meta, a deleted model) are in
+        ``frame.attrs["skipped"]``."""
+        if self.values is None:
+            raise ValueError(f"{self.name}: no values to locate in (an engine, or a result rebuilt without its model)")
+        return DisplayFrame(self.values.locate(what, first=first, tensors=tensors, k=k))
+
+    def _value_access(self) -> ValueAccess | None:
+        return self.values
+
     def framework_label(self) -> str:
         """The framework, or for a vLLM engine its one-line header (shown beside the name)."""
         return engine_label(self.totals) if "components" in self.frames else self.framework
@@ -217,6 +236,9 @@ def inspect(
         raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
     found = pipeline.read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
     inspection = Inspection(found.name, found.framework, found.frames, found.totals, found.io, found.metadata)
+    if found.source is not None:
+        frames = inspection.frames
+        inspection.values = ValueAccess({None: found.source}, {None: lambda: frames.get("stats")})
     if input is not None:
         inspection = with_forward(
             inspection, found.model, input, backward=backward, flops=flops, input_dtype=input_dtype

@@ -58,7 +58,13 @@ class Result:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        return InspectWidget(self._payload(), self._views, saved=lambda: (self._saved_summary(), None))
+        access = self._value_access()
+        return InspectWidget(
+            self._payload(),
+            self._views,
+            saved=lambda: (self._saved_summary(), None),
+            values=None if access is None else access.region,
+        )
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -67,6 +73,10 @@ class Result:
         w = self.widget()
         display(w)
         return w
+
+    def _value_access(self) -> Any:
+        """What answers the value view's region requests (``analyze.value_view.ValueAccess``), or None."""
+        return None
 
     def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
         """The frames the widget and the standalone page show."""

@@ -18,7 +18,11 @@ import traitlets
 from anywidget.experimental import command
 
 from .payload import histogram
+from .png import palette_png
 from .saved import offline_view, widget_placeholder
+
+Region = Callable[[Mapping[str, Any]], tuple[dict, list[bytes]]]
+KEPT_PICTURES = 8  # heatmaps a saved notebook keeps as images (the last shown of each tensor)
 
 __all__ = ["InspectWidget", "bundle_source", "in_kernel"]
 
@@ -60,6 +64,7 @@ class InspectWidget(anywidget.AnyWidget):
         payload: Mapping[str, Any],
         views: Any = None,
         saved: Callable[[], tuple[str, bytes | None]] | None = None,
+        values: Region | None = None,
         **kwargs: Any,
     ):
         """`payload`: :func:`~nbinspect.render.payload.build_payload`'s; `views`: what it was
