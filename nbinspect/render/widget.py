@@ -70,8 +70,13 @@ class InspectWidget(anywidget.AnyWidget):
         """`payload`: :func:`~nbinspect.render.payload.build_payload`'s; `views`: what it was
         built with (``analyze.views.view_data``), for the full histograms asked for later;
         `saved`: the text summary (and an optional PNG) a saved notebook shows without the
-        widget, asked for when the widget is displayed."""
+        widget, asked for when the widget is displayed; `values`: answers the value view's
+        region requests (``analyze.value_view.ValueAccess.region``), None where there are no
+        values to read."""
         self._views = views
+        self._values = values
+        self.pictures: dict[tuple[str, str | None], tuple[bytes, str]] = {}  # last heatmap image and its text
+        self._saved_pending = False
         self._saved = saved
         self._saved_ids: list[str] = []
         super().__init__(_esm=bundle_source(), payload=dict(payload), **kwargs)
@@ -83,8 +88,9 @@ class InspectWidget(anywidget.AnyWidget):
         text, image = self._saved() if self._saved is not None else (repr(self), None)
         name = self.payload.get("model", {}).get("name", "")
         key = key or f"nbinspect-{uuid.uuid4().hex}"
+        figures = list(self.pictures.values())
         return {
-            "text/html": offline_view(key, self.payload, bundle_source(), text, image, alt=name),
+            "text/html": offline_view(key, self.payload, bundle_source(), text, image, alt=name, figures=figures),
             "text/plain": text,
         }
 
@@ -122,6 +128,42 @@ class InspectWidget(anywidget.AnyWidget):
         if self._views is None:
             return None, []
         return histogram(self._views, str(msg.get("name", "")), str(msg.get("kind", "tensor"))), []
+
+    @command
+    def _region(self, msg: Mapping[str, Any], buffers: list[bytes]) -> tuple[dict | None, list[bytes]]:
+        """One region of a tensor's values at screen resolution (js/src/heatmap.ts asks)."""
+        if self._values is None:
+            return {"seq": msg.get("seq"), "state": "unavailable", "message": "no values behind this view"}, []
+        header, out = self._values(msg)
+        if header.get("state") == "ok" and msg.get("keep", True):
+            self._keep_picture(header, out[0], str(msg.get("label") or header["tensor"]))
+        return header, out
+
+    def _keep_picture(self, header: Mapping[str, Any], index: bytes, label: str) -> None:
+        """Keep the picture as a PNG for the saved notebook; rewrite the saved output soon
+        (once per second at most: a zoom sends many requests)."""
+        import numpy as np
+
+        key = (str(header["tensor"]), header.get("side"))
+        h, w = header["grid"]
+        png = palette_png(np.frombuffer(index, np.uint8).reshape(h, w), header["palette"])
+        self.pictures.pop(key, None)
+        self.pictures[key] = (png, label)
+        while len(self.pictures) > KEPT_PICTURES:
+            self.pictures.pop(next(iter(self.pictures)))
+        if not self._saved_ids or self._saved_pending:
+            return
+        self._saved_pending = True
+        try:
+            import asyncio
+
+            asyncio.get_running_loop().call_later(1.0, self._flush_saved)
+        except RuntimeError:  # no running event loop (a test calling the command): now
+            self._flush_saved()
+
+    def _flush_saved(self) -> None:
+        self._saved_pending = False
+        self._update_saved()
 
     def __repr__(self) -> str:
         model = self.payload.get("model", {})
