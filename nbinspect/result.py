@@ -63,7 +63,7 @@ class Result:
             self._payload(),
             self._views,
             saved=lambda: (self._saved_summary(), None),
-            values=None if access is None else access.region,
+            values=access,
         )
 
     def show(self) -> InspectWidget:

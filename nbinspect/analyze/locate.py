@@ -71,7 +71,7 @@ def _needs(kinds: list[str], row: Any, k: float) -> list[str]:
             continue
         if kind in ("posinf", "neginf") and not row["inf"] > 0:
             continue
-        if kind == "outlier" and not max(abs(row["min"]), abs(row["max"])) > k * row["std"]:
+        if kind == "outlier" and not (row["std"] > 0 and max(abs(row["min"]), abs(row["max"])) > k * row["std"]):
             continue
         if kind in ("zero_row", "zero_column") and not row["zeros"] > 0:
             continue
@@ -101,7 +101,7 @@ def _scan(
     hits = {kind: _Hits(first) for kind in kinds}
     if "outlier" in kinds and std is None:
         std = _std(bands(name, plane, per_band))
-    limit = k * std if std is not None and math.isfinite(std) else math.inf
+    limit = k * std if std is not None and math.isfinite(std) and std > 0 else math.inf  # a constant tensor has none
     alive = np.zeros(n_cols, bool) if "zero_column" in kinds else None
     row_axes = bool(plane.rows)
 

@@ -207,6 +207,21 @@ class ValueAccess:
         frame.attrs["skipped"] = skipped
         return frame
 
+    def locate_rows(self, request: Mapping[str, Any]) -> list[dict]:
+        """The widget's ``_locate``: every kind in one tensor, the first few hits of each, as
+        JSON rows; [] when there is nothing to list or the request is bad."""
+        name, side = request.get("tensor"), request.get("side")
+        if not isinstance(name, str) or side not in self._sides and side != DELTA:
+            return []
+        try:
+            frame = self.locate(["nan", "inf", "outliers", "dead"], first=int(request.get("first", 5)), tensors=[name], side=side)
+        except Exception:  # a read that failed: the heatmap says why on its own request
+            return []
+        return [
+            {"what": r.what, "index": list(r.index), "value": None if not math.isfinite(r.value) else r.value, "total": int(r.total)}
+            for r in frame.itertuples()
+        ]
+
     def _names(self, side: str | None) -> list[str]:
         """Each storage's first path (tied weights once): on Δ, the paths both sides hold."""
         keys = ("a", "b") if side == DELTA else (side,)

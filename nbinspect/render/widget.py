@@ -11,7 +11,7 @@ import sys
 import uuid
 from collections.abc import Callable, Mapping
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import anywidget
 import traitlets
@@ -21,7 +21,14 @@ from .payload import histogram
 from .png import palette_png
 from .saved import offline_view, widget_placeholder
 
-Region = Callable[[Mapping[str, Any]], tuple[dict, list[bytes]]]
+class Values(Protocol):
+    """What answers the value view (``analyze.value_view.ValueAccess``)."""
+
+    def region(self, request: Mapping[str, Any]) -> tuple[dict, list[bytes]]: ...
+
+    def locate_rows(self, request: Mapping[str, Any]) -> list[dict]: ...
+
+
 KEPT_PICTURES = 8  # heatmaps a saved notebook keeps as images (the last shown of each tensor)
 
 __all__ = ["InspectWidget", "bundle_source", "in_kernel"]
@@ -64,14 +71,14 @@ class InspectWidget(anywidget.AnyWidget):
         payload: Mapping[str, Any],
         views: Any = None,
         saved: Callable[[], tuple[str, bytes | None]] | None = None,
-        values: Region | None = None,
+        values: Values | None = None,
         **kwargs: Any,
     ):
         """`payload`: :func:`~nbinspect.render.payload.build_payload`'s; `views`: what it was
         built with (``analyze.views.view_data``), for the full histograms asked for later;
         `saved`: the text summary (and an optional PNG) a saved notebook shows without the
         widget, asked for when the widget is displayed; `values`: answers the value view's
-        region requests (``analyze.value_view.ValueAccess.region``), None where there are no
+        requests (``analyze.value_view.ValueAccess``), None where there are no
         values to read."""
         self._views = views
         self._values = values
@@ -134,10 +141,17 @@ class InspectWidget(anywidget.AnyWidget):
         """One region of a tensor's values at screen resolution (js/src/heatmap.ts asks)."""
         if self._values is None:
             return {"seq": msg.get("seq"), "state": "unavailable", "message": "no values behind this view"}, []
-        header, out = self._values(msg)
+        header, out = self._values.region(msg)
         if header.get("state") == "ok" and msg.get("keep", True):
             self._keep_picture(header, out[0], str(msg.get("label") or header["tensor"]))
         return header, out
+
+    @command
+    def _locate(self, msg: Mapping[str, Any], buffers: list[bytes]) -> tuple[list | None, list[bytes]]:
+        """The bad values of one tensor (NaN, ±Inf, outliers, zero rows and columns), first
+        few of each kind: the list under its heatmap, each hit a button that shows it."""
+        rows = self._values.locate_rows(msg) if self._values is not None else None
+        return rows, []
 
     def _keep_picture(self, header: Mapping[str, Any], index: bytes, label: str) -> None:
         """Keep the picture as a PNG for the saved notebook; rewrite the saved output soon
