@@ -149,9 +149,12 @@ export class Heatmap {
   private rows: [number, number];
   private cols: [number, number];
   private stat: "mean" | "absmax" = "mean";
-  /** The colour limit of the whole plane (kept while zooming), null: fit each view. */
+  /** The colour limit; kept while zooming only when `keepScale` (else each view fits its own). */
   private limit: number | null = null;
-  private fitView = false;
+  private keepScale = false;
+  /** Dead rows/columns (plane rows, plane columns) found by locate: drawn as lines. */
+  private deadRows: number[] = [];
+  private deadCols: number[] = [];
   private seq = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private header: RegionHeader | null = null;
@@ -199,10 +202,14 @@ export class Heatmap {
 
   /** Show the limits another heatmap uses (side by side: one colour scale for both). */
   setLimit(limit: number): void {
+    this.keepScale = true;
+    this.keepBox.checked = true;
     if (this.limit !== null && Math.abs(this.limit - limit) < 1e-12 * Math.abs(limit)) return;
     this.limit = limit;
     this.request(0);
   }
+
+  private readonly keepBox = h("input", "", undefined, { type: "checkbox" });
 
   // ---- toolbar
 
@@ -218,13 +225,12 @@ export class Heatmap {
       this.limit = null;
       this.request(0);
     });
-    const fit = h("label", "nbi-heat-chip");
-    const fitBox = h("input", "", undefined, { type: "checkbox" });
-    fitBox.addEventListener("change", () => {
-      this.fitView = fitBox.checked;
+    const fit = h("label", "nbi-heat-chip", undefined, { title: "Zoom and pan keep the colours of this view" });
+    this.keepBox.addEventListener("change", () => {
+      this.keepScale = this.keepBox.checked;
       this.request(0);
     });
-    fit.append(fitBox, document.createTextNode("colours fit the view"));
+    fit.append(this.keepBox, document.createTextNode("keep colours"));
     const zoomBtn = (text: string, label: string, fn: () => void) => {
       const b = h("button", "", text, { type: "button", "aria-label": label, title: label });
       b.addEventListener("click", fn);
@@ -321,7 +327,7 @@ export class Heatmap {
       height,
       width,
       stat: this.stat,
-      limit: this.fitView ? null : this.limit,
+      limit: this.keepScale ? this.limit : null,
       label: this.opts.caption ? `${this.opts.tensor} (${this.opts.caption})` : this.opts.tensor,
     };
     let header: RegionHeader;
@@ -354,13 +360,10 @@ export class Heatmap {
       bytes(3).buffer.slice(bytes(3).byteOffset, bytes(3).byteOffset + bytes(3).byteLength),
     );
     this.bad = new Map((header.bad ?? []).map(([i, j, a, b, c]) => [i * (header.grid?.[1] ?? 1) + j, [a, b, c]]));
-    const whole = this.isWhole();
-    if (whole && !this.fitView && header.limits) {
+    if (header.limits) {
       const lim = Math.max(Math.abs(header.limits[0]), Math.abs(header.limits[1]));
-      if (this.limit === null) {
-        this.limit = lim;
-        this.opts.onLimit?.(lim);
-      }
+      if (!this.keepScale || this.limit === null) this.limit = lim;
+      if (this.isWhole()) this.opts.onLimit?.(lim);
     }
     this.msg.remove();
     if (!this.canvas.isConnected) this.box.append(this.canvas);
@@ -410,7 +413,7 @@ export class Heatmap {
     // flagged blocks: a ring at least 4 CSS px wide, so one bad value among millions is seen
     const cw = pw / gw;
     const ch = ph / gh;
-    const ring = 4 * dpr;
+    const ring = 6 * dpr;
     const f = hd.flags;
     for (let i = 0; i < this.flags.length; i++) {
       const fl = this.flags[i];
@@ -432,6 +435,15 @@ export class Heatmap {
         ctx.strokeRect(x + cw / 2 - w / 2, y + ch / 2 - hgt / 2, w, hgt);
       }
     }
+    // dead rows and columns (from locate, on the default plane): a line in the zero colour
+    ctx.fillStyle = hd.palette[hd.special.zero];
+    const onDefault = JSON.stringify(this.plane) === JSON.stringify(defaultPlane(this.opts.shape));
+    const [r0, r1] = hd.rows ?? [0, 0];
+    const [c0, c1] = hd.cols ?? [0, 0];
+    for (const r of onDefault ? this.deadRows : [])
+      if (r >= r0 && r < r1) ctx.fillRect(0, ((r - r0 + 0.5) / (r1 - r0)) * ph - dpr, pw, Math.max(ch, 2 * dpr));
+    for (const c of onDefault ? this.deadCols : [])
+      if (c >= c0 && c < c1) ctx.fillRect(((c - c0 + 0.5) / (c1 - c0)) * pw - dpr, 0, Math.max(cw, 2 * dpr), ph);
     if (this.cursor) {
       const [ci, cj] = this.cursor;
       ctx.strokeStyle = "#ffeb3b";
@@ -738,6 +750,19 @@ export class Heatmap {
         this.found.replaceChildren(
           h("span", "", `${[...totals].map(([w, n]) => `${formatCount(n)} ${label[w] ?? w}`).join(" · ")}:`),
         );
+        const shape = this.opts.shape;
+        const pad = (n: number) => shape.slice(0, n).map(() => 0);
+        for (const r of rows) {
+          if (r.what === "zero_row")
+            this.deadRows.push(
+              cellOf(shape, defaultPlane(shape), [...r.index, ...pad(shape.length - r.index.length)])[0],
+            );
+          if (r.what === "zero_column")
+            this.deadCols.push(
+              cellOf(shape, defaultPlane(shape), [...pad(shape.length - r.index.length), ...r.index])[1],
+            );
+        }
+        this.draw();
         for (const r of rows) {
           const cell = r.what === "zero_column" ? [...r.index] : r.index;
           const b = h("button", "", `${label[r.what] ?? r.what} [${r.index.join(", ")}]`, { type: "button" });
