@@ -69,7 +69,10 @@ class Comparison(Result):
             raise ValueError(f"{self.name}: no values to locate in (a comparison rebuilt without its sources)")
         if side not in (DELTA, "a", "b"):
             raise ValueError(f"side must be 'delta', 'a' or 'b', not {side!r}")
-        return DisplayFrame(self.values.locate(what, first=first, side=side, tensors=tensors, k=k))
+        frame = self.values.locate(what, first=first, side=side, tensors=tensors, k=k)
+        shown = DisplayFrame(frame)
+        shown.attrs["skipped"] = frame.attrs["skipped"]
+        return shown
 
     def _value_access(self) -> ValueAccess | None:
         return self.values

@@ -201,7 +201,10 @@ class Inspection(Result):
         ``frame.attrs["skipped"]``."""
         if self.values is None:
             raise ValueError(f"{self.name}: no values to locate in (an engine, or a result rebuilt without its model)")
-        return DisplayFrame(self.values.locate(what, first=first, tensors=tensors, k=k))
+        frame = self.values.locate(what, first=first, tensors=tensors, k=k)
+        shown = DisplayFrame(frame)
+        shown.attrs["skipped"] = frame.attrs["skipped"]
+        return shown
 
     def _value_access(self) -> ValueAccess | None:
         return self.values

@@ -120,7 +120,7 @@ def _scan(
                     hits[kind].add(int(np.count_nonzero(mask)), cells(x, mask, r0))
         if "outlier" in hits and limit < math.inf:
             with np.errstate(invalid="ignore"):
-                mask = np.abs(x) > limit
+                mask = (np.abs(x) > limit) & np.isfinite(x)  # ±Inf are listed as such, not as outliers
             hits["outlier"].add(int(np.count_nonzero(mask)), cells(x, mask, r0))
         if "zero_row" in hits and row_axes:
             dead = np.flatnonzero(~np.any(x != 0, axis=1))

@@ -29,6 +29,7 @@ __all__ = ["MAX_PIXELS", "ValueAccess"]
 MAX_PIXELS = 2048  # largest picture side a request may ask for
 MAX_BAD_LISTED = 4096  # blocks with NaN/Inf whose exact counts the header lists (for the readout)
 DELTA = "delta"
+GONE = "the model this result was made from no longer exists (it was deleted): no values to read"
 
 
 class _Side:
@@ -70,7 +71,7 @@ class ValueAccess:
             return None, None, f"no side {side!r}"
         source = self._sides[side].source()
         if source is None:
-            return None, None, "the model this result was made from no longer exists (deleted): no values to read"
+            return None, None, GONE
         entry = next((t for t in source.tensors if t.name == name), None)
         if entry is None:
             return None, None, f"{name!r} is not a tensor of {self._sides[side].name}"
@@ -227,8 +228,12 @@ class ValueAccess:
         keys = ("a", "b") if side == DELTA else (side,)
         lists = []
         for key in keys:
-            source = self._sides[key].source() if key in self._sides else None
-            lists.append([] if source is None else [t.name for t in source.unique_tensors().values()])
+            if key not in self._sides:
+                raise ValueError(f"no side {key!r} (sides: {', '.join(map(str, self._sides))})")
+            source = self._sides[key].source()
+            if source is None:
+                raise ValueError(f"{self._sides[key].name}: {GONE}")
+            lists.append([t.name for t in source.unique_tensors().values()])
         if len(lists) == 1:
             return lists[0]
         in_b = set(lists[1])
