@@ -21,6 +21,7 @@ import pandas as pd
 from ..backends import as_source, backend_named
 from ..core.plane import Plane, default_plane
 from ..core.source import ModelSource, TensorEntry
+from ..errors import CheckpointError
 from .locate import locate_frame
 from .values import FLAGS, PALETTE, SPECIAL, ValueGrid, band_rows, block_plan, paint, reduce_bands
 
@@ -138,6 +139,8 @@ class ValueAccess:
                 return {**head, "state": "unavailable", "message": "an empty tensor: no values", "shape": list(shape)}, []
             g = reduce_bands(grid, read(plane, rows, cols, band_rows(grid)))
             painted = paint(g, stat=stat, limit=limit, std=self._std(side, name))
+        except CheckpointError as exc:  # the file changed since it was opened: nothing to show
+            return {**head, "state": "unavailable", "message": str(exc)}, []
         except (ValueError, TypeError, KeyError) as exc:
             return {**head, "state": "error", "message": str(exc)}, []
         except Exception as exc:  # a read that failed (file changed, device gone): said, not raised
