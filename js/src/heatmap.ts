@@ -424,15 +424,18 @@ export class Heatmap {
       ctx.fillStyle = fl & (f.nan | f.posinf | f.neginf) ? hd.palette[special] : "#000";
       const w = Math.max(cw, ring);
       const hgt = Math.max(ch, ring);
+      // centred on the block, kept inside the canvas (a bad value in the first row shows whole)
+      const rx = Math.max(0, Math.min(pw - w, x + cw / 2 - w / 2));
+      const ry = Math.max(0, Math.min(ph - hgt, y + ch / 2 - hgt / 2));
       if (fl & f.outlier && !(fl & (f.nan | f.posinf | f.neginf))) {
         ctx.strokeStyle = "#000";
         ctx.lineWidth = dpr;
-        ctx.strokeRect(x + cw / 2 - w / 2, y + ch / 2 - hgt / 2, w, hgt);
+        ctx.strokeRect(rx, ry, w, hgt);
       } else {
-        ctx.fillRect(x + cw / 2 - w / 2, y + ch / 2 - hgt / 2, w, hgt);
+        ctx.fillRect(rx, ry, w, hgt);
         ctx.strokeStyle = "#000";
         ctx.lineWidth = dpr;
-        ctx.strokeRect(x + cw / 2 - w / 2, y + ch / 2 - hgt / 2, w, hgt);
+        ctx.strokeRect(rx, ry, w, hgt);
       }
     }
     // dead rows and columns (from locate, on the default plane): a line in the zero colour

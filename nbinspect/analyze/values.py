@@ -195,11 +195,9 @@ def _add_band(
     c_end = np.append(cs[1:], x.shape[1])
     counts = (r_end - rs)[:, None].astype(np.int64) * (c_end - cs)[None, :]
     amax = np.where(np.isfinite(amax), amax, 0.0)  # an Inf block is read again below
-    bad = ~np.isfinite(sums)
-    nan = np.zeros_like(counts)
-    pos = np.zeros_like(counts)
-    neg = np.zeros_like(counts)
-    for i, j in zip(*np.nonzero(bad)):  # rare: read the block again and count exactly
+    bad = np.nonzero(~np.isfinite(sums))
+    nan, pos, neg = (np.zeros(counts.shape, np.int64) for _ in range(3)) if bad[0].size else (0, 0, 0)
+    for i, j in zip(*bad):  # rare: read the block again and count exactly
         part = x[rs[i] : r_end[i], cs[j] : c_end[j]]
         nan[i, j] = np.count_nonzero(np.isnan(part))
         pos[i, j] = np.count_nonzero(np.isposinf(part))
@@ -208,11 +206,12 @@ def _add_band(
         sums[i, j] = finite.sum()
         amax[i, j] = np.abs(finite).max() if finite.size else 0.0
     out.sum[block] += sums
-    out.finite[block] += counts - nan - pos - neg
+    out.finite[block] += counts - nan - pos - neg  # type: ignore[operator]  # ints when nothing was bad
     out.absmax[block] = np.maximum(out.absmax[block], amax)
-    out.nan[block] += nan
-    out.posinf[block] += pos
-    out.neginf[block] += neg
+    if bad[0].size:
+        out.nan[block] += nan
+        out.posinf[block] += pos
+        out.neginf[block] += neg
 
 
 def band_rows(grid: Grid) -> int:
