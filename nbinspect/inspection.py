@@ -32,7 +32,7 @@ from .render.model_info_json import model_info_dict
 from .render.plots import distribution_figure
 from .result import Result
 
-__all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
+__all__ = ["Inspection", "health", "inspect", "locate", "memory", "plot_distributions", "trace", "with_memory"]
 
 _I = TypeVar("_I", bound="Inspection")  # a copy keeps its class (mlx.ModelSummary stays one)
 
@@ -311,6 +311,31 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
         vanishing=defaults.vanishing if vanishing is None else vanishing,
     )
     return health_frame(insp.stats, insp.params, insp.layers["name"].tolist(), limits)
+
+
+def locate(obj: Any, what: str | list[str], *, first: int = 10, k: float | None = None, **options: Any) -> pd.DataFrame | None:
+    """Where the bad values are (schema.LOCATE): ``obj.locate(...)`` for an Inspection or a
+    Comparison (`options`: ``tensors``, ``side``); for a model, state_dict or checkpoint path,
+    without computing statistics first. A model sharded over ranks (DTensor) is a
+    collective: call it on every rank; each scans its own block and rank 0 receives the
+    frame (None on the others). See :meth:`Inspection.locate` for `what`."""
+    from .analyze.locate import locate_sharded
+    from .analyze.values import OUTLIER_SIGMA
+    from .backends import as_source
+    from .backends.torch.values import tensor_bands
+
+    if isinstance(obj, Result):
+        return obj.locate(what, first=first, k=k, **options)  # type: ignore[attr-defined]  # both results have it
+    source = as_source(obj)
+    if source.collective is not None:
+
+        def bands_of(t: Any) -> Any:
+            return lambda name, plane, n: tensor_bands(t, plane, (0, plane.size(tuple(t.shape))[0]), (0, plane.size(tuple(t.shape))[1]), n)
+
+        return locate_sharded(source, what, bands_of, first=first, k=OUTLIER_SIGMA if k is None else k)
+    return Inspection(source.name, source.framework, {}, {}, values=ValueAccess({None: source})).locate(
+        what, first=first, k=k, **options
+    )
 
 
 @on_receiving_rank(0)

@@ -28,6 +28,7 @@ EXPECTED = {
     "json_schema",
     "layers",
     "load_ipython_extension",
+    "locate",
     "memory",
     "mlx",
     "params",

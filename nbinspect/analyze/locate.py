@@ -20,7 +20,7 @@ from ..core.plane import Plane, default_plane
 from ..schema import LOCATE
 from .values import BAND_ELEMENTS, OUTLIER_SIGMA
 
-__all__ = ["KINDS", "Bands", "locate_frame"]
+__all__ = ["KINDS", "Bands", "locate_frame", "locate_sharded"]
 
 KINDS = {
     "nan": ("nan",),
@@ -168,3 +168,102 @@ def locate_frame(
                     {"tensor": name, "what": kind, "index": index, "value": value, "rank": rank, "total": h.total}
                 )
     return LOCATE.build(records)
+
+
+def locate_sharded(
+    source: Any,
+    what: str | Iterable[str],
+    bands_of: Callable[[Any], Bands],
+    *,
+    first: int = 10,
+    k: float = OUTLIER_SIGMA,
+) -> pd.DataFrame | None:
+    """schema.LOCATE of a source spread over ranks (a collective: every rank calls it). Each
+    rank scans only its own block of each tensor; indices are made global with the block's
+    offsets, the first `first` by index are kept and the totals added; a row (column) is dead
+    when every rank holding part of it finds its part all zero. 1-D and 2-D tensors (what
+    sharding splits: weights, embeddings, biases); others are listed as skipped. `bands_of`
+    gives the bands of one local block (a tensor) like :data:`Bands`."""
+    kinds = _kinds(what)
+    ranks = source.collective
+    mine: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    std_sums: list[float] = []
+    entries = list(source.unique_tensors().values())
+    locals_ = []
+    for entry in entries:
+        part = ranks.part(entry.name)
+        local = entry.values()
+        held = part is not None and part.owner and local.numel() > 0
+        locals_.append((entry, part, local if held else None))
+        n = s = sq = 0.0
+        if held and "outlier" in kinds:
+            x = local.detach().double().flatten()
+            x = x[x.isfinite()]
+            n, s, sq = float(x.numel()), float(x.sum()), float((x * x).sum())
+        std_sums += [n, s, sq]
+    totals = ranks.add_up(std_sums, [])[0] if "outlier" in kinds else std_sums
+    for i, (entry, part, local) in enumerate(locals_):
+        shape = tuple(entry.shape or ())
+        if len(shape) > 2:
+            skipped[entry.name] = "a sharded tensor of more than 2 axes: locate it on each rank's block"
+            continue
+        if local is None:
+            continue
+        n, s, sq = totals[3 * i : 3 * i + 3]
+        std = math.sqrt(max(sq / n - (s / n) ** 2, 0.0)) if n else None
+        local_shape = tuple(local.shape)
+        cells = [kind for kind in kinds if kind not in ("zero_row", "zero_column")]
+        lines = [kind for kind in kinds if kind in ("zero_row", "zero_column")]
+        hits = _scan(entry.name, local_shape, bands_of(local), cells, first, std, k) if cells else {}
+        if lines:  # every dead line of the block: a line is dead only if all its parts are
+            hits.update(_scan(entry.name, local_shape, bands_of(local), lines, math.prod(local_shape), std, k))
+        off = part.offsets
+        mine[entry.name] = {
+            "rows": (off[0], off[0] + local_shape[0]) if local_shape else (0, 1),
+            "cols": (off[1], off[1] + local_shape[1]) if len(local_shape) == 2 else (0, 1),
+            "hits": {
+                kind: (
+                    [(_shift(kind, index, off), value) for index, value in h.items],
+                    h.total,
+                )
+                for kind, h in hits.items()
+            },
+        }
+    gathered = ranks.gather((mine, skipped))
+    if not ranks.receives():
+        return None
+    records = []
+    names = [e.name for e in entries]
+    skipped_all = {name: why for _, sk in gathered for name, why in sk.items()}
+    for name in names:
+        parts = [g[0][name] for g in gathered if name in g[0]]
+        for kind in kinds:
+            found = [p["hits"][kind] for p in parts if kind in p["hits"]]
+            if not found:
+                continue
+            if kind in ("zero_row", "zero_column"):
+                axis = "rows" if kind == "zero_row" else "cols"
+                sets = [({index for index, _ in p["hits"][kind][0]}, p[axis]) for p in parts if kind in p["hits"]]
+                candidates = sorted(set().union(*(found_set for found_set, _ in sets)))
+                dead = [  # dead in every block that holds part of the line
+                    index for index in candidates if all(index in got or not lo <= index[0] < hi for got, (lo, hi) in sets)
+                ]
+                items, total = [(index, math.nan) for index in dead[:first]], len(dead)
+            else:
+                items = sorted((hit for h, _ in found for hit in h), key=lambda hit: hit[0])[:first]
+                total = sum(t for _, t in found)
+            for rank, (index, value) in enumerate(items):
+                records.append({"tensor": name, "what": kind, "index": index, "value": value, "rank": rank, "total": total})
+    frame = LOCATE.build(records)
+    frame.attrs["skipped"] = skipped_all
+    return frame
+
+
+def _shift(kind: str, index: tuple[int, ...], offsets: tuple[int, ...]) -> tuple[int, ...]:
+    """A block's index made global: cells by every offset, a row by the first, a column by the second."""
+    if kind == "zero_row":
+        return (index[0] + offsets[0],)
+    if kind == "zero_column":
+        return (index[0] + offsets[1],)
+    return tuple(i + o for i, o in zip(index, offsets))

@@ -77,7 +77,7 @@ class ValueAccess:
         if entry is None:
             return None, None, f"{name!r} is not a tensor of {self._sides[side].name}"
         backend = backend_named(source.framework) if source.framework in ("torch", "mlx") else backend_named("torch")
-        reason = backend.value_state(entry)
+        reason = backend.value_state(entry) or _not_here(source, entry)
         return entry, backend, reason or ""
 
     def _bands(self, side: str | None, name: str) -> tuple[Callable[[Plane, tuple, tuple, int], Iterator], tuple, str, str]:
@@ -241,6 +241,19 @@ class ValueAccess:
             return lists[0]
         in_b = set(lists[1])
         return [n for n in lists[0] if n in in_b]
+
+
+def _not_here(source: ModelSource, entry: TensorEntry) -> str:
+    """Why this process cannot show a tensor spread over ranks ('' when it holds it whole):
+    a widget request reaches one rank, and the other ranks are not listening."""
+    part = getattr(source.collective, "part", lambda name: None)(entry.name)
+    if part is None or (part.owner and tuple(part.shape) == tuple(entry.shape or ())):
+        return ""
+    held = ", ".join(f"{o}–{o + n - 1}" for o, n in zip(part.offsets, part.shape)) if part.owner else "none of it"
+    return (
+        f"sharded over ranks ({part.placements}); this rank holds {held}. "
+        "nbinspect.locate(model, ...) called on every rank finds the bad values across all shards"
+    )
 
 
 def _span(value: Any, size: int, what: str) -> tuple[int, int]:

@@ -244,3 +244,47 @@ def test_a_dcp_folder_written_by_both_ranks_reads_in_one_process(ranks, dcp_fold
 def test_without_a_process_group_distributed_says_what_is_missing():
     with pytest.raises(ValueError, match=r"needs torch\.distributed initialised \(init_process_group\) on every rank"):
         nbinspect.distributed(nn.Linear(2, 2))
+
+
+def _locate_on_rank(rank: int):
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from torch.distributed.device_mesh import init_device_mesh
+
+    torch.manual_seed(0)
+    m = nn.Module()
+    m.rows = nn.Linear(6, 7, bias=False)  # Shard(0): rows 0-3 on rank 0, 4-6 on rank 1
+    m.cols = nn.Linear(5, 4, bias=False)  # Shard(1): columns split
+    m.bias = nn.Parameter(torch.randn(9))  # replicated
+    with torch.no_grad():
+        m.rows.weight[5, 2] = math.nan
+        m.rows.weight[1].zero_()
+        m.cols.weight[2].zero_()  # dead across both column shards
+        m.cols.weight[0, :3] = 0.0  # zero on rank 0's columns only: not dead
+        m.cols.weight[3, 4] = -math.inf
+        m.cols.weight[:, 1] = 0.0  # a dead column (input feature 1)
+        m.bias[4] = math.inf
+    whole = {n: p.detach().clone() for n, p in m.named_parameters()}
+    mesh = init_device_mesh("cpu", (2,))
+    m.rows.weight = nn.Parameter(distribute_tensor(m.rows.weight.detach(), mesh, [Shard(0)]))
+    m.cols.weight = nn.Parameter(distribute_tensor(m.cols.weight.detach(), mesh, [Shard(1)]))
+    m.bias = nn.Parameter(distribute_tensor(m.bias.detach(), mesh, [Replicate()]))
+    frame = nbinspect.locate(m, ["nan", "inf", "dead"])
+    return frame, whole
+
+
+def test_locate_on_a_sharded_model_is_global_and_exact(tmp_path):
+    (frame, whole), (other, _) = run_on_ranks(_locate_on_rank, tmp_path)
+    assert other is None  # rank 0 receives
+    got = {(r.tensor, r.what, r.index, r.total) for r in frame.itertuples()}
+    want = set()
+    for name, t in whole.items():
+        x = t.double().numpy()
+        for what, hits in (("nan", np.argwhere(np.isnan(x))), ("posinf", np.argwhere(np.isposinf(x))), ("neginf", np.argwhere(np.isneginf(x)))):
+            want |= {(name, what, tuple(int(i) for i in h), len(hits)) for h in hits}
+        if x.ndim == 2:
+            rows = np.flatnonzero(np.all(x == 0, axis=1))
+            cols = np.flatnonzero(np.all(x == 0, axis=0))
+            want |= {(name, "zero_row", (int(r),), len(rows)) for r in rows}
+            want |= {(name, "zero_column", (int(c),), len(cols)) for c in cols}
+    assert got == want
+    assert ("cols.weight", "zero_row", (2,), 1) in got and ("rows.weight", "nan", (5, 2), 1) in got

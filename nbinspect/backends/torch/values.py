@@ -19,7 +19,7 @@ import torch
 from ...core.plane import Plane
 from ...core.source import TensorEntry
 
-__all__ = ["plane_bands", "value_state"]
+__all__ = ["plane_bands", "tensor_bands", "value_state"]
 
 _WIDE = (torch.int32, torch.int64, torch.uint32, torch.uint64, torch.float64)  # exact only in float64
 
@@ -100,3 +100,9 @@ def plane_bands(
                 yield b0, _float(sub[:, cols[0] : cols[1]])
     finally:
         entry.release()
+
+
+def tensor_bands(t: torch.Tensor, plane: Plane, rows: tuple[int, int], cols: tuple[int, int], band_rows: int) -> Iterator[tuple[int, np.ndarray]]:
+    """:func:`plane_bands` of a tensor in hand (a rank's block of a sharded tensor)."""
+    entry = TensorEntry("", "", "", tuple(t.shape), str(t.dtype), str(t.device), t.numel(), 0, False, ("id", id(t)), t)
+    return plane_bands(entry, plane, rows, cols, band_rows)
