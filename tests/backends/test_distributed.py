@@ -269,11 +269,16 @@ def _locate_on_rank(rank: int):
     m.cols.weight = nn.Parameter(distribute_tensor(m.cols.weight.detach(), mesh, [Shard(1)]))
     m.bias = nn.Parameter(distribute_tensor(m.bias.detach(), mesh, [Replicate()]))
     frame = nbinspect.locate(m, ["nan", "inf", "dead"])
-    return frame, whole
+    insp = nbinspect.inspect(m, stats=False)  # a widget's requests reach one rank only
+    states = None
+    if insp is not None:
+        states = {name: insp.values.region({"tensor": name})[0] for name in ("rows.weight", "bias")}
+        states = {name: (h["state"], h["message"], h.get("counts")) for name, h in states.items()}
+    return frame, whole, states
 
 
 def test_locate_on_a_sharded_model_is_global_and_exact(tmp_path):
-    (frame, whole), (other, _) = run_on_ranks(_locate_on_rank, tmp_path)
+    (frame, whole, states), (other, _, _) = run_on_ranks(_locate_on_rank, tmp_path)
     assert other is None  # rank 0 receives
     got = {(r.tensor, r.what, r.index, r.total) for r in frame.itertuples()}
     want = set()
@@ -288,3 +293,6 @@ def test_locate_on_a_sharded_model_is_global_and_exact(tmp_path):
             want |= {(name, "zero_column", (int(c),), len(cols)) for c in cols}
     assert got == want
     assert ("cols.weight", "zero_row", (2,), 1) in got and ("rows.weight", "nan", (5, 2), 1) in got
+    # the widget on rank 0: a replicated tensor it holds whole, a sharded one it cannot show
+    assert states["bias"][0] == "ok" and states["bias"][2]["posinf"] == 1
+    assert states["rows.weight"][0] == "unavailable" and "this rank holds 0–3, 0–5" in states["rows.weight"][1]
