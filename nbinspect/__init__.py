@@ -38,7 +38,9 @@ _LAZY = {
     **dict.fromkeys(("build_on_meta", "from_config"), ".config_inspection"),
     **dict.fromkeys(("CheckpointError", "EngineError", "TraceError", "UnsafeCheckpointError"), ".errors"),
     **dict.fromkeys(("MixtureOfExperts", "expert_changes", "moe", "split_experts"), ".experts"),
-    **dict.fromkeys(("Inspection", "health", "inspect", "locate", "memory", "plot_distributions", "trace"), ".inspection"),
+    **dict.fromkeys(
+        ("Inspection", "health", "inspect", "locate", "memory", "plot_distributions", "trace"), ".inspection"
+    ),
     **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
     "json_schema": ".render.json_export",
     "load_checkpoint": ".io.checkpoint",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -49,10 +50,17 @@ class Comparison(Result):
         self._bins = bins
         self._side_stats = {} if stats_a is None else {"stats_a": stats_a}
         self._rollups: dict[str, pd.DataFrame] = {}
-        self.values = None if sources is None else ValueAccess(
-            dict(zip(("a", "b"), sources)),
-            {side: (lambda key=f"stats_{side}": self._widget_frames()[key]) for side in ("a", "b")},
+        self.values = (
+            None
+            if sources is None
+            else ValueAccess(
+                dict(zip(("a", "b"), sources)),
+                {side: partial(self._side_stats_frame, f"stats_{side}") for side in ("a", "b")},
+            )
         )
+
+    def _side_stats_frame(self, key: str) -> pd.DataFrame:
+        return self._widget_frames()[key]
 
     def locate(
         self,

@@ -313,7 +313,9 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
     return health_frame(insp.stats, insp.params, insp.layers["name"].tolist(), limits)
 
 
-def locate(obj: Any, what: str | list[str], *, first: int = 10, k: float | None = None, **options: Any) -> pd.DataFrame | None:
+def locate(
+    obj: Any, what: str | list[str], *, first: int = 10, k: float | None = None, **options: Any
+) -> pd.DataFrame | None:
     """Where the bad values are (schema.LOCATE): ``obj.locate(...)`` for an Inspection or a
     Comparison (`options`: ``tensors``, ``side``); for a model, state_dict or checkpoint path,
     without computing statistics first. A model sharded over ranks (DTensor) is a
@@ -330,7 +332,9 @@ def locate(obj: Any, what: str | list[str], *, first: int = 10, k: float | None 
     if source.collective is not None:
 
         def bands_of(t: Any) -> Any:
-            return lambda name, plane, n: tensor_bands(t, plane, (0, plane.size(tuple(t.shape))[0]), (0, plane.size(tuple(t.shape))[1]), n)
+            return lambda name, plane, n: tensor_bands(
+                t, plane, (0, plane.size(tuple(t.shape))[0]), (0, plane.size(tuple(t.shape))[1]), n
+            )
 
         return locate_sharded(source, what, bands_of, first=first, k=OUTLIER_SIGMA if k is None else k)
     return Inspection(source.name, source.framework, {}, {}, values=ValueAccess({None: source})).locate(

@@ -467,7 +467,11 @@ LOCATE = FrameSchema(
     (
         Column("tensor", "string", "tensor path (the first path of a tied storage)"),
         Column("what", "string", "'nan', 'posinf', 'neginf', 'zero_row', 'zero_column' or 'outlier'"),
-        Column("index", "object", "tuple of ints in the tensor's shape; rows and columns: the index of the row (column) axes"),
+        Column(
+            "index",
+            "object",
+            "tuple of ints in the tensor's shape; rows and columns: the index of the row (column) axes",
+        ),
         Column("value", "float64", "the value (NaN, ±Inf, the outlier); missing for rows and columns"),
         Column("rank", "Int64", "0, 1, ...: position among this tensor's hits of this kind, in index order"),
         Column("total", "Int64", "hits of this kind in the tensor, exact (also when only the first are listed)"),

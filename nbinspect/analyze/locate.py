@@ -96,7 +96,7 @@ def _scan(
     name: str, shape: tuple[int, ...], bands: Bands, kinds: list[str], first: int, std: float | None, k: float
 ) -> dict[str, _Hits]:
     plane = default_plane(shape)
-    n_rows, n_cols = plane.size(shape)
+    _n_rows, n_cols = plane.size(shape)
     per_band = max(1, BAND_ELEMENTS // max(1, n_cols))
     hits = {kind: _Hits(first) for kind in kinds}
     if "outlier" in kinds and std is None:
@@ -124,15 +124,21 @@ def _scan(
             hits["outlier"].add(int(np.count_nonzero(mask)), cells(x, mask, r0))
         if "zero_row" in hits and row_axes:
             dead = np.flatnonzero(~np.any(x != 0, axis=1))
-            hits["zero_row"].add(
-                dead.size, lambda m, d=dead, r0=r0: [(_unravel(shape, plane.rows, r0 + int(i)), math.nan) for i in d[:m]]
-            )
+            hits["zero_row"].add(dead.size, _rows_found(shape, plane.rows, dead, r0))
         if alive is not None:
             alive |= np.any(x != 0, axis=0)
     if alive is not None and row_axes:
         dead = np.flatnonzero(~alive)
-        hits["zero_column"].add(dead.size, lambda m: [(_unravel(shape, plane.cols, int(i)), math.nan) for i in dead[:m]])
+        hits["zero_column"].add(
+            dead.size, lambda m: [(_unravel(shape, plane.cols, int(i)), math.nan) for i in dead[:m]]
+        )
     return hits
+
+
+def _rows_found(
+    shape: tuple[int, ...], axes: tuple[int, ...], dead: np.ndarray, r0: int
+) -> Callable[[int], list[tuple[tuple[int, ...], float]]]:
+    return lambda m: [(_unravel(shape, axes, r0 + int(i)), math.nan) for i in dead[:m]]
 
 
 def _unravel(shape: tuple[int, ...], axes: tuple[int, ...], flat: int) -> tuple[int, ...]:
@@ -247,14 +253,18 @@ def locate_sharded(
                 sets = [({index for index, _ in p["hits"][kind][0]}, p[axis]) for p in parts if kind in p["hits"]]
                 candidates = sorted(set().union(*(found_set for found_set, _ in sets)))
                 dead = [  # dead in every block that holds part of the line
-                    index for index in candidates if all(index in got or not lo <= index[0] < hi for got, (lo, hi) in sets)
+                    index
+                    for index in candidates
+                    if all(index in got or not lo <= index[0] < hi for got, (lo, hi) in sets)
                 ]
                 items, total = [(index, math.nan) for index in dead[:first]], len(dead)
             else:
                 items = sorted((hit for h, _ in found for hit in h), key=lambda hit: hit[0])[:first]
                 total = sum(t for _, t in found)
             for rank, (index, value) in enumerate(items):
-                records.append({"tensor": name, "what": kind, "index": index, "value": value, "rank": rank, "total": total})
+                records.append(
+                    {"tensor": name, "what": kind, "index": index, "value": value, "rank": rank, "total": total}
+                )
     frame = LOCATE.build(records)
     frame.attrs["skipped"] = skipped_all
     return frame

@@ -12,7 +12,6 @@ whose sum is not finite is re-read by the caller and its NaN/±Inf counted exact
 from __future__ import annotations
 
 import numba
-import numpy as np
 
 __all__ = ["block_sums"]
 

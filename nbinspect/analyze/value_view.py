@@ -60,7 +60,9 @@ class ValueAccess:
     for an Inspection, {"a": ..., "b": ...} for a Comparison (whose Δ is side "delta");
     `stats`: per side, a callable giving its per-tensor stats frame (std for outliers)."""
 
-    def __init__(self, sides: Mapping[str | None, ModelSource], stats: Mapping[str | None, Callable[[], Any]] | None = None):
+    def __init__(
+        self, sides: Mapping[str | None, ModelSource], stats: Mapping[str | None, Callable[[], Any]] | None = None
+    ):
         self._sides = {key: _Side(src) for key, src in sides.items()}
         self._stats = dict(stats or {})
 
@@ -76,29 +78,41 @@ class ValueAccess:
         entry = next((t for t in source.tensors if t.name == name), None)
         if entry is None:
             return None, None, f"{name!r} is not a tensor of {self._sides[side].name}"
-        backend = backend_named(source.framework) if source.framework in ("torch", "mlx") else backend_named("torch")
+        backend = backend_named(source.framework)
+        if not hasattr(backend, "plane_bands"):  # a backend without its own reading: torch tensors
+            backend = backend_named("torch")
         reason = backend.value_state(entry) or _not_here(source, entry)
         return entry, backend, reason or ""
 
-    def _bands(self, side: str | None, name: str) -> tuple[Callable[[Plane, tuple, tuple, int], Iterator], tuple, str, str]:
+    def _bands(
+        self, side: str | None, name: str
+    ) -> tuple[Callable[[Plane, tuple, tuple, int], Iterator], tuple, str, str]:
         """(bands(plane, rows, cols, band_rows), shape, dtype, why not)."""
         if side == DELTA:
             (ea, ba, why_a), (eb, bb, why_b) = self._entry("a", name), self._entry("b", name)
             why = why_a or why_b
-            if not why and (ea.shape != eb.shape):  # type: ignore[union-attr]
-                why = f"the shapes differ ({list(ea.shape)} in a, {list(eb.shape)} in b): no Δ, see a and b side by side"  # type: ignore[union-attr]
-            if why:
+            if ea is None or eb is None or why:
                 return (lambda *a: iter(())), (), "", why
+            shape_a, shape_b = tuple(ea.shape or ()), tuple(eb.shape or ())
+            if shape_a != shape_b:
+                return (
+                    (lambda *a: iter(())),
+                    (),
+                    "",
+                    f"the shapes differ ({list(shape_a)} in a, {list(shape_b)} in b): no Δ",
+                )
 
             def delta(plane: Plane, rows: tuple, cols: tuple, n: int) -> Iterator:
-                for (r, xa), (_, xb) in zip(ba.plane_bands(ea, plane, rows, cols, n), bb.plane_bands(eb, plane, rows, cols, n)):
+                for (r, xa), (_, xb) in zip(
+                    ba.plane_bands(ea, plane, rows, cols, n), bb.plane_bands(eb, plane, rows, cols, n)
+                ):
                     yield r, np.subtract(xb, xa, dtype=np.result_type(xa, xb))
 
-            return delta, tuple(ea.shape), f"Δ {eb.dtype}", ""  # type: ignore[union-attr]
+            return delta, shape_a, f"Δ {eb.dtype}", ""
         entry, backend, why = self._entry(side, name)
         if entry is None or why:
             return (lambda *a: iter(())), tuple(entry.shape or ()) if entry is not None else (), "", why
-        return (lambda p, r, c, n: backend.plane_bands(entry, p, r, c, n)), tuple(entry.shape), entry.dtype, ""
+        return (lambda p, r, c, n: backend.plane_bands(entry, p, r, c, n)), tuple(entry.shape or ()), entry.dtype, ""
 
     def _std(self, side: str | None, name: str) -> float | None:
         if side == DELTA:
@@ -119,7 +133,14 @@ class ValueAccess:
         seq = request.get("seq")
         name = str(request.get("tensor", ""))
         side = request.get("side")
-        head: dict[str, Any] = {"seq": seq, "tensor": name, "side": side, "palette": PALETTE, "special": SPECIAL, "flags": FLAGS}
+        head: dict[str, Any] = {
+            "seq": seq,
+            "tensor": name,
+            "side": side,
+            "palette": PALETTE,
+            "special": SPECIAL,
+            "flags": FLAGS,
+        }
         try:
             read, shape, dtype, why = self._bands(side, name)
             if why:
@@ -136,7 +157,12 @@ class ValueAccess:
             limit = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) else None
             grid = block_plan(rows, cols, height, width)
             if n_rows == 0 or n_cols == 0:
-                return {**head, "state": "unavailable", "message": "an empty tensor: no values", "shape": list(shape)}, []
+                return {
+                    **head,
+                    "state": "unavailable",
+                    "message": "an empty tensor: no values",
+                    "shape": list(shape),
+                }, []
             g = reduce_bands(grid, read(plane, rows, cols, band_rows(grid)))
             painted = paint(g, stat=stat, limit=limit, std=self._std(side, name))
         except CheckpointError as exc:  # the file changed since it was opened: nothing to show
@@ -215,14 +241,21 @@ class ValueAccess:
         """The widget's ``_locate``: every kind in one tensor, the first few hits of each, as
         JSON rows; [] when there is nothing to list or the request is bad."""
         name, side = request.get("tensor"), request.get("side")
-        if not isinstance(name, str) or side not in self._sides and side != DELTA:
+        if not isinstance(name, str) or (side not in self._sides and side != DELTA):
             return []
         try:
-            frame = self.locate(["nan", "inf", "outliers", "dead"], first=int(request.get("first", 5)), tensors=[name], side=side)
+            frame = self.locate(
+                ["nan", "inf", "outliers", "dead"], first=int(request.get("first", 5)), tensors=[name], side=side
+            )
         except Exception:  # a read that failed: the heatmap says why on its own request
             return []
         return [
-            {"what": r.what, "index": list(r.index), "value": None if not math.isfinite(r.value) else r.value, "total": int(r.total)}
+            {
+                "what": r.what,
+                "index": list(r.index),
+                "value": None if not math.isfinite(r.value) else r.value,
+                "total": int(r.total),
+            }
             for r in frame.itertuples()
         ]
 

@@ -34,8 +34,8 @@ __all__ = [
     "Grid",
     "Painted",
     "ValueGrid",
-    "block_plan",
     "band_rows",
+    "block_plan",
     "paint",
     "reduce_bands",
     "rgba",
@@ -112,7 +112,9 @@ class ValueGrid:
     @classmethod
     def empty(cls, grid: Grid) -> ValueGrid:
         shape = grid.shape
-        return cls(grid, *(np.zeros(shape, dt) for dt in (np.float64, np.int64, np.float64, np.int64, np.int64, np.int64)))
+        return cls(
+            grid, *(np.zeros(shape, dt) for dt in (np.float64, np.int64, np.float64, np.int64, np.int64, np.int64))
+        )
 
     def merge(self, other: ValueGrid) -> ValueGrid:
         """The grid of both parts (sums and counts add, largest |x| is the larger)."""
@@ -165,9 +167,7 @@ def _starts(lo: int, hi: int, origin: int, step: int) -> tuple[np.ndarray, int]:
     return np.concatenate(([0], bounds)).astype(np.intp), first
 
 
-def _add_band(
-    out: ValueGrid, x: np.ndarray, r0: int, c0: int, module: ModuleType | None
-) -> None:
+def _add_band(out: ValueGrid, x: np.ndarray, r0: int, c0: int, module: ModuleType | None) -> None:
     """Add the values x (picture rows r0.., columns c0..) into `out`."""
     g = out.grid
     bh, bw = g.block
@@ -196,22 +196,23 @@ def _add_band(
     counts = (r_end - rs)[:, None].astype(np.int64) * (c_end - cs)[None, :]
     amax = np.where(np.isfinite(amax), amax, 0.0)  # an Inf block is read again below
     bad = np.nonzero(~np.isfinite(sums))
-    nan, pos, neg = (np.zeros(counts.shape, np.int64) for _ in range(3)) if bad[0].size else (0, 0, 0)
-    for i, j in zip(*bad):  # rare: read the block again and count exactly
-        part = x[rs[i] : r_end[i], cs[j] : c_end[j]]
-        nan[i, j] = np.count_nonzero(np.isnan(part))
-        pos[i, j] = np.count_nonzero(np.isposinf(part))
-        neg[i, j] = np.count_nonzero(np.isneginf(part))
-        finite = part[np.isfinite(part)].astype(np.float64)
-        sums[i, j] = finite.sum()
-        amax[i, j] = np.abs(finite).max() if finite.size else 0.0
-    out.sum[block] += sums
-    out.finite[block] += counts - nan - pos - neg  # type: ignore[operator]  # ints when nothing was bad
-    out.absmax[block] = np.maximum(out.absmax[block], amax)
-    if bad[0].size:
+    if bad[0].size:  # rare: read those blocks again and count exactly
+        nan, pos, neg = (np.zeros(counts.shape, np.int64) for _ in range(3))
+        for i, j in zip(*bad):
+            part = x[rs[i] : r_end[i], cs[j] : c_end[j]]
+            nan[i, j] = np.count_nonzero(np.isnan(part))
+            pos[i, j] = np.count_nonzero(np.isposinf(part))
+            neg[i, j] = np.count_nonzero(np.isneginf(part))
+            finite = part[np.isfinite(part)].astype(np.float64)
+            sums[i, j] = finite.sum()
+            amax[i, j] = np.abs(finite).max() if finite.size else 0.0
         out.nan[block] += nan
         out.posinf[block] += pos
         out.neginf[block] += neg
+        counts = counts - nan - pos - neg
+    out.sum[block] += sums
+    out.finite[block] += counts
+    out.absmax[block] = np.maximum(out.absmax[block], amax)
 
 
 def band_rows(grid: Grid) -> int:
@@ -289,6 +290,8 @@ def paint(g: ValueGrid, *, stat: str = "mean", limit: float | None = None, std: 
 
 def rgba(index: np.ndarray) -> np.ndarray:
     """H × W × 4 uint8 colours of palette indices (for a PNG of the picture)."""
-    table = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] + [int(c[7:9], 16) if len(c) > 7 else 255] for c in PALETTE], np.uint8)
+    table = np.array(
+        [[int(c[i : i + 2], 16) for i in (1, 3, 5)] + [int(c[7:9], 16) if len(c) > 7 else 255] for c in PALETTE],
+        np.uint8,
+    )
     return table[index]
-

@@ -31,4 +31,9 @@ def palette_png(index: np.ndarray, palette: list[str]) -> bytes:
     image = table[np.repeat(np.repeat(index, fy, axis=0), fx, axis=1)]
     rows = np.concatenate([np.zeros((image.shape[0], 1), np.uint8), image.reshape(image.shape[0], -1)], axis=1)
     header = struct.pack(">IIBBBBB", image.shape[1], image.shape[0], 8, 6, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + _chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(rows.tobytes(), 6))
+        + _chunk(b"IEND", b"")
+    )

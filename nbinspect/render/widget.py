@@ -21,6 +21,7 @@ from .payload import histogram
 from .png import palette_png
 from .saved import offline_view, widget_placeholder
 
+
 class Values(Protocol):
     """What answers the value view (``analyze.value_view.ValueAccess``)."""
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbinspect.analyze import values as V
-from nbinspect.backends.torch.values import plane_bands
 from nbinspect.backends.torch.source import from_module
+from nbinspect.backends.torch.values import plane_bands
 from nbinspect.core.plane import Plane, default_plane
 from nbinspect.core.source import TensorEntry
 
@@ -30,7 +30,9 @@ def reference(x: np.ndarray, grid: V.Grid) -> dict[str, np.ndarray]:
     out = {k: np.zeros((h, w)) for k in ("mean", "absmax", "nan", "posinf", "neginf")}
     for i in range(h):
         for j in range(w):
-            blk = x[r0 + i * bh : min(r1, r0 + (i + 1) * bh), c0 + j * bw : min(c1, c0 + (j + 1) * bw)].astype(np.float64)
+            blk = x[r0 + i * bh : min(r1, r0 + (i + 1) * bh), c0 + j * bw : min(c1, c0 + (j + 1) * bw)].astype(
+                np.float64
+            )
             fin = blk[np.isfinite(blk)]
             out["mean"][i, j] = fin.mean() if fin.size else np.nan
             out["absmax"][i, j] = np.abs(fin).max() if fin.size else 0.0
@@ -70,7 +72,9 @@ def check(g: V.ValueGrid, ref: dict[str, np.ndarray]) -> None:
     dtype=st.sampled_from([np.float32, np.float64]),
     seed=st.integers(0, 2**16),
 )
-def test_one_bad_value_lights_exactly_its_block(rows, cols, height, width, bad, at, zoom, band_blocks, numba, dtype, seed):
+def test_one_bad_value_lights_exactly_its_block(
+    rows, cols, height, width, bad, at, zoom, band_blocks, numba, dtype, seed
+):
     x = np.random.default_rng(seed).standard_normal((rows, cols)).astype(dtype)
     i, j = int(at[0] * rows), int(at[1] * cols)
     x[i, j] = bad

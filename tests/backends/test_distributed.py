@@ -247,8 +247,8 @@ def test_without_a_process_group_distributed_says_what_is_missing():
 
 
 def _locate_on_rank(rank: int):
-    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
     from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
     torch.manual_seed(0)
     m = nn.Module()
@@ -284,7 +284,11 @@ def test_locate_on_a_sharded_model_is_global_and_exact(tmp_path):
     want = set()
     for name, t in whole.items():
         x = t.double().numpy()
-        for what, hits in (("nan", np.argwhere(np.isnan(x))), ("posinf", np.argwhere(np.isposinf(x))), ("neginf", np.argwhere(np.isneginf(x)))):
+        for what, hits in (
+            ("nan", np.argwhere(np.isnan(x))),
+            ("posinf", np.argwhere(np.isposinf(x))),
+            ("neginf", np.argwhere(np.isneginf(x))),
+        ):
             want |= {(name, what, tuple(int(i) for i in h), len(hits)) for h in hits}
         if x.ndim == 2:
             rows = np.flatnonzero(np.all(x == 0, axis=1))

@@ -52,7 +52,9 @@ def bytes_read(monkeypatch):
 
 
 def exact(insp, name, rows, cols, **extra):
-    header, buffers = insp.values.region({"tensor": name, "rows": rows, "cols": cols, "height": 512, "width": 512, **extra})
+    header, buffers = insp.values.region(
+        {"tensor": name, "rows": rows, "cols": cols, "height": 512, "width": 512, **extra}
+    )
     assert header["state"] == "ok", header["message"]
     assert header["exact"]
     return np.frombuffer(buffers[2]).reshape(header["grid"])
@@ -74,14 +76,14 @@ def test_regions_of_files_equal_the_in_memory_tensor(checkpoint, tensors):
     for name, rows, cols in (("layer.half", [17, 90], [3, 60]), ("experts.w", [60, 140], [0, 30])):
         np.testing.assert_array_equal(exact(insp, name, rows, cols), exact(live, name, rows, cols))
     t = tensors["experts.w"]  # rows of a 3-D expert stack are (expert, output) pairs
-    np.testing.assert_array_equal(exact(insp, "experts.w", [60, 140], [0, 30]), t.reshape(200, 30)[60:140].double().numpy())
+    np.testing.assert_array_equal(
+        exact(insp, "experts.w", [60, 140], [0, 30]), t.reshape(200, 30)[60:140].double().numpy()
+    )
     # a cross-section: axis 2 x axis 1 at expert 3 (transposed)
     plane = {"rows": [2], "cols": [1], "fixed": [[0, 3]]}
     np.testing.assert_array_equal(exact(insp, "experts.w", [0, 30], [0, 50], plane=plane), t[3].T.double().numpy())
     # the overview: block means equal those of the tensor in memory
-    ov, ov_live = (
-        v.values.region({"tensor": "layer.weight", "height": 100, "width": 64}) for v in (insp, live)
-    )
+    ov, ov_live = (v.values.region({"tensor": "layer.weight", "height": 100, "width": 64}) for v in (insp, live))
     assert ov[0]["block"] == [20, 8] and ov[0]["counts"]["nan"] == 1
     np.testing.assert_array_equal(np.frombuffer(ov[1][2]), np.frombuffer(ov_live[1][2]))
 

@@ -28,7 +28,7 @@ def model() -> nn.Module:
 
 
 @pytest.mark.parametrize(
-    "request_, why",
+    ("request_", "why"),
     [
         ({"tensor": "0.weight", "height": 0}, "height"),
         ({"tensor": "0.weight", "width": 5000}, "height and width"),
@@ -53,7 +53,12 @@ def test_region_buffers_match_the_header_and_the_model_is_unchanged(model):
     for request in (
         {"tensor": "0.weight", "height": 100, "width": 40},
         {"tensor": "0.weight", "rows": [140, 160], "cols": [20, 40], "height": 512, "width": 512},
-        {"tensor": "1.weight", "plane": {"rows": [1], "cols": [0], "fixed": [[2, 1], [3, 2]]}, "height": 50, "width": 50},
+        {
+            "tensor": "1.weight",
+            "plane": {"rows": [1], "cols": [0], "fixed": [[2, 1], [3, 2]]},
+            "height": 50,
+            "width": 50,
+        },
         {"tensor": "0.bias", "height": 8, "width": 100, "stat": "absmax"},
     ):
         header, buffers = w._region(request, [])
@@ -61,7 +66,9 @@ def test_region_buffers_match_the_header_and_the_model_is_unchanged(model):
         h, wd = header["grid"]
         assert [len(b) for b in buffers] == [h * wd, h * wd, 8 * h * wd, 4 * h * wd]
     # the cross-section: conv weight [:, :, 1, 2] transposed (in x out)
-    values = np.frombuffer(buffers_of(w, {"tensor": "1.weight", "plane": {"rows": [1], "cols": [0], "fixed": [[2, 1], [3, 2]]}}))
+    values = np.frombuffer(
+        buffers_of(w, {"tensor": "1.weight", "plane": {"rows": [1], "cols": [0], "fixed": [[2, 1], [3, 2]]}})
+    )
     np.testing.assert_array_equal(values.reshape(4, 8), model[1].weight[:, :, 1, 2].T.double().detach().numpy())
     header, _ = w._region({"tensor": "0.weight", "rows": [140, 160], "cols": [20, 40]}, [])
     assert header["counts"]["posinf"] == 1 and header["exact"]

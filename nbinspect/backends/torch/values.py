@@ -88,7 +88,9 @@ def plane_bands(
                     if whole is None:
                         whole = entry.values()
                     chunk = whole[i0:i1]
-                index = tuple(fixed[a] - (i0 if a == 0 else 0) if a in fixed else slice(None) for a in range(len(shape)))
+                index = tuple(
+                    fixed[a] - (i0 if a == 0 else 0) if a in fixed else slice(None) for a in range(len(shape))
+                )
                 sub = chunk[index].permute(order) if shape else chunk.reshape(())
                 if len(plane.rows) > 1:
                     sub = sub.flatten(0, len(plane.rows) - 1)
@@ -102,7 +104,9 @@ def plane_bands(
         entry.release()
 
 
-def tensor_bands(t: torch.Tensor, plane: Plane, rows: tuple[int, int], cols: tuple[int, int], band_rows: int) -> Iterator[tuple[int, np.ndarray]]:
+def tensor_bands(
+    t: torch.Tensor, plane: Plane, rows: tuple[int, int], cols: tuple[int, int], band_rows: int
+) -> Iterator[tuple[int, np.ndarray]]:
     """:func:`plane_bands` of a tensor in hand (a rank's block of a sharded tensor)."""
     entry = TensorEntry("", "", "", tuple(t.shape), str(t.dtype), str(t.device), t.numel(), 0, False, ("id", id(t)), t)
     return plane_bands(entry, plane, rows, cols, band_rows)
