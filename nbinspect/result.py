@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ class Result:
     frames: Mapping[str, pd.DataFrame]
     totals: Mapping[str, Any]
     sides: tuple[str, str] | None = None  # a comparison's two sides, named in the widget's title
+    _last_widget: weakref.ref | None = None  # the widget shown last (its heatmap pictures)
 
     def summary(self) -> str:
         raise NotImplementedError
@@ -58,13 +60,11 @@ class Result:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        access = self._value_access()
-        return InspectWidget(
-            self._payload(),
-            self._views,
-            saved=lambda: (self._saved_summary(), None),
-            values=access,
+        widget = InspectWidget(
+            self._payload(), self._views, saved=lambda: (self._saved_summary(), None), values=self._value_access()
         )
+        self._last_widget = weakref.ref(widget)  # its heatmaps go into to_html's page
+        return widget
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -131,7 +131,9 @@ class Result:
         also written to `path` when given."""
         from .render.widget import bundle_source
 
-        page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix())
+        widget = self._last_widget() if self._last_widget is not None else None
+        figures = list(widget.pictures.values()) if widget is not None else []
+        page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix(), figures)
         if path is not None:
             write_output(path, page)
         return page

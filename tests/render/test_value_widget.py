@@ -135,3 +135,12 @@ def test_palette_png_round_trip():
     assert (width, height) == (96, 96)
     assert tuple(pixels[0, 40]) == (125, 125, 125, 255)
     assert tuple(pixels[50, 95]) == (0, 0, 0, 0)  # no data: transparent
+
+
+def test_the_standalone_page_keeps_the_heatmaps_last_shown(model):
+    insp = nbinspect.inspect(model)
+    assert "nbinspect-heatmap" not in insp.to_html()
+    w = insp.widget()
+    w._region({"tensor": "0.weight", "height": 30, "width": 30, "label": "0.weight (overview)"}, [])
+    page = insp.to_html()
+    assert page.count('<figure class="nbinspect-heatmap">') == 1 and 'alt="0.weight (overview)"' in page
