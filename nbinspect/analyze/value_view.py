@@ -106,7 +106,8 @@ class ValueAccess:
                 for (r, xa), (_, xb) in zip(
                     ba.plane_bands(ea, plane, rows, cols, n), bb.plane_bands(eb, plane, rows, cols, n)
                 ):
-                    yield r, np.subtract(xb, xa, dtype=np.result_type(xa, xb))
+                    with np.errstate(invalid="ignore"):  # inf - inf is NaN, counted as such
+                        yield r, np.subtract(xb, xa, dtype=np.result_type(xa, xb))
 
             return delta, shape_a, f"Δ {eb.dtype}", ""
         entry, backend, why = self._entry(side, name)
