@@ -144,3 +144,33 @@ def test_the_standalone_page_keeps_the_heatmaps_last_shown(model):
     w._region({"tensor": "0.weight", "height": 30, "width": 30, "label": "0.weight (overview)"}, [])
     page = insp.to_html()
     assert page.count('<figure class="nbinspect-heatmap">') == 1 and 'alt="0.weight (overview)"' in page
+
+
+def test_a_saved_notebook_keeps_the_heatmap_that_was_open():
+    """In a real kernel: the widget answers a region request (as the front-end would ask),
+    schedules the saved output's rewrite, and the rewrite puts the picture beside the widget."""
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "import torch, nbinspect\nfrom torch import nn\nm = nn.Linear(64, 300)\n"
+        "with torch.no_grad(): m.weight[150, 32] = float('nan')\n"
+        "w = nbinspect.inspect(m).widget()\nw",
+        "header, _ = w._region({'tensor': 'weight', 'height': 60, 'width': 32, 'label': 'weight, 300 × 64'}, [])\nheader['state']",
+        # what the 1 s timer runs (its message would belong to cell 2, which nbclient has left;
+        # a notebook front-end updates every output with that display id)
+        "w._saved_pending",
+        "w._flush_saved()",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with tempfile.TemporaryDirectory() as scratch:
+        NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": scratch}}).execute()
+    assert nb.cells[2].outputs[0]["data"]["text/plain"] == "True"  # a rewrite was scheduled
+    saved = [o for o in nb.cells[0].outputs if "text/html" in o.get("data", {})]
+    assert len(saved) == 1
+    page = saved[0]["data"]["text/html"]
+    static = page.split('<div class="nbinspect-static">', 1)[1].split('<div class="nbinspect-data"', 1)[0]
+    assert static.count('<figure class="nbinspect-heatmap">') == 1
+    assert 'alt="weight, 300 × 64"' in static and "data:image/png;base64," in static
