@@ -158,7 +158,8 @@ def test_a_saved_notebook_keeps_the_heatmap_that_was_open():
         "import torch, nbinspect\nfrom torch import nn\nm = nn.Linear(64, 300)\n"
         "with torch.no_grad(): m.weight[150, 32] = float('nan')\n"
         "w = nbinspect.inspect(m).widget()\nw",
-        "header, _ = w._region({'tensor': 'weight', 'height': 60, 'width': 32, 'label': 'weight, 300 × 64'}, [])\nheader['state']",
+        "request = {'tensor': 'weight', 'height': 60, 'width': 32, 'label': 'weight, 300 × 64'}\n"
+        "w._region(request, [])[0]['state']",
         # what the 1 s timer runs (its message would belong to cell 2, which nbclient has left;
         # a notebook front-end updates every output with that display id)
         "w._saved_pending",
