@@ -10,6 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from . import pipeline
@@ -32,7 +33,17 @@ from .render.plots import distribution_figure
 from .result import Result, input_paths
 from .terminal import safe_lines, safe_text
 
-__all__ = ["Inspection", "health", "inspect", "locate", "memory", "plot_distributions", "trace", "with_memory"]
+__all__ = [
+    "Inspection",
+    "health",
+    "inspect",
+    "locate",
+    "memory",
+    "plot_distributions",
+    "trace",
+    "value_grid",
+    "with_memory",
+]
 
 _I = TypeVar("_I", bound="Inspection")  # a copy keeps its class (mlx.ModelSummary stays one)
 
@@ -345,6 +356,35 @@ def locate(
     return Inspection(source.name, source.framework, {}, {}, values=ValueAccess({None: source})).locate(
         what, first=first, k=k, **options
     )
+
+
+def value_grid(obj: Any, tensor: str, **request: Any) -> dict[str, Any] | None:
+    """One tensor's values at screen resolution, as the widget's heatmap gets them: the
+    header (blocks, colour limits, NaN/±Inf counts, ...) and 2-D numpy arrays ``index``
+    (palette index), ``flags``, ``value`` (block mean, or the value itself when ``exact``)
+    and ``absmax``. `request`: ``rows``/``cols`` ([start, stop) of the picture), ``height``/
+    ``width`` (pixels), ``plane``, ``stat`` ("mean" or "absmax"), ``limit``, ``side`` (a
+    Comparison's "a", "b", "delta"). A model sharded over ranks is a collective: call it on
+    every rank; each rank reduces its own block and rank 0 receives the merged grid."""
+    from .backends import as_source
+
+    if isinstance(obj, Result):
+        access = obj._value_access()
+        if access is None:
+            raise ValueError(f"{obj.name}: no values behind this result")
+    else:
+        access = ValueAccess({None: as_source(obj)}, collective=True)
+        obj = access._sides[None].source()
+    header, buffers = access.region({"tensor": tensor, **request})
+    collective = getattr(obj, "collective", None)
+    if collective is not None and not collective.receives():
+        return None
+    if header["state"] != "ok":
+        raise ValueError(f"{tensor}: {header['state']}: {header['message']}")
+    h, w = header["grid"]
+    kinds = (("index", np.uint8), ("flags", np.uint8), ("value", np.float64), ("absmax", np.float32))
+    arrays = {key: np.frombuffer(b, dtype).reshape(h, w) for (key, dtype), b in zip(kinds, buffers)}
+    return {"header": {k: v for k, v in header.items() if k not in ("palette", "special", "flags")}, **arrays}
 
 
 @on_receiving_rank(0)

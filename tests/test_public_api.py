@@ -38,6 +38,7 @@ EXPECTED = {
     "trace",
     "TraceError",
     "track",
+    "value_grid",
 }
 
 

@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 
 from ..backends import as_source, backend_named
+from ..backends.torch.values import tensor_bands
 from ..core.plane import Plane, default_plane
 from ..core.source import ModelSource, TensorEntry
 from ..errors import CheckpointError
 from .locate import locate_frame
-from .values import FLAGS, PALETTE, SPECIAL, ValueGrid, band_rows, block_plan, paint, reduce_bands
+from .values import FLAGS, PALETTE, SPECIAL, Grid, ValueGrid, band_rows, block_plan, paint, reduce_bands
 
 __all__ = ["MAX_PIXELS", "ValueAccess"]
 
@@ -61,10 +62,17 @@ class ValueAccess:
     `stats`: per side, a callable giving its per-tensor stats frame (std for outliers)."""
 
     def __init__(
-        self, sides: Mapping[str | None, ModelSource], stats: Mapping[str | None, Callable[[], Any]] | None = None
+        self,
+        sides: Mapping[str | None, ModelSource],
+        stats: Mapping[str | None, Callable[[], Any]] | None = None,
+        *,
+        collective: bool = False,
     ):
+        """`collective`: a source spread over ranks is read by every rank at once (each
+        reduces its own block, the grids are merged): :func:`nbinspect.value_grid` on every rank."""
         self._sides = {key: _Side(src) for key, src in sides.items()}
         self._stats = dict(stats or {})
+        self._collective = collective
 
     # ---------------------------------------------------------------- entries and bands
 
@@ -81,7 +89,7 @@ class ValueAccess:
         backend = backend_named(source.framework)
         if not hasattr(backend, "plane_bands"):  # a backend without its own reading: torch tensors
             backend = backend_named("torch")
-        reason = backend.value_state(entry) or _not_here(source, entry)
+        reason = backend.value_state(entry) or ("" if self._collective else _not_here(source, entry))
         return entry, backend, reason or ""
 
     def _bands(
@@ -164,7 +172,10 @@ class ValueAccess:
                     "message": "an empty tensor: no values",
                     "shape": list(shape),
                 }, []
-            g = reduce_bands(grid, read(plane, rows, cols, band_rows(grid)))
+            if self._collective and side != DELTA and self._sides[side].source().collective is not None:  # type: ignore[union-attr]  # checked by _bands
+                g = self._sharded_grid(side, name, plane, grid)
+            else:
+                g = reduce_bands(grid, read(plane, rows, cols, band_rows(grid)))
             painted = paint(g, stat=stat, limit=limit, std=self._std(side, name))
         except CheckpointError as exc:  # the file changed since it was opened: nothing to show
             return {**head, "state": "unavailable", "message": str(exc)}, []
@@ -200,6 +211,37 @@ class ValueAccess:
         ]
         header["seconds"] = round(time.perf_counter() - started, 4)
         return header, buffers
+
+    def _sharded_grid(self, side: str | None, name: str, plane: Plane, grid: Grid) -> ValueGrid:
+        """The grid of a tensor spread over ranks: each rank reduces the part of the region its
+        block holds (global rows and columns), the grids are gathered and merged (sums and
+        counts add, largest |x| is the largest). Tensors of up to 2 axes, on their default
+        plane (the block of a shard is then a rectangle of the picture)."""
+        source = self._sides[side].source()
+        entry = next(t for t in source.tensors if t.name == name)  # type: ignore[union-attr]  # _bands found it
+        shape = tuple(entry.shape or ())
+        if len(shape) > 2 or plane != default_plane(shape):
+            raise ValueError("a tensor spread over ranks is shown whole, on its default plane, up to 2 axes")
+        part = source.collective.part(name)  # type: ignore[union-attr]
+        local = entry.values()
+        out = ValueGrid.empty(grid)
+        if part is not None and part.owner and local.numel():
+            offsets, sizes = [*part.offsets, 0, 0][:2], [*local.shape, 1, 1]
+            if len(shape) < 2:  # a 1-D tensor is one row: its offset is a column
+                offsets, sizes = [0, offsets[0] if shape else 0], [1, sizes[0] if shape else 1]
+            rows = (max(grid.rows[0], offsets[0]), min(grid.rows[1], offsets[0] + sizes[0]))
+            cols = (max(grid.cols[0], offsets[1]), min(grid.cols[1], offsets[1] + sizes[1]))
+            if rows[0] < rows[1] and cols[0] < cols[1]:
+                block = default_plane(tuple(local.shape))
+                local_rows = (rows[0] - offsets[0], rows[1] - offsets[0])
+                local_cols = (cols[0] - offsets[1], cols[1] - offsets[1])
+                bands = tensor_bands(local, block, local_rows, local_cols, band_rows(grid))
+                out = reduce_bands(grid, ((r + offsets[0], x) for r, x in bands), col0=cols[0])
+        grids = source.collective.gather(out)  # type: ignore[union-attr]
+        merged = grids[0]
+        for other in grids[1:]:
+            merged = merged.merge(other)
+        return merged
 
     # ---------------------------------------------------------------- locate
 

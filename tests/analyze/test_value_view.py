@@ -57,3 +57,20 @@ def test_an_mlx_model_shows_its_values():
     model.layers[0].weight = model.layers[0].weight.astype(mx.bfloat16)
     header, got = values(nbinspect.inspect(model).values, {"tensor": "layers.0.weight"})
     np.testing.assert_array_equal(got, np.array(model.layers[0].weight.astype(mx.float32)).astype(np.float64))
+
+
+def test_value_grid_from_python_on_a_model_and_a_result():
+    torch.manual_seed(0)
+    m = nn.Linear(30, 200)
+    with torch.no_grad():
+        m.weight[120, 7] = float("-inf")
+    got = nbinspect.value_grid(m, "weight", height=20, width=30)
+    assert got["header"]["block"] == [10, 1] and got["header"]["counts"]["neginf"] == 1
+    x = m.weight.detach().double().numpy()
+    want = np.array([[np.mean(c[np.isfinite(c)]) for c in x[10 * i : 10 * i + 10].T] for i in range(20)])
+    np.testing.assert_allclose(got["value"], want, rtol=1e-6)
+    assert got["index"][12, 7] == 253 and got["flags"][12, 7] & 4  # -Inf's colour and flag
+    cmp = nbinspect.compare(m, m)
+    delta = nbinspect.value_grid(cmp, "weight", side="delta")["value"]  # -inf - -inf is NaN; the rest 0
+    assert delta.shape == (200, 30) and np.argwhere(np.isnan(delta)).tolist() == [[120, 7]]
+    assert np.count_nonzero(np.nan_to_num(delta)) == 0

@@ -269,16 +269,21 @@ def _locate_on_rank(rank: int):
     m.cols.weight = nn.Parameter(distribute_tensor(m.cols.weight.detach(), mesh, [Shard(1)]))
     m.bias = nn.Parameter(distribute_tensor(m.bias.detach(), mesh, [Replicate()]))
     frame = nbinspect.locate(m, ["nan", "inf", "dead"])
+    grids = {  # each rank reduces its own block; rank 0 gets the merged picture
+        "rows.weight": nbinspect.value_grid(m, "rows.weight"),
+        "cols.weight": nbinspect.value_grid(m, "cols.weight", height=2, width=2),
+        "bias": nbinspect.value_grid(m, "bias", height=1, width=4),
+    }
     insp = nbinspect.inspect(m, stats=False)  # a widget's requests reach one rank only
     states = None
     if insp is not None:
         states = {name: insp.values.region({"tensor": name})[0] for name in ("rows.weight", "bias")}
         states = {name: (h["state"], h["message"], h.get("counts")) for name, h in states.items()}
-    return frame, whole, states
+    return frame, whole, states, grids
 
 
 def test_locate_on_a_sharded_model_is_global_and_exact(tmp_path):
-    (frame, whole, states), (other, _, _) = run_on_ranks(_locate_on_rank, tmp_path)
+    (frame, whole, states, grids), (other, _, _, other_grids) = run_on_ranks(_locate_on_rank, tmp_path)
     assert other is None  # rank 0 receives
     got = {(r.tensor, r.what, r.index, r.total) for r in frame.itertuples()}
     want = set()
@@ -300,3 +305,18 @@ def test_locate_on_a_sharded_model_is_global_and_exact(tmp_path):
     # the widget on rank 0: a replicated tensor it holds whole, a sharded one it cannot show
     assert states["bias"][0] == "ok" and states["bias"][2]["posinf"] == 1
     assert states["rows.weight"][0] == "unavailable" and "this rank holds 0–3, 0–5" in states["rows.weight"][1]
+    # the merged pictures: exact values, and block means of the finite values (float64 reference)
+    assert set(other_grids.values()) == {None}
+    rows = grids["rows.weight"]
+    assert rows["header"]["exact"] and rows["header"]["counts"]["nan"] == 1
+    np.testing.assert_array_equal(rows["value"], whole["rows.weight"].double().numpy())
+    cols = grids["cols.weight"]
+    assert cols["header"]["block"] == [2, 3] and cols["header"]["counts"]["neginf"] == 1
+    x = whole["cols.weight"].double().numpy()
+    for i in range(2):
+        for j in range(2):
+            block = x[2 * i : 2 * i + 2, 3 * j : 3 * j + 3]
+            assert cols["value"][i, j] == pytest.approx(block[np.isfinite(block)].mean(), rel=1e-6)
+    bias = whole["bias"].double().numpy()
+    assert grids["bias"]["header"]["counts"]["posinf"] == 1 and grids["bias"]["header"]["grid"] == [1, 3]
+    assert grids["bias"]["value"][0, 0] == pytest.approx(bias[0:3].mean(), rel=1e-6)
