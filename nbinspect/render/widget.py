@@ -83,7 +83,9 @@ class InspectWidget(anywidget.AnyWidget):
         values to read."""
         self._views = views
         self._values = values
-        self.pictures: dict[tuple[str, str | None], tuple[bytes, str]] = {}  # last heatmap image and its text
+        # the last picture of each heatmap: (palette index, grid, palette, label), encoded as a PNG
+        # only when the saved output is written (not on every request of a zoom)
+        self._pictures: dict[tuple[str, str | None], tuple[bytes, tuple[int, int], list[str], str]] = {}
         self._saved_pending = False
         self._saved = saved
         self._saved_ids: list[str] = []
@@ -96,7 +98,7 @@ class InspectWidget(anywidget.AnyWidget):
         text, image = self._saved() if self._saved is not None else (repr(self), None)
         name = self.payload.get("model", {}).get("name", "")
         key = key or f"nbinspect-{uuid.uuid4().hex}"
-        figures = list(self.pictures.values())
+        figures = list(self.pictures.values())  # PNGs made now, once per saved output
         return {
             "text/html": offline_view(key, self.payload, bundle_source(), text, image, alt=name, figures=figures),
             "text/plain": text,
@@ -154,18 +156,24 @@ class InspectWidget(anywidget.AnyWidget):
         rows = self._values.locate_rows(msg) if self._values is not None else None
         return rows, []
 
-    def _keep_picture(self, header: Mapping[str, Any], index: bytes, label: str) -> None:
-        """Keep the picture as a PNG for the saved notebook; rewrite the saved output soon
-        (once per second at most: a zoom sends many requests)."""
+    @property
+    def pictures(self) -> dict[tuple[str, str | None], tuple[bytes, str]]:
+        """(tensor, side) -> (PNG, label) of the last picture of each heatmap shown."""
         import numpy as np
 
+        return {
+            key: (palette_png(np.frombuffer(index, np.uint8).reshape(grid), palette), label)
+            for key, (index, grid, palette, label) in self._pictures.items()
+        }
+
+    def _keep_picture(self, header: Mapping[str, Any], index: bytes, label: str) -> None:
+        """Keep the picture for the saved notebook; rewrite the saved output soon (once per
+        second at most: a zoom sends many requests)."""
         key = (str(header["tensor"]), header.get("side"))
-        h, w = header["grid"]
-        png = palette_png(np.frombuffer(index, np.uint8).reshape(h, w), header["palette"])
-        self.pictures.pop(key, None)
-        self.pictures[key] = (png, label)
-        while len(self.pictures) > KEPT_PICTURES:
-            self.pictures.pop(next(iter(self.pictures)))
+        self._pictures.pop(key, None)
+        self._pictures[key] = (index, tuple(header["grid"]), header["palette"], label)
+        while len(self._pictures) > KEPT_PICTURES:
+            self._pictures.pop(next(iter(self._pictures)))
         if not self._saved_ids or self._saved_pending:
             return
         self._saved_pending = True
