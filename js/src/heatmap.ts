@@ -180,7 +180,6 @@ export class Heatmap {
     this.root.dataset.tensor = opts.tensor;
     this.root.dataset.side = opts.side ?? "";
     this.buildBar();
-    this.box.setAttribute("aria-describedby", "");
     const readoutId = `nbi-heat-${Math.random().toString(36).slice(2)}`;
     this.readout.id = readoutId;
     this.box.setAttribute("aria-describedby", readoutId);
@@ -210,6 +209,7 @@ export class Heatmap {
   }
 
   private readonly keepBox = h("input", "", undefined, { type: "checkbox" });
+  private readonly axesSelect = h("select", "", undefined, { "aria-label": "Axes shown" });
 
   // ---- toolbar
 
@@ -250,7 +250,7 @@ export class Heatmap {
   private buildAxes(): void {
     const shape = this.opts.shape;
     const n = shape.length;
-    const mode = h("select", "", undefined, { "aria-label": "Axes shown" });
+    const mode = this.axesSelect;
     mode.append(h("option", "", `all values (${defaultPlane(shape).rows.join("·")} × rest)`, { value: "split" }));
     for (let a = 0; a < n; a++)
       for (let b = 0; b < n; b++)
@@ -580,7 +580,10 @@ export class Heatmap {
   jumpTo(index: number[]): void {
     const plane = this.plane;
     if (plane.fixed.length) {
+      // a hit's index is in the whole tensor: back to all values (and say so in the select)
       this.plane = defaultPlane(this.opts.shape);
+      this.axesSelect.value = "split";
+      this.axesSelect.dispatchEvent(new Event("change"));
     }
     const [nr, nc] = planeSize(this.opts.shape, this.plane);
     const [r, c] = cellOf(this.opts.shape, this.plane, index);

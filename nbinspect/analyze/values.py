@@ -38,7 +38,6 @@ __all__ = [
     "block_plan",
     "paint",
     "reduce_bands",
-    "rgba",
 ]
 
 BAND_ELEMENTS = 1 << 22  # values per band: one band (16 MB of float32) is the largest read at once
@@ -78,16 +77,6 @@ class Grid:
     def shape(self) -> tuple[int, int]:
         (r0, r1), (c0, c1), (bh, bw) = self.rows, self.cols, self.block
         return -(-(r1 - r0) // bh), -(-(c1 - c0) // bw)
-
-    def counts(self) -> np.ndarray:
-        """Values per block."""
-        (r0, r1), (c0, c1), (bh, bw) = self.rows, self.cols, self.block
-        h, w = self.shape
-        hs = np.full(h, bh)
-        hs[-1] = r1 - r0 - (h - 1) * bh
-        ws = np.full(w, bw)
-        ws[-1] = c1 - c0 - (w - 1) * bw
-        return hs[:, None].astype(np.int64) * ws[None, :]
 
 
 def block_plan(rows: tuple[int, int], cols: tuple[int, int], height: int, width: int) -> Grid:
@@ -286,12 +275,3 @@ def paint(g: ValueGrid, *, stat: str = "mean", limit: float | None = None, std: 
     if std is not None and std > 0 and math.isfinite(std):
         flags[g.absmax > OUTLIER_SIGMA * std] |= FLAGS["outlier"]
     return Painted(index, flags, value, (-lim, lim) if stat == "mean" else (0.0, lim))
-
-
-def rgba(index: np.ndarray) -> np.ndarray:
-    """H × W × 4 uint8 colours of palette indices (for a PNG of the picture)."""
-    table = np.array(
-        [[int(c[i : i + 2], 16) for i in (1, 3, 5)] + [int(c[7:9], 16) if len(c) > 7 else 255] for c in PALETTE],
-        np.uint8,
-    )
-    return table[index]
