@@ -35,13 +35,15 @@ GONE = "the model this result was made from no longer exists (it was deleted): n
 
 
 class _Side:
-    """One source: held as it is, or (a live model) by weak reference and read again on use."""
+    """One source: held as it is, or (a live model with values) by weak reference and read
+    again on use. A model on the meta device costs no memory: it is kept, so its tensors
+    say "meta" rather than "deleted"."""
 
     def __init__(self, source: ModelSource):
         self._source: ModelSource | None = None
         self._model: weakref.ref | None = None
         self.name = source.name
-        if source.model is not None:
+        if source.model is not None and not all(t.device == "meta" for t in source.tensors):
             try:
                 self._model = weakref.ref(source.model)
             except TypeError:  # an object without weak references: keep the source

@@ -175,3 +175,17 @@ def test_a_saved_notebook_keeps_the_heatmap_that_was_open():
     static = page.split('<div class="nbinspect-static">', 1)[1].split('<div class="nbinspect-data"', 1)[0]
     assert static.count('<figure class="nbinspect-heatmap">') == 1
     assert 'alt="weight, 300 × 64"' in static and "data:image/png;base64," in static
+
+
+def test_a_model_built_on_the_meta_device_says_no_values_after_it_is_dropped():
+    """A meta model (from_config builds one inside the call) costs no memory and is kept:
+    its tensors answer "meta", not "deleted"."""
+    import gc
+
+    with torch.device("meta"):
+        meta = nn.Sequential(nn.Linear(8, 4))
+    insp = nbinspect.inspect(meta)
+    del meta
+    gc.collect()
+    header, buffers = insp.widget()._region({"tensor": "0.weight"}, [])
+    assert header["state"] == "meta" and "meta device" in header["message"] and buffers == []
