@@ -355,10 +355,8 @@ export class GraphView {
       // its tooltip is made on hover (data-edge): thousands of edges
       out.push(`<path class="nbi-graph-edge" d="${path}" marker-end="url(#nbi-arrow)" data-edge="${edgeIndex++}"/>`);
       if (labels) {
-        const mid = labelAt.get(`${e.src}|${e.dst}`) ?? {
-          x: (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 4,
-          y: (a.y + a.h + b.y) / 2,
-        };
+        // an edge across box borders has no place reserved by dagre: label it just above its arrow head
+        const mid = labelAt.get(`${e.src}|${e.dst}`) ?? { x: b.x + b.w / 2 + 2, y: b.y - 9 };
         out.push(textMarkup(edgeText(e.shape, e.dtype), mid.x + 3, mid.y + 3, "nbi-graph-edge-label"));
       }
     }
