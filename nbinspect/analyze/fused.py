@@ -38,6 +38,7 @@ from .scratch import Scratch
 
 __all__ = [
     "FUSED_ABOVE",
+    "KERNEL_VIEWS",
     "LOADED_ABOVE",
     "PART",
     "MomentSums",
@@ -47,6 +48,7 @@ __all__ = [
     "moment_sums",
     "pair_sums",
     "sample_share",
+    "stream_sums",
     "warm_up",
 ]
 
@@ -206,19 +208,23 @@ def _array_sums(k: ModuleType, x: np.ndarray, shift: float, sample: np.ndarray, 
 
 
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+# What the moment kernels read each dtype as: bf16 and fp16 as their bit patterns (widened in the loop).
+KERNEL_VIEWS: dict[torch.dtype, np.dtype] = {
+    torch.float32: _F32,
+    torch.float64: np.dtype(np.float64),
+    torch.bfloat16: np.dtype(np.uint16),
+    torch.float16: np.dtype(np.int16),
+}
 
 
 def kernel_array(t: torch.Tensor) -> np.ndarray | None:
-    """A contiguous CPU tensor as the array the moment kernels read without a copy: float32
-    and float64 as they are, bf16 as its bit patterns in uint16 and fp16 in int16 (the
-    kernel widens them to float32 as it reads, exactly); None for other dtypes."""
-    if t.dtype in (torch.float32, torch.float64):
-        return t.numpy()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(np.uint16)
-    if t.dtype == torch.float16:
-        return t.view(torch.int16).numpy()
-    return None
+    """A contiguous CPU tensor as the array the moment kernels read without a copy
+    (``KERNEL_VIEWS``: float32 and float64 as they are, bf16 and fp16 as bit patterns the
+    kernel widens to float32 as it reads, exactly); None for other dtypes."""
+    view = KERNEL_VIEWS.get(t.dtype)
+    if view is None:
+        return None
+    return t.numpy() if t.itemsize != 2 else t.view(torch.int16).numpy().view(view)
 
 
 def sample_share(start: int, end: int, sample: Sliced, stride: int) -> tuple[Sliced, int]:
@@ -263,6 +269,46 @@ def moment_sums(
         x = buf[: piece.numel()].copy_(piece).numpy()
         out, first = sample_share(start, start + x.size, sample, stride)
         total.add(*_array_sums(k, x, shift, out, first, stride))
+    return total
+
+
+STREAM_BYTES = 1 << 20  # bytes read at a time by each thread of a streamed tensor: they stay in its core's cache
+
+
+def stream_sums(
+    k: ModuleType,
+    read: Callable[[int, np.ndarray], None],
+    n: int,
+    dtype: torch.dtype,
+    shift: float,
+    sample: np.ndarray,
+    stride: int,
+) -> MomentSums:
+    """MomentSums of `n` elements of `dtype` (a key of ``KERNEL_VIEWS``) that are not in
+    memory: ``read(start_byte, buffer)`` fills a buffer with their bytes from a given byte
+    on (a file read by ``pread``). Each thread reads its share ``STREAM_BYTES`` at a time
+    into a buffer of its own and runs the kernel on it while it is in cache: one copy out of
+    the page cache, no page faults, memory bounded by the buffers; the elements at
+    multiples of `stride` go into `sample`."""
+    view = KERNEL_VIEWS[dtype]
+    total = MomentSums(shift if dtype == torch.float64 else float(np.float32(shift)))
+    shift = total.shift
+    step = STREAM_BYTES // view.itemsize
+
+    def share(i: int, j: int) -> list[tuple]:
+        buf = np.empty(min(step, j - i) * view.itemsize, np.uint8)
+        sums = []
+        for a in range(i, j, step):
+            b = min(a + step, j)
+            raw = buf[: (b - a) * view.itemsize]
+            read(a * view.itemsize, raw)
+            out, first = sample_share(a, b, sample, stride)
+            sums.append(_array_sums(k, raw.view(view), shift, out, first, stride))
+        return sums
+
+    for sums in _run(share, _splits(n, _threads(n))):
+        for part in sums:
+            total.add(*part)
     return total
 
 

@@ -26,7 +26,7 @@ from ..errors import CheckpointError, UnsupportedTensorError
 from ..schema import PARAMETER, STATS
 from . import fused
 from .parallel import parallel_tensor_stats
-from .reduce import CHUNK, SAMPLE, batch_moments, large_moments
+from .reduce import CHUNK, SAMPLE, batch_moments, large_moments, streamable, streamed_moments
 from .scratch import Scratch
 
 __all__ = ["frames_of", "stats", "stats_frames", "tensor_stats"]
@@ -129,7 +129,10 @@ def tensor_stats(
             values, note, implicit, n = entry.tensor, None, 0, entry.numel
             # The common case without _real_values' checks: a small plain tensor in memory (10,000s of them).
             plain = type(values) in _TENSORS and values.dtype in _PLAIN and values.is_cpu
-            if not (n <= SAMPLE and plain and values.layout == torch.strided):
+            if not plain and streamable(values, workspace):  # a large tensor in a file: read a piece at a time
+                results[key] = _streamed(values, bins, workspace)
+                values = None
+            elif not (n <= SAMPLE and plain and values.layout == torch.strided):
                 try:
                     values, note, implicit = _real_values(entry)
                 except UnsupportedTensorError as exc:  # sparse, nested: listed, named, not read
@@ -140,7 +143,7 @@ def tensor_stats(
                     values, note, implicit = None, _skipped(exc), 0
                 n = 0 if values is None else values.numel()
             if values is None:
-                results[key] = (None, note)
+                results.setdefault(key, (None, note))
             elif n <= SAMPLE:
                 pending.append((key, values, note, implicit))
                 pending_elements += n
@@ -160,6 +163,15 @@ def tensor_stats(
         flush()
         bar.update(unreported)
     return results
+
+
+def _streamed(values: Any, bins: int, workspace: Scratch) -> tuple[Moments | None, str | None]:
+    try:
+        return streamed_moments(values, bins, workspace), None
+    except CheckpointError:  # the file changed or lies: one line for the whole call
+        raise
+    except Exception as exc:
+        return None, _skipped(exc)
 
 
 def _one(reduce: Callable[[torch.Tensor], Moments], values: torch.Tensor, implicit: int, note: Any, bins: int) -> tuple:
