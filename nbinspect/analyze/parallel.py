@@ -6,8 +6,10 @@ released after) and sends back only the Moments. So each process holds about one
 plus scratch, whatever the checkpoint's size. Tensors that are not in a safetensors file
 (a torch.save shard, a state_dict in memory) are reduced in this process.
 
-Workers are spawned (not forked: torch's thread pools do not survive a fork) and each
-uses ``cpu_count // workers`` torch threads.
+Workers are spawned (not forked: torch's thread pools do not survive a fork), each
+uses ``cpu_count // workers`` threads and loads the fused kernels when it starts (each
+shard alone is below the size from which a call would load them, and the kernels stream
+a file's tensors a piece at a time).
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ _Results = dict[Any, tuple[Moments | None, str | None]]
 def _start_worker(threads: int) -> None:
     import torch
 
+    from . import fused
+
     torch.set_num_threads(threads)
+    fused.kernels(fused.FUSED_ABOVE)  # a worker exists for large work: load the kernels before its first file
 
 
 def _file_stats(path: str, bins: int) -> _Results:
