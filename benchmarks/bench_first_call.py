@@ -88,7 +88,8 @@ def main() -> None:
         f"  first nbinspect.stats      {r['first']:.3f} s  {gb / r['first']:5.1f} GB/s  {r['first'] / r['floor']:.2f}x"
     )
     print(
-        f"  best of the next ones      {r['steady']:.3f} s  {gb / r['steady']:5.1f} GB/s  {r['steady'] / r['floor']:.2f}x"
+        f"  best of the next ones      {r['steady']:.3f} s  {gb / r['steady']:5.1f} GB/s  "
+        f"{r['steady'] / r['floor']:.2f}x"
     )
 
 

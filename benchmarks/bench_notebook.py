@@ -104,10 +104,12 @@ def main() -> None:
             print(
                 f"  wall best/median: torchinfo {min(base):.3f}/{statistics.median(base):.3f} s, "
                 f"magic {min(ours):.3f}/{statistics.median(ours):.3f} s   "
-                f"ratio {min(ours) / min(base):.2f}x best, {statistics.median(ours) / statistics.median(base):.2f}x median"
+                f"ratio {min(ours) / min(base):.2f}x best, "
+                f"{statistics.median(ours) / statistics.median(base):.2f}x median"
             )
             print(
-                f"  kernel CPU best: torchinfo {base_cpu:.3f} s, magic {ours_cpu:.3f} s   ratio {ours_cpu / base_cpu:.2f}x"
+                f"  kernel CPU best: torchinfo {base_cpu:.3f} s, magic {ours_cpu:.3f} s   "
+                f"ratio {ours_cpu / base_cpu:.2f}x"
             )
     finally:
         kernel.close()
