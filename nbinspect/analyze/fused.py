@@ -195,10 +195,9 @@ def _array_sums(k: ModuleType, x: np.ndarray, shift: float, sample: np.ndarray, 
     s, sq, a, smin, smax, umin, umax, zeros = k.moments_fast(
         x, signed, unsigned, typed_shift, negative_zero, sample, first, stride
     )
+    float_dtype: np.dtype = _F16 if x.dtype == np.int16 else x.dtype
     if x.dtype == np.uint16:  # bf16: its bits are the top half of the float32 it stands for
         smin, smax, umin, umax, float_dtype = int(smin) << 16, int(smax) << 16, int(umin) << 16, int(umax) << 16, _F32
-    else:
-        float_dtype = _F16 if x.dtype == np.int16 else x.dtype
     positive_limit, negative_limit = _limits(float_dtype)
     if smax < positive_limit and umax < negative_limit and math.isfinite(sq) and math.isfinite(a):
         lo, hi = decode_extremes(smin, smax, umin, umax, float_dtype)
@@ -207,7 +206,8 @@ def _array_sums(k: ModuleType, x: np.ndarray, shift: float, sample: np.ndarray, 
     return x.size, count, nan, zeros, s, sq, a, lo, hi
 
 
-_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+_F16: np.dtype = np.dtype(np.float16)
+_F32: np.dtype = np.dtype(np.float32)
 # What the moment kernels read each dtype as: bf16 and fp16 as their bit patterns (widened in the loop).
 KERNEL_VIEWS: dict[torch.dtype, np.dtype] = {
     torch.float32: _F32,

@@ -357,8 +357,9 @@ def streamed_moments(values: Streamed, bins: int, workspace: Scratch) -> Moments
     """Statistics of a large tensor read a piece at a time (:func:`.fused.stream_sums`)
     instead of loaded whole: what :func:`large_moments` gives for the same values. The
     shift (near the mean, for the sums) is the mean of a few hundred elements read from
-    places spread over the tensor."""
+    places spread over the tensor (:func:`streamable` said the kernels are loaded)."""
     k = workspace.kernels
+    assert k is not None
     n, dtype = math.prod(values.shape), values.dtype
     size = torch.tensor([], dtype=dtype).element_size()
     probe = np.empty((_PROBES, _PROBE * size), np.uint8)
