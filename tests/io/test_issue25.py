@@ -443,6 +443,53 @@ def test_control_characters_are_escaped_on_the_terminal(tmp_path, capsys):
     assert "\x1b" not in out and "\x07" not in out and "\\x1b" in out
 
 
+def _controls(text: str) -> set[str]:
+    return {c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) < 0xA0}
+
+
+def test_python_text_of_a_hostile_file_is_terminal_safe(tmp_path):
+    """print() of an Inspection, a Comparison and their reprs, not only the CLI: a file
+    named with, and holding names and metadata with, ESC/BEL shows them escaped, each name
+    still on its own row."""
+    evil = "\x1b[2J\x1b]52;c;cHduZWQ=\x07"
+    path = tmp_path / f"{evil}.safetensors"
+    save_file({f"{evil}\nlayer.weight": torch.ones(2), "ok.bias": torch.ones(2)}, path,
+              metadata={"note": "\x1b]0;owned\x07", evil: "x"})  # fmt: skip
+    insp = nbinspect.inspect(path)
+    comparison = nbinspect.compare(path, path)
+    texts = {
+        "summary": insp.summary(depth=None),
+        "repr": repr(insp),
+        "comparison": str(comparison),
+        "comparison repr": repr(comparison),
+    }
+    for what, text in texts.items():
+        assert _controls(text) == set(), what
+        assert "\\x1b" in text, what
+    rows = [line for line in texts["summary"].split("\n") if "layer" in line]
+    assert rows and all("\\x0alayer" in row for row in rows)  # the newline in the name is escaped in place
+
+
+def test_python_exports_never_overwrite_their_input(tmp_path):
+    path = tmp_path / "m.safetensors"
+    save_file({"w": torch.ones(2)}, path)
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    save_file({"w": torch.zeros(2)}, folder / "model.safetensors")
+    before = path.read_bytes(), (folder / "model.safetensors").read_bytes()
+    insp, comparison = nbinspect.inspect(path), nbinspect.compare(path, folder)
+    for write in (insp.to_json, insp.to_html, insp.to_model_info, comparison.to_json, comparison.to_html):
+        with pytest.raises(ValueError, match="is an input"):
+            write(path)
+    for write in (comparison.to_json, nbinspect.inspect(folder).to_html):
+        with pytest.raises(ValueError, match="is an input"):
+            write(folder / "report.json")
+    assert (path.read_bytes(), (folder / "model.safetensors").read_bytes()) == before
+    assert sorted(p.name for p in folder.iterdir()) == ["model.safetensors"]
+    insp.to_json(tmp_path / "report.json")  # anywhere else is fine
+    assert json.loads((tmp_path / "report.json").read_text())["model"]["name"] == "m.safetensors"
+
+
 def test_output_files_never_overwrite_the_input_and_dash_is_stdout(tmp_path, capsys):
     path = tmp_path / "m.safetensors"
     save_file({"w": torch.ones(2)}, path)
