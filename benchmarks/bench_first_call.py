@@ -91,6 +91,10 @@ def main() -> None:
         f"  best of the next ones      {r['steady']:.3f} s  {gb / r['steady']:5.1f} GB/s  "
         f"{r['steady'] / r['floor']:.2f}x"
     )
+    print(
+        f"  CPU seconds (all threads), best: bare {r['floor_cpu']:.3f}, stats {r['steady_cpu']:.3f}  "
+        f"{r['steady_cpu'] / r['floor_cpu']:.2f}x"
+    )
 
 
 if __name__ == "__main__":
