@@ -48,3 +48,20 @@ def test_public_names_resolve_lazily_and_once():
         "assert vars(nbinspect)['stats'] is f"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_fork_during_the_warm_up_waits_for_it():
+    """A child forked while the kernels load must not inherit a half-done import (it would
+    hang on the import's lock): the fork waits, and the child finds the kernels loaded."""
+    code = (
+        "import os\n"
+        "from nbinspect.analyze import fused\n"
+        "fused.warm_up()\n"
+        "pid = os.fork()  # at once: the load has just begun\n"
+        "if pid == 0:\n"
+        "    from nbinspect.analyze import kernels\n"
+        "    os._exit(0 if fused._loaded.get('kernels') is kernels else 3)\n"
+        "assert os.waitpid(pid, 0)[1] == 0\n"
+    )
+    env = {**os.environ, "NBINSPECT_WARM_UP": "1"}
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=env)  # without the wait the child hangs
