@@ -17,6 +17,8 @@ from ..errors import CheckpointError
 from ..terminal import safe_text
 
 __all__ = [
+    "MAX_BUILT_BUFFER_BYTES",
+    "MAX_BUILT_MODULES",
     "MAX_CHUNKS_PER_TENSOR",
     "MAX_CONFIG_BYTES",
     "MAX_CONFIG_LAYERS",
@@ -67,6 +69,8 @@ MAX_NPY_HEADER = 64 * 2**10  # a .npy header, decompressed
 MAX_ZIP_MEMBERS = 2 * 250_000 + 16  # members of a zip (.pt, .npz)
 MAX_EXPANDED_ITEMS = 100_000  # items of a shared structure after expanding every shared reference
 MAX_FILE_MODULE_PATHS = 200_000  # module paths the tensor names of a file imply
+MAX_BUILT_MODULES = 200_000  # modules one model build from a config may create (DeepSeek-V3 unfused: ~63k)
+MAX_BUILT_BUFFER_BYTES = 256 * 2**20  # buffers a build computes for real (rotary/sinusoid tables: a few MB)
 MAX_NAME_CHARS = 1024  # characters of one tensor name
 MAX_NAME_DEPTH = 64  # dotted components of one tensor name
 MAX_DIMS = 64  # dimensions of one shape

@@ -62,6 +62,12 @@ class FileTensor:
             raise CheckpointError(f"{self.handle.where}: bytes {start:,}+{n:,} lie outside the tensor")
         self.handle.readinto(self.offset + start, memoryview(buffer))
 
+    def rows(self, i0: int, i1: int) -> torch.Tensor:
+        """Rows [i0, i1) along the first axis: only their bytes are read."""
+        row = math.prod(self.shape[1:]) * self.dtype.itemsize
+        part = FileTensor(self.handle, self.offset + i0 * row, (i1 - i0) * row, (i1 - i0, *self.shape[1:]), self.dtype)
+        return part()
+
 
 def _header(handle: FileHandle) -> tuple[dict[str, Any], int, int]:
     """(header dict, data start offset, data length)."""
@@ -162,6 +168,7 @@ def read_safetensors(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, 
     file_key = str(path)
     for name, info in header.items():
         dtype, shape, begin, end = _entry(path, name, info, data_len)
+        loader = FileTensor(handle, data_start + begin, end - begin, shape, dtype)
         ranges.append((begin, end, name))
         stored.append(
             StoredTensor(
@@ -170,7 +177,8 @@ def read_safetensors(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, 
                 dtype=dtype_name(dtype),
                 nbytes=end - begin,
                 storage_key=("file", file_key, begin) if end > begin else ("file", file_key, name),
-                tensor=FileTensor(handle, data_start + begin, end - begin, shape, dtype),
+                tensor=loader,
+                rows=loader.rows if shape else None,
             )
         )
     _check_no_overlap(path, ranges)
