@@ -1,19 +1,23 @@
-"""Streaming statistics over a sharded safetensors checkpoint: one process against
-worker processes, throughput (GB/s) and peak resident memory.
+"""Streaming statistics over a sharded safetensors checkpoint: against a read-only pass in
+the same process, and one process against worker processes; throughput (GB/s) and peak
+resident memory.
 
-    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_shards.py [--gb 3] [--workers 2]
+    flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_shards.py [--gb 3] [--dtype bf16] [--workers 2]
 
-Writes a synthetic checkpoint of `--gb` GB of bf16 weights in 512 MB shards with a
-``model.safetensors.index.json`` under /tmp (deleted at the end), reads it once so both
-passes start from the page cache, then runs ``nbinspect.stats(folder)`` (with torch's default
-threads, and with one thread) and ``nbinspect.stats(folder, workers=N)``, each in a fresh
-process; peak resident memory (the process, and its largest worker) is sampled from /proc.
+Writes a synthetic checkpoint of `--gb` GiB of bf16 (or fp32) weights in 512 MB shards with
+a ``model.safetensors.index.json`` under /tmp (deleted at the end), reads it once so every
+pass starts from the page cache, then, each in a fresh process: the read-only pass
+(``safetensors.safe_open``, ``get_tensor`` and ``sum`` per tensor), ``nbinspect.stats(folder)``
+twice (the first call of the process, then again) and the read-only pass again; the same
+with one torch thread; and ``nbinspect.stats(folder, workers=N)``. Peak resident memory (the
+process, and its largest worker) is sampled from /proc.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,18 +32,21 @@ SHARD_BYTES = 512 * 2**20
 TENSOR_ELEMENTS = 32 * 2**20  # 64 MB of bf16 per tensor
 
 
-def write_checkpoint(folder: Path, gb: float) -> int:
+def write_checkpoint(folder: Path, gb: float, dtype: str = "bf16") -> int:
     from safetensors.torch import save_file
 
+    wide = dtype == "fp32"
+    size = 4 if wide else 2
     torch.manual_seed(0)
     total, shard, weight_map = int(gb * 2**30), 0, {}
     written = 0
     while written < total:
         tensors = {}
-        while sum(t.numel() * 2 for t in tensors.values()) < SHARD_BYTES and written < total:
+        while sum(t.numel() * size for t in tensors.values()) < SHARD_BYTES and written < total:
             name = f"layers.{len(weight_map) + len(tensors)}.weight"
-            tensors[name] = (torch.randn(TENSOR_ELEMENTS // 4096, 4096) * 0.02).bfloat16()
-            written += TENSOR_ELEMENTS * 2
+            values = torch.randn(TENSOR_ELEMENTS // 4096 // size * 2, 4096) * 0.02  # 64 MB a tensor
+            tensors[name] = values if wide else values.bfloat16()
+            written += values.numel() * size
         file = f"model-{shard:05d}.safetensors"
         save_file(tensors, folder / file)
         weight_map.update(dict.fromkeys(tensors, file))
@@ -48,19 +55,50 @@ def write_checkpoint(folder: Path, gb: float) -> int:
     return written
 
 
+def read_only(folder: str) -> None:
+    """The floor: every tensor read by the safetensors library (memory-mapped) and summed."""
+    from safetensors import safe_open
+
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(path, "pt") as f:
+            for name in f.keys():  # noqa: SIM118 - safe_open has no iterator
+                f.get_tensor(name).sum()
+
+
 def measure(folder: str, workers: int | None, threads: int | None) -> None:
-    """Runs in a fresh process: one stats pass, then its time and peak memory as JSON. Peak
+    """Runs in a fresh process: the read-only pass, two stats passes (the process's first
+    call, then a second), the read-only pass again; times and peak memory as JSON. Peak
     resident memory is sampled every 50 ms from /proc for this process and its workers
     (ru_maxrss would carry the parent's high-water mark over exec)."""
     import nbinspect
 
     if threads:
         torch.set_num_threads(threads)
+    floor = [_timed(read_only, folder)]
     with PeakRSS(interval=0.05, children=True) as peak:
         start = time.perf_counter()
         frame = nbinspect.stats(folder, workers=workers, progress=False)
         seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "rss": peak.peak, "worker_rss": peak.child_peak, "rows": len(frame)}))
+    again = _timed(lambda f: nbinspect.stats(f, workers=workers, progress=False), folder)
+    floor.append(_timed(read_only, folder))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "again": again,
+                "floor": min(floor),
+                "rss": peak.peak,
+                "worker_rss": peak.child_peak,
+                "rows": len(frame),
+            }
+        )
+    )
+
+
+def _timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
 
 
 def run(folder: Path, workers: int | None, threads: int | None = None) -> dict:
@@ -76,40 +114,56 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gb", type=float, default=3.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
+    parser.add_argument("--one-process", action="store_true", help="only the one-process run")
+    parser.add_argument("--keep", help="write the checkpoint into this folder and keep it (reused if it exists)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         measure(args.measure, args.workers if "--workers" in sys.argv else None, args.threads)
         return
-    folder = Path(tempfile.mkdtemp(prefix="nbinspect-shards-", dir="/tmp"))
+    folder = Path(args.keep or tempfile.mkdtemp(prefix="nbinspect-shards-", dir="/tmp"))
     try:
-        size = write_checkpoint(folder, args.gb)
+        if args.keep and (folder / "model.safetensors.index.json").exists():
+            size = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+        else:
+            folder.mkdir(exist_ok=True)
+            size = write_checkpoint(folder, args.gb, args.dtype)
         shards = len(list(folder.glob("*.safetensors")))
         for path in folder.glob("*.safetensors"):  # page cache warm for both passes
             with open(path, "rb") as f:
                 while f.read(64 * 2**20):
                     pass
-        print(f"synthetic checkpoint: {size / 1e9:.2f} GB of bf16 in {shards} shards ({folder})")
+        print(f"synthetic checkpoint: {size / 1e9:.2f} GB of {args.dtype} in {shards} shards ({folder})")
+        print(f"load average {os.getloadavg()[0]:.1f}")
         print("(2-core machine shared with other jobs: wall-clock figures vary between runs; torch's 2 OpenMP")
         print(" threads stall when other jobs hold the cores, so one process is also run with 1 thread)")
         single = run(folder, None)
-        one_thread = run(folder, None, threads=1)
-        parallel = run(folder, args.workers)
-        rows = (("one process", single), ("one, 1 thread", one_thread), (f"{args.workers} workers", parallel))
+        rows = [("one process", single)]
+        if not args.one_process:
+            rows += [
+                ("one, 1 thread", run(folder, None, threads=1)),
+                (f"{args.workers} workers", run(folder, args.workers)),
+            ]
         for label, r in rows:
             print(
-                f"  {label:12s} {r['seconds']:6.1f} s  {size / 1e9 / r['seconds']:5.2f} GB/s  "
-                f"peak RSS {r['rss'] / 2**20:6.0f} MB"
+                f"  {label:14s} first call {r['seconds']:6.2f} s {size / 1e9 / r['seconds']:5.2f} GB/s "
+                f"{r['seconds'] / r['floor']:5.2f}x; again {r['again']:6.2f} s {size / 1e9 / r['again']:5.2f} GB/s "
+                f"{r['again'] / r['floor']:5.2f}x the read-only pass ({r['floor']:.2f} s, "
+                f"{size / 1e9 / r['floor']:.1f} GB/s); peak RSS {r['rss'] / 2**20:6.0f} MB"
                 + (f" (largest worker {r['worker_rss'] / 2**20:.0f} MB)" if r["worker_rss"] else "")
             )
-        print(
-            f"  workers / one process: {single['seconds'] / parallel['seconds']:.2f}x the throughput; "
-            f"largest process {max(parallel['rss'], parallel['worker_rss']) / max(single['rss'], 1):.2f}x "
-            "the peak memory"
-        )
+        if not args.one_process:
+            parallel = rows[-1][1]
+            print(
+                f"  workers / one process: {single['again'] / parallel['again']:.2f}x the throughput (second calls); "
+                f"largest process {max(parallel['rss'], parallel['worker_rss']) / max(single['rss'], 1):.2f}x "
+                "the peak memory"
+            )
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ _LAZY = {
 def __getattr__(name: str) -> _typing.Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'nbinspect' has no attribute {name!r}")
+    _warm_up()
     module = _importlib.import_module(_LAZY[name], __name__)
     value = module if name in _SUBMODULES else getattr(module, name)
     globals()[name] = value
@@ -65,10 +66,18 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 
+def _warm_up() -> None:
+    """nbinspect is used in this session: load the statistics kernels in the background."""
+    from .analyze.fused import warm_up
+
+    warm_up()
+
+
 def load_ipython_extension(ipython) -> None:
     """`%load_ext nbinspect` registers `%inspect_model` (IPython is imported only then)."""
     from .ui.magic import load_ipython_extension as load
 
+    _warm_up()
     load(ipython)
 
 

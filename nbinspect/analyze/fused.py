@@ -8,12 +8,15 @@ releases the GIL so a tensor's halves run on two threads.
 
 Loading numba and its cached kernels costs about half a second per process (measured
 0.25 s + 0.30 s on this machine when idle, ~2 s under heavy load; the first compile takes
-~10 s, once per machine), while the fused path saves about 0.1 s per GB over the torch path. So
-:func:`kernels` loads them only for work of at least ``FUSED_ABOVE`` bytes, and once they
-are loaded uses them for anything from ``LOADED_ABOVE`` bytes: a small model never pays
-for numba. float32/float64 arrays go through the kernels as they are, fp16/bf16 ones are
-widened to float32 by numpy a chunk at a time on each thread (exact), other dtypes are
-upcast chunk by chunk into a reused buffer by torch first. Without numba the torch path is kept.
+~10 s, once per machine), while the fused path saves about 0.1 s per GB over the torch path
+(more under load, where torch's threads stall). So :func:`warm_up` loads them on a
+background thread when nbinspect is first used in a session, and once they are loaded they
+serve anything from ``LOADED_ABOVE`` bytes; a call that finds them not loaded yet loads
+them itself only for work of at least ``FUSED_ABOVE`` bytes, and otherwise takes the torch
+path. float32/float64 arrays go through the kernels as they are, fp16/bf16 ones as their
+bit patterns, widened to float32 inside the kernel's loop (exact, one read of 2 bytes an
+element), other dtypes are upcast chunk by chunk into a reused buffer by torch first.
+Without numba the torch path is kept.
 Both paths give the same counts, min, max and histogram; the moments agree to ~1e-8.
 """
 
@@ -35,14 +38,18 @@ from .scratch import Scratch
 
 __all__ = [
     "FUSED_ABOVE",
+    "KERNEL_VIEWS",
     "LOADED_ABOVE",
     "PART",
     "MomentSums",
     "PairSums",
+    "kernel_array",
     "kernels",
     "moment_sums",
     "pair_sums",
     "sample_share",
+    "stream_sums",
+    "warm_up",
 ]
 
 FUSED_ABOVE = 2 << 30  # bytes of work from which loading the kernels pays off in one call
@@ -53,19 +60,28 @@ _CHUNK = 1 << 20  # elements upcast at a time for dtypes the kernels do not read
 Sliced = TypeVar("Sliced", np.ndarray, torch.Tensor)
 
 _loaded: dict[str, ModuleType | None] = {}
-_lock = threading.Lock()
+_lock = threading.Lock()  # the thread pool's creation
+_loading = threading.Lock()  # held by whoever imports the kernels: the warm-up thread, or a call that needs them
 _pool: ThreadPoolExecutor | None = None
+_warm_up: threading.Thread | None = None
 
 
 def kernels(nbytes: int, recurring: bool = False) -> ModuleType | None:
     """The kernels module for `nbytes` of work, or None: too little work to pay for loading
-    them (see the module docstring), or numba is not installed or fails to load. Work that
-    `recurring`ly comes back in this process (a tracker measuring every N steps) pays for
-    the load once, so it loads them from ``LOADED_ABOVE`` bytes."""
-    load_above = LOADED_ABOVE if recurring else FUSED_ABOVE
-    if nbytes < LOADED_ABOVE or (nbytes < load_above and _loaded.get("kernels") is None):
+    them (see the module docstring), or numba is not installed or fails to load. Kernels
+    already loaded (by :func:`warm_up` or an earlier call) serve any work from
+    ``LOADED_ABOVE`` bytes; otherwise a call loads them itself (waiting for a warm-up in
+    flight) only for ``FUSED_ABOVE`` bytes, or ``LOADED_ABOVE`` when the work `recurring`ly
+    comes back in this process (a tracker measuring every N steps pays for the load once)."""
+    if nbytes < LOADED_ABOVE:
         return None
-    with _lock:
+    if "kernels" not in _loaded and nbytes >= (LOADED_ABOVE if recurring else FUSED_ABOVE):
+        _load()
+    return _loaded.get("kernels")
+
+
+def _load() -> None:
+    with _loading:
         if "kernels" not in _loaded:
             try:
                 from . import kernels as module
@@ -73,7 +89,23 @@ def kernels(nbytes: int, recurring: bool = False) -> ModuleType | None:
                 _loaded["kernels"] = module
             except Exception:  # no numba, or one built for another numpy: keep the torch path
                 _loaded["kernels"] = None
-    return _loaded["kernels"]
+
+
+def warm_up() -> None:
+    """Start loading the kernels on a background thread, once per process (nbinspect calls
+    this when it is first used in a session: a public name's first access, ``%load_ext``),
+    so that the first statistics or comparison of any size finds them loaded instead of
+    paying ~0.6 s for them or taking the slower torch path. The thread imports numba and the
+    cached machine code (compiles it once per machine); ``NBINSPECT_WARM_UP=0`` turns it off.
+    A fork waits for the load to finish (a child must not inherit a half-done import)."""
+    global _warm_up
+    with _lock:
+        if _warm_up is not None or "kernels" in _loaded or os.environ.get("NBINSPECT_WARM_UP") == "0":
+            return
+        _warm_up = threading.Thread(target=_load, name="nbinspect-warm-up", daemon=True)
+        _warm_up.start()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_warm_up.join)
 
 
 def _threads(n: int) -> int:
@@ -145,26 +177,54 @@ def decode_extremes(smin: int, smax: int, umin: int, umax: int, float_dtype: np.
 
 def _limits(float_dtype: np.dtype) -> tuple[int, int]:
     """Bits from which a float is Inf or NaN: as signed (positive ones) and unsigned (negative)."""
+    if float_dtype == np.float16:
+        return 0x7C00, 0xFC00
     if float_dtype == np.float32:
         return 0x7F800000, 0xFF800000
     return 0x7FF0000000000000, 0xFFF0000000000000
 
 
 def _array_sums(k: ModuleType, x: np.ndarray, shift: float, sample: np.ndarray, first: int, stride: int) -> tuple:
-    """(n, count, nan, zeros, s, sq, abs_sum, lo, hi) of a contiguous float32/float64 array;
+    """(n, count, nan, zeros, s, sq, abs_sum, lo, hi) of a contiguous array the kernels read
+    (:func:`kernel_array`: float32, float64, or bf16/fp16 bit patterns, widened in the loop);
     its elements at `first`, `first + stride`, ... go into `sample`."""
     signed = x.view(f"i{x.itemsize}")
     unsigned = x.view(f"u{x.itemsize}")
     negative_zero = signed.dtype.type(np.iinfo(signed.dtype).min)
+    typed_shift = np.float32(shift) if x.itemsize == 2 else x.dtype.type(shift)
     s, sq, a, smin, smax, umin, umax, zeros = k.moments_fast(
-        x, signed, unsigned, x.dtype.type(shift), negative_zero, sample, first, stride
+        x, signed, unsigned, typed_shift, negative_zero, sample, first, stride
     )
-    positive_limit, negative_limit = _limits(x.dtype)
+    float_dtype: np.dtype = _F16 if x.dtype == np.int16 else x.dtype
+    if x.dtype == np.uint16:  # bf16: its bits are the top half of the float32 it stands for
+        smin, smax, umin, umax, float_dtype = int(smin) << 16, int(smax) << 16, int(umin) << 16, int(umax) << 16, _F32
+    positive_limit, negative_limit = _limits(float_dtype)
     if smax < positive_limit and umax < negative_limit and math.isfinite(sq) and math.isfinite(a):
-        lo, hi = decode_extremes(smin, smax, umin, umax, x.dtype)
+        lo, hi = decode_extremes(smin, smax, umin, umax, float_dtype)
         return x.size, x.size, 0, zeros, s, sq, a, lo, hi
     s, sq, a, lo, hi, count, nan, zeros = k.moments_careful(x, shift)
     return x.size, count, nan, zeros, s, sq, a, lo, hi
+
+
+_F16: np.dtype = np.dtype(np.float16)
+_F32: np.dtype = np.dtype(np.float32)
+# What the moment kernels read each dtype as: bf16 and fp16 as their bit patterns (widened in the loop).
+KERNEL_VIEWS: dict[torch.dtype, np.dtype] = {
+    torch.float32: _F32,
+    torch.float64: np.dtype(np.float64),
+    torch.bfloat16: np.dtype(np.uint16),
+    torch.float16: np.dtype(np.int16),
+}
+
+
+def kernel_array(t: torch.Tensor) -> np.ndarray | None:
+    """A contiguous CPU tensor as the array the moment kernels read without a copy
+    (``KERNEL_VIEWS``: float32 and float64 as they are, bf16 and fp16 as bit patterns the
+    kernel widens to float32 as it reads, exactly); None for other dtypes."""
+    view = KERNEL_VIEWS.get(t.dtype)
+    if view is None:
+        return None
+    return t.numpy() if t.itemsize != 2 else t.view(torch.int16).numpy().view(view)
 
 
 def sample_share(start: int, end: int, sample: Sliced, stride: int) -> tuple[Sliced, int]:
@@ -185,29 +245,23 @@ def moment_sums(
     stride: int,
 ) -> MomentSums:
     """MomentSums of a 1-D tensor in one read, the elements at multiples of `stride` copied
-    into `sample` (float64) on the way: float32/float64 on the CPU as they are and fp16/bf16
-    widened chunk by chunk, split across threads; other dtypes chunk by chunk through
+    into `sample` (float64) on the way: float32/float64/fp16/bf16 on the CPU as they are
+    (:func:`kernel_array`), split across threads; other dtypes chunk by chunk through
     `buffer(dtype)` (float32 for floating dtypes, float64 for integers and bool, exact
     either way)."""
     in_memory = flat.device.type == "cpu" and flat.is_contiguous()
-    direct = in_memory and flat.dtype in (torch.float32, torch.float64)
-    work = flat.dtype if direct else torch.float32 if flat.is_floating_point() else torch.float64
+    direct = kernel_array(flat) if in_memory else None
+    work = flat.dtype if flat.dtype == torch.float64 else torch.float32 if flat.is_floating_point() else torch.float64
     # The float32 kernel subtracts a float32 shift: keep the rounded value for the mean.
     total = MomentSums(float(np.float32(shift)) if work == torch.float32 else shift)
     shift = total.shift
-    splits = _splits(flat.numel(), _threads(flat.numel()))
-    if direct:
-        x = flat.numpy()
-        parts = [(k, x[i:j], *sample_share(i, j, sample, stride)) for i, j in splits]
+    if direct is not None:
+        parts = [
+            (k, direct[i:j], *sample_share(i, j, sample, stride))
+            for i, j in _splits(direct.size, _threads(direct.size))
+        ]
         for part in _run(lambda k, x, out, first: _array_sums(k, x, shift, out, first, stride), parts):
             total.add(*part)
-        return total
-    if in_memory and flat.dtype in _SHORT:  # widened by numpy, each thread its share
-        bits = _raw(flat)
-        halves = [(k, bits, flat.dtype, i, j, shift, sample, stride) for i, j in splits]
-        for sums in _run(_half_sums, halves):
-            for part in sums:
-                total.add(*part)
         return total
     buf = buffer(work)
     for start in range(0, flat.numel(), _CHUNK):
@@ -218,7 +272,47 @@ def moment_sums(
     return total
 
 
-_SHORT = (torch.float16, torch.bfloat16)  # widened to float32 by numpy, exactly
+STREAM_BYTES = 1 << 20  # bytes read at a time by each thread of a streamed tensor: they stay in its core's cache
+
+
+def stream_sums(
+    k: ModuleType,
+    read: Callable[[int, np.ndarray], None],
+    n: int,
+    dtype: torch.dtype,
+    shift: float,
+    sample: np.ndarray,
+    stride: int,
+) -> MomentSums:
+    """MomentSums of `n` elements of `dtype` (a key of ``KERNEL_VIEWS``) that are not in
+    memory: ``read(start_byte, buffer)`` fills a buffer with their bytes from a given byte
+    on (a file read by ``pread``). Each thread reads its share ``STREAM_BYTES`` at a time
+    into a buffer of its own and runs the kernel on it while it is in cache: one copy out of
+    the page cache, no page faults, memory bounded by the buffers; the elements at
+    multiples of `stride` go into `sample`."""
+    view = KERNEL_VIEWS[dtype]
+    total = MomentSums(shift if dtype == torch.float64 else float(np.float32(shift)))
+    shift = total.shift
+    step = STREAM_BYTES // view.itemsize
+
+    def share(i: int, j: int) -> list[tuple]:
+        buf = np.empty(min(step, j - i) * view.itemsize, np.uint8)
+        sums = []
+        for a in range(i, j, step):
+            b = min(a + step, j)
+            raw = buf[: (b - a) * view.itemsize]
+            read(a * view.itemsize, raw)
+            out, first = sample_share(a, b, sample, stride)
+            sums.append(_array_sums(k, raw.view(view), shift, out, first, stride))
+        return sums
+
+    for sums in _run(share, _splits(n, _threads(n))):
+        for part in sums:
+            total.add(*part)
+    return total
+
+
+_SHORT = (torch.float16, torch.bfloat16)  # widened to float32 by numpy (the comparison), exactly
 
 
 def _raw(t: torch.Tensor) -> np.ndarray:
@@ -236,26 +330,6 @@ def _widen(raw: np.ndarray, dtype: torch.dtype, out: np.ndarray) -> np.ndarray:
     else:
         np.copyto(out, raw.view(np.float16) if dtype == torch.float16 else raw)
     return out
-
-
-def _half_sums(
-    k: ModuleType,
-    bits: np.ndarray,
-    dtype: torch.dtype,
-    start: int,
-    end: int,
-    shift: float,
-    sample: np.ndarray,
-    stride: int,
-) -> list[tuple]:
-    """_array_sums of bits[start:end] (fp16 or bf16) widened to float32 a chunk at a time."""
-    buf = np.empty(min(_CHUNK, end - start), np.float32)
-    sums = []
-    for i in range(start, end, _CHUNK):
-        j = min(i + _CHUNK, end)
-        out, first = sample_share(i, j, sample, stride)
-        sums.append(_array_sums(k, _widen(bits[i:j], dtype, buf[: j - i]), shift, out, first, stride))
-    return sums
 
 
 # ---------------------------------------------------------------- comparison and change

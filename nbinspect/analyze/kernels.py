@@ -24,7 +24,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 __all__ = ["BLOCK", "bin_counts", "moments_careful", "moments_fast", "pair_sums", "segment_moments"]
 
@@ -57,6 +57,40 @@ def _prefetch(typingctx, array, index):  # pragma: no cover - compiled
     return types.void(array, index), codegen
 
 
+@intrinsic
+def _float32_of_bf16(typingctx, bits):  # pragma: no cover - compiled
+    """The float32 a bf16 bit pattern (uint16) stands for: its bits moved to the top half, exact."""
+
+    def codegen(context, builder, signature, args):
+        wide = builder.shl(builder.zext(args[0], ir.IntType(32)), ir.Constant(ir.IntType(32), 16))
+        return builder.bitcast(wide, ir.FloatType())
+
+    return types.float32(types.uint16), codegen
+
+
+@intrinsic
+def _float32_of_fp16(typingctx, bits):  # pragma: no cover - compiled
+    """The float32 an IEEE half bit pattern (int16) stands for (exact: every half is a float32)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+    return types.float32(types.int16), codegen
+
+
+def _value(x, i):  # pragma: no cover - replaced when compiled
+    """x[i] as a float: float32/float64 as they are, 16-bit patterns widened (see :func:`moments_fast`)."""
+
+
+@overload(_value, inline="always")
+def _value_of(x, i):  # pragma: no cover - compiled
+    if x.dtype == types.uint16:
+        return lambda x, i: _float32_of_bf16(x[i])
+    if x.dtype == types.int16:
+        return lambda x, i: _float32_of_fp16(x[i])
+    return lambda x, i: x[i]
+
+
 @numba.njit(inline="always")
 def _prefetch_block(x, start):  # pragma: no cover - compiled
     """Prefetches the BLOCK elements AHEAD of `start`, when they exist."""
@@ -71,6 +105,11 @@ _MOMENTS_SIGNATURES = [
     "(float32[::1], int32[::1], uint32[::1], float32, int32, float64[::1], int64, int64)",
     "Tuple((float64, float64, float64, int64, int64, uint64, uint64, int64))"
     "(float64[::1], int64[::1], uint64[::1], float64, int64, float64[::1], int64, int64)",
+    # 16-bit patterns, widened to float32 inside the loop: bf16 as uint16, fp16 as int16
+    "Tuple((float64, float64, float64, int16, int16, uint16, uint16, int64))"
+    "(uint16[::1], int16[::1], uint16[::1], float32, int16, float64[::1], int64, int64)",
+    "Tuple((float64, float64, float64, int16, int16, uint16, uint16, int64))"
+    "(int16[::1], int16[::1], uint16[::1], float32, int16, float64[::1], int64, int64)",
 ]
 
 
@@ -91,16 +130,19 @@ def _moments_block(x, signed, unsigned, shift, start, m):  # pragma: no cover - 
         smax = max(smax, v)
         umin = min(umin, w)
         umax = max(umax, w)
-        d = x[i] - shift
+        y = _value(x, i)
+        d = y - shift
         s += d
         q += d * d
-        a += abs(x[i])
+        a += abs(y)
     return s, q, a, smin, smax, umin, umax
 
 
 @numba.njit(_MOMENTS_SIGNATURES, nogil=True, cache=True, fastmath=_SUMS, error_model="numpy")
 def moments_fast(x, signed, unsigned, shift, negative_zero, sample, first, stride):  # pragma: no cover - compiled
-    """Over a non-empty array (and its bits as signed and unsigned integers): the sums of
+    """Over a non-empty array `x` (float32, float64, or the 16-bit patterns of bf16 as uint16
+    or of fp16 as int16, widened to float32 element by element in the loop: one read of the
+    2-byte values) and its bits as signed and unsigned integers: the sums of
     (x - shift), (x - shift)² and |x|, the four integer extremes of the bits, and the number
     of exact zeros (counted only in blocks that hold one). The elements at `first`,
     `first + stride`, ... are copied into `sample` (as float64) while their block is in cache.
@@ -128,11 +170,11 @@ def moments_fast(x, signed, unsigned, shift, negative_zero, sample, first, strid
         a += ba
         if bumin == 0 or bmin == negative_zero:
             for i in range(start, end):
-                zeros += x[i] == 0
+                zeros += _value(x, i) == 0
         smin, smax = min(smin, bmin), max(smax, bmax)
         umin, umax = min(umin, bumin), max(umax, bumax)
         while first < end:
-            sample[picked] = x[first]
+            sample[picked] = _value(x, first)
             picked += 1
             first += stride
     return s, q, a, smin, smax, umin, umax, zeros
@@ -207,6 +249,8 @@ def segment_moments(x, starts, out, hist):  # pragma: no cover - compiled
     [
         "Tuple((float64, float64, float64, float64, float64, int64, int64, int64))(float32[::1], float64)",
         "Tuple((float64, float64, float64, float64, float64, int64, int64, int64))(float64[::1], float64)",
+        "Tuple((float64, float64, float64, float64, float64, int64, int64, int64))(uint16[::1], float64)",
+        "Tuple((float64, float64, float64, float64, float64, int64, int64, int64))(int16[::1], float64)",
     ],
     nogil=True,
     cache=True,
@@ -218,7 +262,7 @@ def moments_careful(x, shift):  # pragma: no cover - compiled
     lo, hi = np.inf, -np.inf
     count = nan = zeros = 0
     for i in range(x.size):
-        y = np.float64(x[i])
+        y = np.float64(_value(x, i))
         if y != y:
             nan += 1
         elif y != np.inf and y != -np.inf:

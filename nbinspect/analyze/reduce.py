@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -39,7 +40,16 @@ from ..core.moments import Moments, histogram_edges, histogram_range, merge
 from . import fused
 from .scratch import Scratch
 
-__all__ = ["CHUNK", "SAMPLE", "batch_moments", "large_moments", "tensor_moments"]
+__all__ = [
+    "CHUNK",
+    "SAMPLE",
+    "Streamed",
+    "batch_moments",
+    "large_moments",
+    "streamable",
+    "streamed_moments",
+    "tensor_moments",
+]
 
 CHUNK = 1 << 20  # elements per chunk of a large tensor (4 MB of fp32)
 SAMPLE = 1 << 16  # elements binned per large tensor; tensors up to this size are exact
@@ -174,10 +184,14 @@ def _pieces(t: torch.Tensor, size: int) -> list[torch.Tensor]:
 
 
 def _sample_stride(t: torch.Tensor) -> int:
+    return _stride_of(t.numel(), t.shape)
+
+
+def _stride_of(numel: int, shape: Sequence[int]) -> int:
     """Step between sampled elements: about numel / SAMPLE, coprime with the last dim so a
     row-major matrix is sampled across all its columns, not a few."""
-    stride = -(-t.numel() // SAMPLE)
-    last = t.shape[-1] if t.dim() else 1
+    stride = -(-numel // SAMPLE)
+    last = shape[-1] if len(shape) else 1
     while math.gcd(stride, last) != 1:
         stride += 1
     return stride
@@ -281,15 +295,20 @@ def _fused_moments(
     shift near the mean (from a few hundred elements) so the squares do not cancel."""
     sample = workspace.get(torch.float64, "sample", -(-flat.numel() // stride), exact=True).numpy()
     sums = fused.moment_sums(k, flat, _shift(flat), lambda dtype: workspace.get(dtype, "upcast"), sample, stride)
+    return _moments_of(sums, bins), sample
+
+
+def _moments_of(sums: fused.MomentSums, bins: int) -> Moments:
+    """Moments (histogram still empty) from the kernels' sums."""
     n, inf = sums.n, sums.n - sums.count - sums.nan
     if sums.count == 0:
-        return Moments.empty(bins, n, sums.nan, inf), sample
+        return Moments.empty(bins, n, sums.nan, inf)
     mean, m2 = sums.mean_m2()
     empty = np.zeros(bins, np.int64)
     return Moments(
         numel=n, count=sums.count, mean=mean, m2=m2, abs_sum=sums.abs_sum, min=sums.lo, max=sums.hi,
         zeros=sums.zeros, nan=sums.nan, inf=inf, hist=empty, hist_lo=0, hist_hi=0, hist_sample=0,
-    ), sample  # fmt: skip
+    )  # fmt: skip
 
 
 def large_moments(t: torch.Tensor, bins: int, workspace: Scratch) -> Moments:
@@ -308,6 +327,53 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Scratch) -> Moments:
         parts = [_piece_moments(p, cdt, bins, workspace, sample, start, stride) for p, start in zip(pieces, starts)]
         total = merge(parts)
         picked = workspace.get(torch.float64, "sample", len(sample), exact=True).copy_(sample).numpy()
+    return _with_histogram(total, picked, bins, kernels)
+
+
+class Streamed(Protocol):
+    """Values not in memory, read a piece at a time (``io.safetensors_file.FileTensor``)."""
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+    def read_into(self, start: int, buffer: np.ndarray) -> None: ...
+
+
+_PROBES = 16  # places a streamed tensor's shift is read from, _PROBE elements each
+_PROBE = 16
+
+
+def streamable(values: Any, workspace: Scratch) -> bool:
+    """Whether :func:`streamed_moments` can read `values` (a loader, not yet a tensor)."""
+    return (
+        workspace.kernels is not None
+        and callable(getattr(values, "read_into", None))
+        and getattr(values, "dtype", None) in fused.KERNEL_VIEWS
+        and math.prod(values.shape) > SAMPLE
+    )
+
+
+def streamed_moments(values: Streamed, bins: int, workspace: Scratch) -> Moments:
+    """Statistics of a large tensor read a piece at a time (:func:`.fused.stream_sums`)
+    instead of loaded whole: what :func:`large_moments` gives for the same values. The
+    shift (near the mean, for the sums) is the mean of a few hundred elements read from
+    places spread over the tensor (:func:`streamable` said the kernels are loaded)."""
+    k = workspace.kernels
+    assert k is not None
+    n, dtype = math.prod(values.shape), values.dtype
+    size = torch.tensor([], dtype=dtype).element_size()
+    probe = np.empty((_PROBES, _PROBE * size), np.uint8)
+    for i, row in enumerate(probe):
+        values.read_into((i * (n - _PROBE) // (_PROBES - 1)) * size, row)
+    shift = _shift(torch.from_numpy(probe.reshape(-1)).view(dtype))
+    stride = _stride_of(n, values.shape)
+    sample = workspace.get(torch.float64, "sample", -(-n // stride), exact=True).numpy()
+    sums = fused.stream_sums(k, values.read_into, n, dtype, shift, sample, stride)
+    return _with_histogram(_moments_of(sums, bins), sample, bins, k)
+
+
+def _with_histogram(total: Moments, picked: np.ndarray, bins: int, kernels: ModuleType | None) -> Moments:
+    """`total` with the histogram of its sample `picked` (float64), scaled to its count."""
     if total.count == 0:
         return total
     if total.nan or total.inf:

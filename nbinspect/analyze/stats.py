@@ -27,7 +27,7 @@ from ..errors import CheckpointError, UnsupportedTensorError
 from ..schema import PARAMETER, STATS
 from . import fused
 from .parallel import parallel_tensor_stats
-from .reduce import CHUNK, SAMPLE, batch_moments, large_moments
+from .reduce import CHUNK, SAMPLE, batch_moments, large_moments, streamable, streamed_moments
 from .scratch import Scratch
 
 __all__ = ["frames_of", "stats", "stats_frames", "tensor_stats"]
@@ -66,7 +66,7 @@ def stats(
     65,536 per tensor, a strided sample of that size above). A progress bar (tqdm;
     in a notebook one text output, emptied at the end) shows after two seconds;
     ``progress=False`` hides it, ``True`` shows it at once.
-    ``workers=N`` reads the files of a sharded safetensors checkpoint in N local processes.
+    ``workers=N`` reads the files of a sharded safetensors checkpoint on N threads.
     """
     if by not in BY:
         raise ValueError(f"stats(by={by!r}): choose one of {BY}")
@@ -130,7 +130,10 @@ def tensor_stats(
             values, note, implicit, n = entry.tensor, None, 0, entry.numel
             # The common case without _real_values' checks: a small plain tensor in memory (10,000s of them).
             plain = type(values) in _TENSORS and values.dtype in _PLAIN and values.is_cpu
-            if not (n <= SAMPLE and plain and values.layout == torch.strided):
+            if not plain and streamable(values, workspace):  # a large tensor in a file: read a piece at a time
+                results[key] = _streamed(values, bins, workspace)
+                values = None
+            elif not (n <= SAMPLE and plain and values.layout == torch.strided):
                 try:
                     values, note, implicit = _real_values(entry)
                 except UnsupportedTensorError as exc:  # sparse, nested: listed, named, not read
@@ -141,7 +144,7 @@ def tensor_stats(
                     values, note, implicit = None, _skipped(exc), 0
                 n = 0 if values is None else values.numel()
             if values is None:
-                results[key] = (None, note)
+                results.setdefault(key, (None, note))
             elif n <= SAMPLE:
                 pending.append((key, values, note, implicit))
                 pending_elements += n
@@ -161,6 +164,15 @@ def tensor_stats(
         flush()
         bar.update(unreported)
     return results
+
+
+def _streamed(values: Any, bins: int, workspace: Scratch) -> tuple[Moments | None, str | None]:
+    try:
+        return streamed_moments(values, bins, workspace), None
+    except CheckpointError:  # the file changed or lies: one line for the whole call
+        raise
+    except Exception as exc:
+        return None, _skipped(exc)
 
 
 def _one(reduce: Callable[[torch.Tensor], Moments], values: torch.Tensor, implicit: int, note: Any, bins: int) -> tuple:

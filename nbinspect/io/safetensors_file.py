@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import struct
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from ..errors import CheckpointError, first_line
 from .files import FileHandle, value_buffer
 from .text import parse_json
 
-__all__ = ["DTYPES", "read_safetensors"]
+__all__ = ["DTYPES", "FileTensor", "read_safetensors"]
 
 DTYPES: dict[str, torch.dtype] = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
@@ -33,25 +32,41 @@ DTYPES: dict[str, torch.dtype] = {
 }  # fmt: skip
 
 
-class _Values:
-    """A file's tensor values, read with ``pread`` when asked for (no memory map: a file
-    truncated by another process is a one-line error, never SIGBUS)."""
+class FileTensor:
+    """The loader of one tensor's values in a file, read with ``pread`` when asked for (no
+    memory map: a file truncated by another process is a one-line error, never SIGBUS).
+    Called, it reads the whole tensor; :meth:`read_into` reads part of its bytes into a
+    buffer, so a streaming reader (the statistics) can go through it a cache-sized piece
+    at a time without holding it all."""
 
-    def __init__(self, handle: FileHandle, data_start: int):
+    __slots__ = ("dtype", "handle", "nbytes", "offset", "shape")
+
+    def __init__(self, handle: FileHandle, offset: int, nbytes: int, shape: tuple[int, ...], dtype: torch.dtype):
         self.handle = handle
-        self.data_start = data_start
+        self.offset = offset  # of the first byte in the file
+        self.nbytes = nbytes
+        self.shape = shape
+        self.dtype = dtype
 
-    def tensor(self, begin: int, end: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-        if end == begin:
-            return torch.empty(shape, dtype=dtype)
-        raw = value_buffer(end - begin)
-        self.handle.readinto(self.data_start + begin, raw.numpy().data)
-        return raw.view(dtype).view(shape)
+    def __call__(self) -> torch.Tensor:
+        if not self.nbytes:
+            return torch.empty(self.shape, dtype=self.dtype)
+        raw = value_buffer(self.nbytes)
+        self.handle.readinto(self.offset, raw.numpy().data)
+        return raw.view(self.dtype).view(self.shape)
 
-    def rows(self, begin: int, shape: tuple[int, ...], dtype: torch.dtype, i0: int, i1: int) -> torch.Tensor:
+    def read_into(self, start: int, buffer: Any) -> None:
+        """Fill `buffer` (a writable buffer of bytes) with the tensor's bytes from `start` on."""
+        n = memoryview(buffer).nbytes
+        if start < 0 or start + n > self.nbytes:
+            raise CheckpointError(f"{self.handle.where}: bytes {start:,}+{n:,} lie outside the tensor")
+        self.handle.readinto(self.offset + start, memoryview(buffer))
+
+    def rows(self, i0: int, i1: int) -> torch.Tensor:
         """Rows [i0, i1) along the first axis: only their bytes are read."""
-        row = math.prod(shape[1:]) * dtype.itemsize
-        return self.tensor(begin + i0 * row, begin + i1 * row, (i1 - i0, *shape[1:]), dtype)
+        row = math.prod(self.shape[1:]) * self.dtype.itemsize
+        part = FileTensor(self.handle, self.offset + i0 * row, (i1 - i0) * row, (i1 - i0, *self.shape[1:]), self.dtype)
+        return part()
 
 
 def _header(handle: FileHandle) -> tuple[dict[str, Any], int, int]:
@@ -148,12 +163,12 @@ def read_safetensors(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, 
     path = handle.path
     header, data_start, data_len = _header(handle)
     metadata = _metadata(path, header.pop("__metadata__", None))
-    values = _Values(handle, data_start)
     stored = []
     ranges = []
     file_key = str(path)
     for name, info in header.items():
         dtype, shape, begin, end = _entry(path, name, info, data_len)
+        loader = FileTensor(handle, data_start + begin, end - begin, shape, dtype)
         ranges.append((begin, end, name))
         stored.append(
             StoredTensor(
@@ -162,8 +177,8 @@ def read_safetensors(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, 
                 dtype=dtype_name(dtype),
                 nbytes=end - begin,
                 storage_key=("file", file_key, begin) if end > begin else ("file", file_key, name),
-                tensor=partial(values.tensor, begin, end, shape, dtype),
-                rows=partial(values.rows, begin, shape, dtype) if shape else None,
+                tensor=loader,
+                rows=loader.rows if shape else None,
             )
         )
     _check_no_overlap(path, ranges)

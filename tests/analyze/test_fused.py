@@ -290,3 +290,33 @@ def test_fused_compare_of_an_empty_tensor_is_same_and_zero(always_fused):
     row = frame.loc["empty"]
     assert (row["status"], row["numel"], row["l2_delta"], row["max_abs_delta"]) == ("same", 0, 0.0, 0.0)
     assert row["frac_above"] == (0.0, 0.0, 0.0) and frame.loc["w", "status"] == "same"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("limit", [1e4, math.inf])  # moderate values (min/max from the bits), then every pattern
+def test_the_kernel_widens_every_16_bit_pattern_exactly(dtype, limit):
+    """bf16/fp16 are read as their bit patterns and widened inside the kernel: every one of
+    the 65,536 patterns, against float64 (NaN and ±Inf counted, not summed)."""
+    t = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    t = t[~(t.double().abs() > limit)].contiguous()  # keeps NaN, ±Inf when the limit is inf
+    x = t.double().numpy()
+    finite = x[np.isfinite(x)]
+    sample = np.empty(t.numel())
+    n, count, nan, zeros, s, sq, a, lo, hi = fused._array_sums(KERNELS, fused.kernel_array(t), 0.0, sample, 0, 1)
+    assert np.array_equal(sample, x, equal_nan=True)  # each element widened exactly
+    assert (n, count, nan, zeros) == (len(x), len(finite), int(np.isnan(x).sum()), 2)  # +0 and -0
+    assert (lo, hi) == (finite.min(), finite.max())
+    scale = math.fsum(np.abs(finite))
+    assert abs(s - math.fsum(finite)) <= 1e-7 * scale and a == pytest.approx(scale, rel=1e-7)
+    assert sq == pytest.approx(math.fsum(finite * finite), rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_16_bit_tensor_is_read_by_the_kernel_without_a_copy(dtype, monkeypatch):
+    """The fused path hands the kernel the tensor's own memory (no torch or numpy cast)."""
+    t = _values(dtype, 3 * SAMPLE + 5, seed=4)
+    seen = []
+    real = fused._array_sums
+    monkeypatch.setattr(fused, "_array_sums", lambda k, x, *rest: seen.append(x) or real(k, x, *rest))
+    large_moments(t, 64, Scratch(CHUNK, KERNELS))
+    assert seen and all(x.itemsize == 2 and np.shares_memory(x, t.view(torch.int16).numpy()) for x in seen)

@@ -296,3 +296,78 @@ def test_torch_thread_count_is_left_alone():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_safetensors_file_is_streamed_a_piece_at_a_time_to_the_float64_numbers(tmp_path, monkeypatch, threads):
+    """Large tensors of a safetensors file go through the kernels a piece at a time (never
+    loaded whole), split across threads and pieces; every dtype, NaN, ±Inf, zeros and a
+    LayerNorm-like offset against float64 numpy, and equal to the same tensors in memory."""
+    fused = pytest.importorskip("nbinspect.analyze.fused")
+    from safetensors.torch import save_file
+
+    from nbinspect.analyze import reduce
+    from nbinspect.io.safetensors_file import FileTensor
+
+    if fused.kernels(fused.FUSED_ABOVE) is None:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
+    monkeypatch.setattr(fused, "STREAM_BYTES", 1 << 16)  # many pieces
+    monkeypatch.setattr(fused, "PART", 1 << 16)  # and shares for two threads
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    g = torch.Generator().manual_seed(5)
+    tensors = {}
+    for i, dtype in enumerate((torch.float32, torch.float64, torch.bfloat16, torch.float16)):
+        for offset in (0.0, 1.0):
+            t = (offset + torch.randn(300_007, generator=g, dtype=torch.float64) * 0.02).to(dtype)
+            t[::1000] = 0
+            if offset:
+                t[17], t[40_000], t[-3] = math.nan, math.inf, -math.inf
+            tensors[f"t{i}.{int(offset)}"] = t.view(1009, 300_007 // 1009) if t.numel() % 1009 == 0 else t
+    tensors["small"] = torch.randn(100, generator=g)
+    path = tmp_path / "model.safetensors"
+    save_file(tensors, path)
+    streamed, whole = [], []
+    monkeypatch.setattr(reduce, "streamed_moments", _spy(reduce.streamed_moments, streamed))
+    monkeypatch.setattr("nbinspect.analyze.stats.streamed_moments", reduce.streamed_moments)
+    monkeypatch.setattr(FileTensor, "__call__", _spy(FileTensor.__call__, whole))
+    from_file = nbinspect.stats(str(path)).set_index("name")
+    assert len(streamed) == 8 and len(whole) == 1  # only the small tensor was loaded whole
+    in_memory = nbinspect.stats(tensors).set_index("name")
+    for name, t in tensors.items():
+        check_row(from_file.loc[name], t.double().numpy().reshape(-1))
+        for column in ("numel", "min", "max", "zeros", "nan", "inf", "hist_sample"):
+            assert from_file.loc[name, column] == in_memory.loc[name, column], (name, column)
+        assert np.array_equal(from_file.loc[name, "hist_counts"], in_memory.loc[name, "hist_counts"]), name
+
+
+def _spy(fn, calls: list):
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return fn(*args, **kwargs)
+
+    return spy
+
+
+def test_a_file_that_changes_while_it_is_streamed_is_one_line_error(tmp_path, monkeypatch):
+    fused = pytest.importorskip("nbinspect.analyze.fused")
+    from safetensors.torch import save_file
+
+    from nbinspect.io.safetensors_file import FileTensor
+
+    if fused.kernels(fused.FUSED_ABOVE) is None:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
+    path = tmp_path / "model.safetensors"
+    save_file({"w": torch.randn(4 * SAMPLE)}, path)
+    read = FileTensor.read_into
+
+    def truncating(self, start, buffer):
+        if start > 0:
+            with open(path, "r+b") as f:
+                f.truncate(1000)
+        return read(self, start, buffer)
+
+    monkeypatch.setattr(FileTensor, "read_into", truncating)
+    with pytest.raises(nbinspect.CheckpointError, match="changed while it was read"):
+        nbinspect.stats(str(path))

@@ -16,6 +16,7 @@ from nbinspect import examples, load_checkpoint
 from nbinspect.backends import as_source
 from nbinspect.backends.torch.attach import attach
 from nbinspect.core.tree import UNKNOWN_TYPE
+from nbinspect.io.safetensors_file import FileTensor
 from nbinspect.schema import BUFFER, LAYERS, PARAMETER, PARAMS
 
 from ..conftest import assert_unchanged, model_state
@@ -212,8 +213,8 @@ def test_header_listing_reads_no_data(tmp_path):
     assert list(params["numel"]) == [n, n] and list(params["bytes"]) == [2 * n, 2 * n]
     assert nbinspect.totals(source)["param_bytes"] == 6 * 2**30
     loader = source.tensors[0].tensor
-    assert isinstance(loader, functools.partial)  # values stay behind a loader
-    assert not hasattr(loader.func.__self__, "_map")  # values are read with pread, never memory-mapped
+    assert isinstance(loader, FileTensor) and callable(loader)  # values stay behind a loader
+    assert not hasattr(loader, "_map") and not hasattr(loader.handle, "_map")  # read with pread, never mapped
 
 
 def _shard(tmp_path, fmt: str = "safetensors") -> tuple[dict, dict]:
