@@ -69,8 +69,8 @@ def plane_bands(
     order = [remaining.index(a) for a in (*plane.rows, *plane.cols)]
     whole: Any = None
     try:
-        with torch.no_grad():
-            for b0 in range(rows[0], rows[1], band_rows):
+        for b0 in range(rows[0], rows[1], band_rows):
+            with torch.no_grad():  # never across the yield: grad mode is global, the caller's while suspended
                 b1 = min(rows[1], b0 + band_rows)
                 if not shape:
                     i0, i1 = 0, 0
@@ -99,7 +99,8 @@ def plane_bands(
                 offset = i0 * per_lead if lead_rows else 0
                 sub = sub[b0 - offset : b1 - offset]
                 sub = sub.flatten(1) if len(plane.cols) > 1 else (sub if plane.cols else sub.unsqueeze(1))
-                yield b0, _float(sub[:, cols[0] : cols[1]])
+                band = _float(sub[:, cols[0] : cols[1]])
+            yield b0, band
     finally:
         entry.release()
 
