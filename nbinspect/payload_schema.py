@@ -111,6 +111,9 @@ MODULE_FIELDS: tuple[Field, ...] = (
     Field("problems", "string?", "weight problems in the subtree (schema.HEALTH), comma-separated", when="stats"),
     Field("problem_tensors", "num?", "distinct tensors below with a problem", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
+    Field(
+        "change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the subtree's compared elements, as one tensor", when="compare"
+    ),
     Field("cosine", "num?", "cosine similarity of a and b over the subtree", when="compare"),
     Field("max_abs_delta", "num?", "largest |b - a| in the subtree", when="compare"),
     Field("mean_drift", "num?", "mean(b) - mean(a) over the subtree", when="compare"),
@@ -131,7 +134,9 @@ TENSOR_FIELDS: tuple[Field, ...] = (
     Field("hist", "hist?", "coarse histogram of the values", when="stats"),
     Field("problems", "string?", "weight problems (schema.HEALTH), comma-separated; '' when healthy", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
-    Field("compare", "compare?", "[status, relative change] against the other side", when="compare"),
+    Field(
+        "compare", "compare?", "[status, change: ‖Δ‖ / max(‖a‖, ‖b‖)] against the other side", when="compare"
+    ),
     Field("cosine", "num?", "cosine similarity of a and b", "cosine", "compare"),
     Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta", "compare"),
     Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift", "compare"),
@@ -143,7 +148,7 @@ COMPONENT_FIELDS: tuple[Field, ...] = (
     Field("component", "string", "part of the network (attn.q, mlp.up, norm, ...)", "group"),
     Field("tensors", "num?", "tensor names in the component", "tensors"),
     Field("differ", "num?", "tensors whose status is not 'same'", "differ"),
-    Field("rel_change", "num?", "‖Δ‖ / ‖a‖ over the component's compared elements", "rel_change"),
+    Field("rel_change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the component's compared elements", "change"),
     Field("cosine", "num?", "cosine similarity of a and b over the component", "cosine"),
     Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta"),
     Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift"),
@@ -167,6 +172,7 @@ FOLD_FIELDS: tuple[Field, ...] = (
     Field("hist_scope", "string?", "what `hist` counts: 'weight matrices' or 'all values'", when="stats"),
     Field("problems", "string?", "weight problems in the members (schema.HEALTH), comma-separated", when="stats"),
     Field("problem_tensors", "num?", "distinct tensors in the members with a problem", when="stats"),
+    Field("change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the members' compared elements, as one tensor", when="compare"),
 )
 """Runs of at least two consecutive numbered siblings of equal structure (module types, child
 names, tensor names, shapes, dtypes, trainability: ``analyze/fold.py``), one entry per fold in

@@ -298,6 +298,11 @@ _DELTA_COLUMNS = (
     Column("l2_b", "float64", "L2 norm of b"),
     Column("l2_delta", "float64", "L2 norm of the delta b - a"),
     Column("rel_change", "float64", "l2_delta / l2_a (0 when both are 0, inf when only a is 0)"),
+    Column(
+        "change",
+        "float64",
+        "l2_delta / max(l2_a, l2_b): 0 to 2, 0 when both are 0; finite where a starts at zero (what lists rank by)",
+    ),
     Column("max_abs_delta", "float64", "largest |b - a|"),
     Column("cosine", "float64", "cosine similarity of a and b; missing when either is all zeros"),
     Column("mean_drift", "float64", "mean(b) - mean(a)"),

@@ -6,6 +6,8 @@ import type { Num, Shape } from "./payload";
 
 const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 const SI_PREFIXES = ["", "K", "M", "G", "T", "P"];
+/** Counts of things (parameters) in the words people say: thousand, million, billion, trillion. */
+const COUNT_UNITS = ["", "K", "M", "B", "T"];
 
 const roundHalfUp = (v: number): number => Math.floor(v + 0.5);
 
@@ -44,6 +46,9 @@ export const formatBytes = (n: Num): string => scaled(n, 1024, BYTE_UNITS);
 /** A count or FLOPs in powers of 1000: 118528 -> "118.5 K", 999 -> "999". */
 export const formatCompact = (n: Num): string => scaled(n, 1000, SI_PREFIXES);
 
+/** A parameter count in thousands, millions, billions: 6738415616 -> "6.7 B". */
+export const formatParams = (n: Num): string => scaled(n, 1000, COUNT_UNITS);
+
 /** `part` as a share of `whole`: "84.3%", "<0.1%"; "" when either is missing or zero. */
 export function formatPercent(part: Num, whole: Num): string {
   if (!part || !whole) return "";
@@ -69,4 +74,27 @@ export function trainableStatus(trainable: Num, frozen: Num): "trainable" | "fro
   if (trainable && frozen) return "partial";
   if (trainable) return "trainable";
   return frozen ? "frozen" : "";
+}
+
+/** One number format for a whole column of `values` (nulls and non-finite ones ignored):
+ * plain decimals when the values span at most three decades within [1e-3, 1e5), else
+ * exponent form; either way with the fewest digits (at least 4 significant at the smallest
+ * value, at most 9) that still tell distinct values apart. Exact zeros print as "0". */
+export function columnFormat(values: Iterable<Num>): (v: Num) => string {
+  const distinct = new Set<number>();
+  for (const v of values) if (v !== null && Number.isFinite(v) && v !== 0) distinct.add(v);
+  if (!distinct.size) return (v) => (v === null ? "" : v === 0 ? "0" : formatStat(v));
+  const sorted = [...distinct].sort((a, b) => a - b);
+  const sizes = sorted.map(Math.abs);
+  const lo = Math.min(...sizes);
+  const hi = Math.max(...sizes);
+  const plain = lo >= 1e-3 && hi < 1e5 && hi / lo <= 1e3;
+  const at = (digits: number) =>
+    plain ? (v: number) => v.toFixed(digits) : (v: number) => v.toExponential(digits).replace(/e\+?/, "e");
+  const first = plain ? Math.max(0, 3 - Math.floor(Math.log10(lo))) : 3;
+  let digits = first;
+  const last = first + 5;
+  while (digits < last && sorted.some((v, i) => i > 0 && at(digits)(v) === at(digits)(sorted[i - 1]))) digits++;
+  const show = at(Math.min(digits, 9));
+  return (v) => (v === null || Number.isNaN(v) ? "" : v === 0 ? "0" : Number.isFinite(v) ? show(v) : String(v));
 }

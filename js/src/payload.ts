@@ -55,6 +55,8 @@ export interface ModuleColumns {
   problem_tensors?: Num[];
   /** why statistics are missing or partial. Present with note. */
   note?: (string | null)[];
+  /** ‖Δ‖ / max(‖a‖, ‖b‖) over the subtree's compared elements, as one tensor. Present with compare. */
+  change?: Num[];
   /** cosine similarity of a and b over the subtree. Present with compare. */
   cosine?: Num[];
   /** largest |b - a| in the subtree. Present with compare. */
@@ -93,7 +95,7 @@ export interface TensorColumns {
   problems?: (string | null)[];
   /** why statistics are missing or partial. Present with note. */
   note?: (string | null)[];
-  /** [status, relative change] against the other side. Present with compare. */
+  /** [status, change: ‖Δ‖ / max(‖a‖, ‖b‖)] against the other side. Present with compare. */
   compare?: ([string | null, Num] | null)[];
   /** cosine similarity of a and b. Present with compare. */
   cosine?: Num[];
@@ -125,6 +127,8 @@ export interface FoldColumns {
   problems?: (string | null)[];
   /** distinct tensors in the members with a problem. Present with stats. */
   problem_tensors?: Num[];
+  /** ‖Δ‖ / max(‖a‖, ‖b‖) over the members' compared elements, as one tensor. Present with compare. */
+  change?: Num[];
 }
 
 /** A comparison's summary, one entry per component. */
@@ -135,7 +139,7 @@ export interface ComponentColumns {
   tensors: Num[];
   /** tensors whose status is not 'same'. */
   differ: Num[];
-  /** ‖Δ‖ / ‖a‖ over the component's compared elements. */
+  /** ‖Δ‖ / max(‖a‖, ‖b‖) over the component's compared elements. */
   rel_change: Num[];
   /** cosine similarity of a and b over the component. */
   cosine: Num[];

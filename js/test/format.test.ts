@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatCompact, formatCount, formatPercent, formatShape } from "../src/format";
+import { columnFormat, formatBytes, formatCompact, formatCount, formatParams, formatPercent, formatShape } from "../src/format";
 import type { Num, Shape } from "../src/payload";
 
 const CASES = JSON.parse(readFileSync(join(import.meta.dirname, "../../tests/format_cases.json"), "utf-8"));
@@ -11,6 +11,7 @@ const RULES: Record<string, (v: never) => string> = {
   count: (v: Num) => formatCount(v),
   bytes: (v: Num) => formatBytes(v),
   compact: (v: Num) => formatCompact(v),
+  params: (v: Num) => formatParams(v),
   shape: (v: Shape) => formatShape(v),
 };
 
@@ -31,5 +32,36 @@ describe("the shared formatting cases", () => {
         .filter((k) => k !== "about")
         .sort(),
     ).toEqual([...Object.keys(RULES), "percent"].sort());
+  });
+});
+
+describe("one number format per column", () => {
+  it("tells 1004 from 1000 (three significant digits would not)", () => {
+    const f = columnFormat([1004, 1000, 12.5]);
+    expect(f(1004)).not.toBe(f(1000));
+    expect(Number(f(1004))).toBe(1004);
+  });
+
+  it("puts values three decades or more apart all in exponent form", () => {
+    const f = columnFormat([0.003226, 3.06e-4]);
+    expect([f(0.003226), f(3.06e-4)]).toEqual(["3.226e-3", "3.060e-4"]);
+  });
+
+  it("gives every value of a plain column the same decimals", () => {
+    const f = columnFormat([0.25, 1.5, 0.0312]);
+    const shown = [0.25, 1.5, 0.0312].map(f);
+    expect(new Set(shown.map((t) => t.split(".")[1].length)).size).toBe(1);
+    expect(shown.map(Number)).toEqual([0.25, 1.5, 0.0312]);
+  });
+
+  it("adds digits until distinct values differ", () => {
+    const f = columnFormat([0.9999997, 1, 0.98]);
+    expect(f(0.9999997)).not.toBe(f(1));
+  });
+
+  it("leaves missing values blank and zeros as 0", () => {
+    const f = columnFormat([null, 0, 2.5]);
+    expect(f(null)).toBe("");
+    expect(f(0)).toBe("0");
   });
 });

@@ -27,7 +27,7 @@ from . import fused
 from .components import component, layer_index
 from .scratch import Scratch
 
-__all__ = ["DEFAULT_THRESHOLDS", "by_component", "by_layer", "by_module", "compare_frame"]
+__all__ = ["DEFAULT_THRESHOLDS", "by_component", "by_layer", "by_module", "by_subtrees", "compare_frame"]
 
 DEFAULT_THRESHOLDS = (1e-8, 1e-6, 1e-4)
 CHUNK = 1 << 18
@@ -50,12 +50,15 @@ class _Sums:
         l2_a, l2_b, l2_d = math.sqrt(self.aa), math.sqrt(self.bb), math.sqrt(self.dd)
         cosine = max(-1.0, min(1.0, self.ab / (l2_a * l2_b))) if l2_a > 0 and l2_b > 0 else None
         rel = l2_d / l2_a if l2_a > 0 else (0.0 if l2_d == 0 else math.inf)
+        larger = max(l2_a, l2_b)
         return {
             "numel": self.n,
             "l2_a": l2_a,
             "l2_b": l2_b,
             "l2_delta": l2_d,
             "rel_change": rel,
+            # bounded and defined for a zero start (a zero-initialised bias): what rankings use
+            "change": l2_d / larger if larger > 0 else 0.0,
             "max_abs_delta": self.max_abs,
             "cosine": cosine,
             "mean_drift": self.d / self.n if self.n else None,
@@ -326,4 +329,18 @@ def by_component(frame: pd.DataFrame, per_layer: bool = False) -> pd.DataFrame:
 def by_layer(frame: pd.DataFrame) -> pd.DataFrame:
     """Rolled up per layer index; tensors outside numbered layers form the group ''."""
     keys = [[("" if pd.isna(n) else str(n), None if pd.isna(n) else int(n))] for n in frame["layer"]]
+    return _groups(frame, keys)
+
+
+def by_subtrees(frame: pd.DataFrame, groups: dict[str, list[str]]) -> pd.DataFrame:
+    """Rolled up per named group of module subtrees (a fold of repeated blocks: its members'
+    paths): every tensor under one of a group's modules counts in that group, once."""
+    under = {}
+    for group, members in groups.items():
+        for path in members:
+            under[path] = group
+    keys = []
+    for module in frame["module"]:
+        found = next((under[p] for p in ancestors(module) if p in under), None)
+        keys.append([] if found is None else [(found, None)])
     return _groups(frame, keys)

@@ -157,7 +157,7 @@ def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str], views: A
     frame = frames.get("compare")
     if frame is None or "name" not in frame.columns:
         return None
-    status, change = _aligned(frame, "status", names), _aligned(frame, "rel_change", names, number=True)
+    status, change = _aligned(frame, "status", names), _aligned(frame, "change", names, number=True)
     where = _positions(frame["name"], names)
     out: dict[str, list] = {"compare": [None if i < 0 else [s, c] for i, s, c in zip(where, status, change)]}
     out["hist_a"], out["hist_b"] = (_coarse_rows(*side) for side in views.shared)
@@ -244,7 +244,7 @@ def build_payload(
         "stat_fields": list(STAT_FIELDS),
         "modules": modules,
         "tensors": tensors,
-        "folds": _folds(views, "stats" in modules),
+        "folds": _folds(views, "stats" in modules, compare is not None),
         **({"comparison": comparison} if comparison else {}),
     }
     if timeline is not None:
@@ -253,9 +253,10 @@ def build_payload(
     return payload
 
 
-def _folds(views: Any, with_stats: bool) -> dict[str, list]:
+def _folds(views: Any, with_stats: bool, compared: bool = False) -> dict[str, list]:
     """The folds table: each fold's path, label and member rows, and `with_stats` what its
-    row shows (pooled statistics, histogram, health), as ``views.fold_groups`` decided them."""
+    row shows (pooled statistics, histogram, health), as ``views.fold_groups`` decided them;
+    `compared`: each fold's change over its members as one (``views.by_fold``)."""
     groups = views.fold_groups
     paths = groups["name"].tolist()
     out: dict[str, list] = {
@@ -270,6 +271,8 @@ def _folds(views: Any, with_stats: bool) -> dict[str, list]:
         out["hist_scope"] = column_values(groups["hist_scope"]) if len(groups) else []
         for f in ("problems", "problem_tensors"):
             out[f] = column_values(groups[f]) if f in groups.columns else [None] * len(paths)
+    if compared:
+        out["change"] = _aligned(views.by_fold, "change", paths, key="group", number=True)
     return out
 
 
