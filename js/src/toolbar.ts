@@ -17,6 +17,8 @@ export interface ToolbarActions {
   column(id: string, shown: boolean): void;
   /** Present when the tree has weight statistics. */
   problemsOnly?: (on: boolean) => void;
+  /** Colour the rows by a numeric column (null: none). */
+  colourBy(id: string | null): void;
 }
 
 function total(label: string, value: string, title: string): HTMLElement {
@@ -123,7 +125,26 @@ export function components(payload: Payload): HTMLElement | null {
   return box;
 }
 
-export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number, act: ToolbarActions): HTMLElement {
+/** The "Colour by" picker: none, or one of `columns`, `current` chosen. */
+function colourPicker(columns: Column[], current: string | null, act: ToolbarActions): HTMLElement {
+  const pick = h("select", "nbi-colour", undefined, { "aria-label": "Colour the rows by a column" });
+  for (const [value, label] of [["", "Colour: none"], ...columns.map((c) => [c.id, `Colour: ${c.label}`])]) {
+    const o = h("option", "", label);
+    o.value = value;
+    o.selected = value === (current ?? "");
+    pick.append(o);
+  }
+  pick.addEventListener("change", () => act.colourBy(pick.value || null));
+  return pick;
+}
+
+export function toolbar(
+  columns: Column[],
+  shown: Set<string>,
+  maxDepth: number,
+  act: ToolbarActions,
+  colour: { columns: Column[]; current: string | null },
+): HTMLElement {
   const bar = h("div", "nbi-toolbar");
   const search = h("input", "nbi-search");
   search.type = "search";
@@ -177,7 +198,7 @@ export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number,
     list.append(label);
   }
   chooser.append(list);
-  bar.append(search, mode, depth, expand, collapse, chooser);
+  bar.append(search, mode, depth, expand, collapse, chooser, colourPicker(colour.columns, colour.current, act));
   if (act.problemsOnly) {
     const only = act.problemsOnly;
     const label = h("label", "nbi-only");

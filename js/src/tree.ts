@@ -43,7 +43,7 @@ export interface TreeNode {
   tiedTo: string | null;
   requiresGrad: boolean | null;
   status: string | null;
-  /** Relative change; for modules and folds the largest among the tensors below. */
+  /** Change ‖Δ‖ / max(‖a‖, ‖b‖); modules and folds: over all their elements as one tensor. */
   relChange: Num;
   cosine: Num;
   maxAbsDelta: Num;
@@ -146,6 +146,7 @@ export function buildTree(payload: Payload): Tree {
     n.histScope = at(m.hist_scope, i);
     n.problems = at(m.problems, i) || null;
     n.problemTensors = at(m.problem_tensors, i) ?? 0;
+    n.relChange = at(m.change, i);
     n.cosine = at(m.cosine, i);
     n.maxAbsDelta = at(m.max_abs_delta, i);
     n.meanDrift = at(m.mean_drift, i);
@@ -186,9 +187,6 @@ export function buildTree(payload: Payload): Tree {
     owner.children.push(n.id);
   }
   for (let i = 0; i < m.key.length; i++) nodes[i].children.push(...moduleChildren[i]);
-  // a module's relative change is the largest below it: it shows where a change is, even collapsed
-  for (let i = m.key.length - 1; i >= 0; i--)
-    for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
   const f = payload.folds;
   for (let j = 0; j < f.rows.length; j++) addGroup(nodes, payload, j);
   return {
@@ -210,7 +208,7 @@ export const PROBLEMS = ["NaN", "Inf", "all zero", "constant", "exploding", "van
 
 /** The group node of fold `j` (payload.folds), put among its parent's children in place of its
  * members. Its statistics, histogram and health are Python's, pooled from the members' values;
- * only the members' exact integer counts are added here, and their largest changes taken. */
+ * only the members' exact integer counts are added here, and their largest |Δ| taken. */
 function addGroup(nodes: TreeNode[], payload: Payload, j: number): void {
   const f = payload.folds;
   const members = f.rows[j];
@@ -229,6 +227,7 @@ function addGroup(nodes: TreeNode[], payload: Payload, j: number): void {
   g.histScope = at(f.hist_scope, j);
   g.problems = at(f.problems, j) || null;
   g.problemTensors = at(f.problem_tensors, j) ?? 0;
+  g.relChange = at(f.change, j);
   for (const id of members) {
     const n = nodes[id];
     n.parent = g.id;
@@ -238,7 +237,6 @@ function addGroup(nodes: TreeNode[], payload: Payload, j: number): void {
     g.memory = add(g.memory, n.memory);
     g.flops = add(g.flops, n.flops);
     g.activation = add(g.activation, n.activation);
-    g.relChange = maxOf(g.relChange, n.relChange);
     g.maxAbsDelta = maxOf(g.maxAbsDelta, n.maxAbsDelta);
   }
   const at0 = parent.children.indexOf(members[0]);

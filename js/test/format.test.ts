@@ -3,7 +3,15 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { columnFormat, formatBytes, formatCompact, formatCount, formatParams, formatPercent, formatShape } from "../src/format";
+import {
+  columnFormat,
+  formatBytes,
+  formatCompact,
+  formatCount,
+  formatParams,
+  formatPercent,
+  formatShape,
+} from "../src/format";
 import type { Num, Shape } from "../src/payload";
 
 const CASES = JSON.parse(readFileSync(join(import.meta.dirname, "../../tests/format_cases.json"), "utf-8"));

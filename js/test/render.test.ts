@@ -39,7 +39,7 @@ describe("render", () => {
       "Mean",
       "Std",
       "Status",
-      "Rel. change",
+      "Change",
       "Cosine",
       "Max |Δ|",
       "Mean drift",
