@@ -196,16 +196,19 @@ _OPTIONAL_TOP = ("comparison", "timeline")  # comparison: {"a", "b", "components
 
 
 def _check_timeline(timeline: Any) -> None:
-    """``{"title": str, "steps": [int], "series": [{"key": str, "values": [num?] per step}]}``."""
+    """``{"title": str, "steps": [int], "series": [{"key": str, "values": [num?] per step}],
+    "shown": int}``: the first `shown` series are drawn, the others offered in the metric picker."""
     ok = (
         isinstance(timeline, Mapping)
-        and set(timeline) == {"title", "steps", "series"}
+        and set(timeline) == {"title", "steps", "series", "shown"}
         and isinstance(timeline["title"], str)
         and _ints(timeline["steps"])
         and isinstance(timeline["series"], list)
+        and isinstance(timeline["shown"], int)
+        and 0 <= timeline["shown"] <= len(timeline["series"])
     )
     if not ok:
-        raise ValueError(f"payload timeline: expected title, steps and series, got {timeline!r:.120}")
+        raise ValueError(f"payload timeline: expected title, steps, series and shown, got {timeline!r:.120}")
     for s in timeline["series"]:
         if not (isinstance(s, Mapping) and set(s) == {"key", "values"} and isinstance(s["key"], str)):
             raise ValueError(f"payload timeline.series: expected {{key, values}}, got {s!r:.120}")
@@ -288,7 +291,9 @@ def typescript() -> str:
         "\n/** One metric over training steps: a number or null per step. */",
         "export interface TimelineSeries {\n  key: string;\n  values: Num[];\n}",
         "\n/** Metrics over training steps (nbinspect.track), drawn above the tree. */",
-        "export interface Timeline {\n  title: string;\n  steps: number[];\n  series: TimelineSeries[];\n}",
+        "export interface Timeline {\n  title: string;\n  steps: number[];\n  series: TimelineSeries[];\n"
+        "  /** The first `shown` series are drawn; the others are offered in the metric picker. */\n"
+        "  shown: number;\n}",
         "\nexport interface Payload {",
         "  version: number;",
         "  model: { name: string; framework: string };",

@@ -179,6 +179,8 @@ export interface Timeline {
   title: string;
   steps: number[];
   series: TimelineSeries[];
+  /** The first `shown` series are drawn; the others are offered in the metric picker. */
+  shown: number;
 }
 
 export interface Payload {

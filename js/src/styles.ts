@@ -112,6 +112,8 @@ export const STYLES = `
   border-radius: 4px; background: var(--nbi-bg-alt); }
 .nbi-detail-title { margin: 2px 0 6px; font-size: 1.05em; font-family: var(--jp-code-font-family, ui-monospace, monospace);
   word-break: break-all; }
+.nbi-copies { display: flex; flex-wrap: wrap; gap: 4px; margin: 0 0 6px; grid-column: 1 / -1; }
+.nbi-copy { font-size: .85em; min-height: 22px; padding: 1px 6px; }
 .nbi-hint { color: var(--nbi-fg-dim); }
 .nbi-detail table { border-collapse: collapse; width: 100%; margin: 0 0 8px; font-size: .92em; }
 .nbi-detail caption { text-align: left; font-weight: 600; padding: 4px 0 2px; color: var(--nbi-fg-dim); }

@@ -4,7 +4,7 @@
 import type { Column } from "./columns";
 import { button, h } from "./dom";
 import type { Mode } from "./flatten";
-import { formatBytes, formatCompact, formatCount, formatStat } from "./format";
+import { formatBytes, formatCompact, formatCount, formatParams, formatStat } from "./format";
 import type { Payload } from "./payload";
 import { PROBLEMS } from "./tree";
 
@@ -28,6 +28,16 @@ function total(label: string, value: string, title: string): HTMLElement {
   return item;
 }
 
+/** How a problem reads after "1 tensor ": "with NaN", "all zero", "with exploding values". */
+const PROBLEM_PHRASES: Record<string, string> = {
+  NaN: "with NaN",
+  Inf: "with ±Inf",
+  "all zero": "all zero",
+  constant: "constant (every value equal)",
+  exploding: "with exploding values",
+  vanishing: "with vanishing values",
+};
+
 /** "2 tensors with NaN", one phrase per problem, counting distinct tensors (a tied path once). */
 export function problemSummary(payload: Payload): string[] {
   const t = payload.tensors;
@@ -38,8 +48,7 @@ export function problemSummary(payload: Payload): string[] {
   });
   return PROBLEMS.filter((p) => counts.has(p)).map((p) => {
     const n = counts.get(p) ?? 0;
-    const what = p === "NaN" || p === "Inf" ? `with ${p}` : p;
-    return `${n} tensor${n === 1 ? "" : "s"} ${what}`;
+    return `${n} tensor${n === 1 ? "" : "s"} ${PROBLEM_PHRASES[p] ?? `with ${p}`}`;
   });
 }
 
@@ -49,12 +58,11 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
   const t = payload.totals;
   const box = h("div", "nbi-header");
   const cmp = payload.comparison;
-  const name = h("span", "nbi-model", cmp ? `${cmp.a} → ${cmp.b}` : payload.model.name);
-  const framework = h(
-    "span",
-    "nbi-framework",
-    cmp ? `comparison (${payload.model.framework})` : payload.model.framework,
-  );
+  const run = payload.timeline;
+  const name = h("span", "nbi-model", cmp && !run ? `${cmp.a} → ${cmp.b}` : payload.model.name);
+  const fw = payload.model.framework;
+  const what = run ? `training run (${fw}) · ${run.title}` : cmp ? `comparison (${fw})` : fw;
+  const framework = h("span", "nbi-framework", what);
   const problems = problemSummary(payload);
   if (problems.length) {
     box.append(h("span", "nbi-problems", `⚠ ${problems.join(" · ")}`, { role: "status" }));
@@ -63,17 +71,21 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
   const unique = t.total_params ?? null;
   const byPath = t.total_params_by_path ?? null;
   totals.append(
-    total("params", formatCompact(unique), `${formatCount(unique)} unique parameters (shared storage counted once)`),
+    total("params", formatParams(unique), `${formatCount(unique)} unique parameters (shared storage counted once)`),
   );
   if (byPath !== null && byPath !== unique) {
     totals.append(
-      total("by path", formatCompact(byPath), `${formatCount(byPath)} counting every path, as naive counters do`),
+      total(
+        "if shared weights were counted at every path",
+        formatParams(byPath),
+        `${formatCount(byPath)}: what counters that sum every parameter path report (tied weights twice)`,
+      ),
     );
   }
   totals.append(
     total(
       "trainable",
-      formatCompact(t.trainable_params ?? null),
+      formatParams(t.trainable_params ?? null),
       `${formatCount(t.trainable_params ?? null)} trainable, ${formatCount(t.non_trainable_params ?? null)} frozen`,
     ),
     total(
@@ -82,13 +94,28 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
       `${formatBytes(t.param_bytes ?? null)} parameters + ${formatBytes(t.buffer_bytes ?? null)} buffers`,
     ),
   );
-  if (rootFlops !== null)
+  const plan = typeof t.plan_bytes === "number" ? t.plan_bytes : null;
+  if (plan !== null)
+    totals.append(
+      total(
+        "training step",
+        formatBytes(plan),
+        `${formatBytes(plan)} one training step needs, as planned (${String(t.plan_options ?? "")})`,
+      ),
+    );
+  if (rootFlops !== null) {
+    const note = typeof t.flops_note === "string" ? ` ${t.flops_note}` : "";
     totals.append(
       total(
         "FLOPs",
         formatCompact(rootFlops),
-        `${formatCount(rootFlops)} floating point operations per traced forward pass`,
+        `${formatCount(rootFlops)} floating point operations per traced forward pass.${note}`,
       ),
+    );
+  }
+  if (typeof t.activation_bytes === "number")
+    totals.append(
+      total("activations", formatBytes(t.activation_bytes), "bytes autograd saved for backward in the trace"),
     );
   totals.append(total("modules", formatCount(t.num_modules ?? null), "distinct module objects, root included"));
   box.prepend(name, framework);

@@ -290,12 +290,15 @@ def _add_health(
     modules["problem_tensors"] = _aligned(rolled, "problem_tensors", module_names)
 
 
-def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
-    """Metrics over training steps for the widget's small plots: ``steps`` and one
-    ``{"key", "values"}`` series per key (missing values as null)."""
+def timeline(history: pd.DataFrame, keys: list[str], title: str = "", offered: list[str] | None = None) -> dict:
+    """Metrics over training steps for the widget's charts: ``steps`` and one ``{"key",
+    "values"}`` series per key (missing values as null), `keys` first (drawn: ``shown`` of
+    them), then the other `offered` keys (in the widget's metric picker)."""
     steps = [int(s) for s in history["step"]] if len(history) else []
-    series = [{"key": k, "values": _numbers(history[k])} for k in keys if k in history]
-    return {"title": title, "steps": steps, "series": series}
+    drawn = [k for k in keys if k in history]
+    more = [k for k in offered or [] if k in history and k not in drawn]
+    series = [{"key": k, "values": _numbers(history[k])} for k in drawn + more]
+    return {"title": title, "steps": steps, "series": series, "shown": len(drawn)}
 
 
 def histogram(views: Any, name: str, kind: str = "tensor") -> dict | None:
