@@ -240,7 +240,7 @@ def build_payload(
     payload = {
         "version": PAYLOAD_VERSION,
         "model": {"name": name, "framework": framework},
-        "totals": jsonable(dict(totals)),
+        "totals": jsonable({**totals, **_plan_totals(frames.get("memory"))}),
         "stat_fields": list(STAT_FIELDS),
         "modules": modules,
         "tensors": tensors,
@@ -251,6 +251,18 @@ def build_payload(
         payload["timeline"] = dict(timeline)
     check_payload(payload)
     return payload
+
+
+def _plan_totals(memory: pd.DataFrame | None) -> dict[str, Any]:
+    """A memory plan's total (``plan_bytes``) and what it assumed (``plan_options``), for the
+    header; {} without a plan."""
+    if memory is None or "component" not in memory.columns:
+        return {}
+    whole = memory[memory["layer"].isna()].set_index("component")
+    if "total" not in whole.index or is_missing(whole.at["total", "bytes"]):
+        return {}
+    assumed = [whole.at[c, "note"] for c in ("optimizer_state", "activations") if c in whole.index]
+    return {"plan_bytes": int(whole.at["total", "bytes"]), "plan_options": "; ".join(str(a) for a in assumed)}
 
 
 def _folds(views: Any, with_stats: bool, compared: bool = False) -> dict[str, list]:

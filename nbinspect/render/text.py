@@ -63,7 +63,9 @@ def layer_tree(
     shown = layers.iloc[positions]
     prefixes = _tree_prefixes(shown)
     traced = layers["output_shapes"].notna().any()
+    counted = traced and "flops" in layers.columns and layers["flops"].notna().any()
     header = ["Module", "Type"] + (["Output shape"] if traced else []) + ["Params", "Share", "Trainable"]
+    header += ["FLOPs", "Saved"] if counted else []
     rows, folded = [], False
     for position, prefix, row in zip(positions, prefixes, shown.itertuples(index=False)):
         if depth is not None and row.depth > depth:
@@ -80,14 +82,23 @@ def layer_tree(
         share = format_percent(params, total_params)
         cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
         cells += [format_count(params), share, trainable_status(row.trainable_params, row.frozen_params)]
+        if counted:  # 0 FLOPs: nothing the counter counts ran here (norms, activations, lookups)
+            flops = "-" if row.flops == 0 else format_flops(_times(row.flops, count))
+            cells += [flops, format_bytes(_times(row.activation_bytes, count))]
         rows.append(cells)
-    right = [False, False] + ([False] if traced else []) + [True, True, False]
+    right = [False, False] + ([False] if traced else []) + [True, True, False] + ([True, True] if counted else [])
     note = (
         "\n(×N: N consecutive blocks of equal structure, their total; the rows under it show the first)"
         if folded
         else ""
     )
+    if counted:
+        note += "\n(FLOPs -: not counted; Saved: bytes autograd keeps for backward)"
     return table(header, rows, right) + note
+
+
+def _times(n: Any, count: int) -> Any:
+    return n if is_missing(n) else n * count
 
 
 def _summary_block(totals: Mapping[str, int]) -> str:
