@@ -356,12 +356,13 @@ export const COLUMNS: Column[] = [
  * stay: when they do not fit, the table scrolls sideways. */
 export function defaultColumns(available: Column[], width: number, widths: Record<string, number> = {}): Set<string> {
   const initial = available.filter((c) => c.initial).sort((a, b) => a.priority - b.priority);
-  const out = new Set<string>();
-  let used = 16; // borders and the scrollbar
+  const px = (c: Column) => widths[c.id] ?? c.min;
+  const kept = initial.filter((c) => c.keep);
+  const out = new Set(kept.map((c) => c.id));
+  let used = 16 + kept.reduce((sum, c) => sum + px(c), 0); // borders and the scrollbar, then the counts
   for (const c of initial) {
-    const px = widths[c.id] ?? c.min;
-    if (width > 0 && !c.keep && used + px > width) continue;
-    used += px;
+    if (c.keep || (width > 0 && used + px(c) > width)) continue;
+    used += px(c);
     out.add(c.id);
   }
   return out;

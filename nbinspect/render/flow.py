@@ -82,9 +82,8 @@ def flow_text(
         label = prefix + (local or title or r.type)
         kind = r.type + (f" (call {r.call + 1})" if r.call else "")
         out = format_shape(r.output_shapes) if r.status == "ok" else r.status.upper()
-        rows.append(
-            [label, kind, format_shape(r.input_shapes), out, format_flops(r.flops), format_bytes(r.activation_bytes)]
-        )
+        flops = "-" if r.flops == 0 else format_flops(r.flops)  # 0: nothing the counter counts ran here
+        rows.append([label, kind, format_shape(r.input_shapes), out, flops, format_bytes(r.activation_bytes)])
     calls = table(["Call", "Type", "Input", "Output", "FLOPs", "Saved"], rows, [False, False, False, False, True, True])
     inputs = table(["Inputs", "Shape", "Dtype"], _io_lines(io.get("input")), [False, False, False])
     parts = [f"{title} forward pass: {len(flow)} module calls" if title else f"Forward pass: {len(flow)} module calls"]
@@ -97,7 +96,7 @@ def flow_text(
 
 def _totals_text(totals: Mapping[str, Any]) -> str:
     f = totals.get("flops")
-    lines = [] if is_missing(f) else [f"FLOPs (forward): {format_count(f)} ({format_flops(f)})"]
+    lines = [] if is_missing(f) else [f"FLOPs (forward): {format_count(f)} ({format_flops(f)}); - where none were counted"]
     if not is_missing(totals.get("backward_flops")):
         b = totals["backward_flops"]
         lines.append(f"FLOPs (backward): {format_count(b)} ({format_flops(b)})")
