@@ -135,7 +135,9 @@ export class TreeView {
       const ids = new Map(tree.nodes.map((n) => [placeOf(n), n.id]));
       const moved = (id: number) => (id >= 0 ? (ids.get(placeOf(before.tree.nodes[id])) ?? -1) : -1);
       const expanded = new Set([...before.expanded].map(moved).filter((id) => id >= 0));
-      const shown = this.chosenColumns ? before.shown : defaultColumns(offered, this.tableWidth(), this.fitted);
+      const shown = this.chosenColumns
+        ? before.shown
+        : defaultColumns(offered, this.tableWidth(), this.fitWidths(tree));
       const top = this.grid.scrollTop;
       const left = this.grid.scrollLeft;
       this.state = { ...before, tree, expanded, shown, selected: moved(before.selected) };
@@ -151,7 +153,8 @@ export class TreeView {
       sort: before?.sort ?? null,
       query: "",
       mode: "tree",
-      shown: this.chosenColumns && before ? before.shown : defaultColumns(offered, this.tableWidth(), this.fitted),
+      shown:
+        this.chosenColumns && before ? before.shown : defaultColumns(offered, this.tableWidth(), this.fitWidths(tree)),
       selected: -1,
       log: before?.log ?? false,
       problemsOnly: false,
@@ -221,7 +224,7 @@ export class TreeView {
   /** Until the user picks columns, the initial ones that fit the width. */
   private fitColumns(): void {
     if (this.chosenColumns) return;
-    const shown = defaultColumns(this.available(), this.tableWidth(), this.fitted);
+    const shown = defaultColumns(this.available(), this.tableWidth(), this.fitWidths(this.state.tree));
     if ([...shown].join() === [...this.state.shown].join()) return;
     this.update({ shown });
     for (const box of this.top.querySelectorAll<HTMLInputElement>("input[data-column]"))
@@ -352,16 +355,26 @@ export class TreeView {
     if (index >= 0) this.virtualizer.scrollToIndex(index, { align: "auto" });
   }
 
+  /** The name column's content width in `mode`, up to 45% of the table (the numbers must stay in reach). */
+  private nameWidth(tree: Tree, mode: Mode): number {
+    const m = this.measure();
+    return nameWidth(tree, mode, m.code, m.small, Math.max(200, Math.round((this.tableWidth() || 1000) * 0.45)));
+  }
+
+  /** Every column's width from its content (the name column's in tree mode), for choosing
+   * which fit; dragged widths win. */
+  private fitWidths(tree: Tree): Record<string, number> {
+    return { ...this.fitted, name: this.nameWidth(tree, "tree"), ...(this.state?.widths ?? {}) };
+  }
+
   /** Dragged widths first, else each column's content width; the name column takes what is
-   * left, at least its content (up to 45% of the table: the numbers must stay in reach). */
+   * left, at least its content. */
   private gridColumns(): string {
     const { widths, tree, mode } = this.state;
-    const m = this.measure();
-    const most = Math.max(200, Math.round((this.tableWidth() || 1000) * 0.45));
     return this.columns
       .map((c) => {
         if (widths[c.id]) return `${widths[c.id]}px`;
-        if (c.id === "name") return `minmax(${nameWidth(tree, mode, m.code, m.small, most)}px, 1fr)`;
+        if (c.id === "name") return `minmax(${this.nameWidth(tree, mode)}px, 1fr)`;
         return this.fitted[c.id] ? `${this.fitted[c.id]}px` : c.width;
       })
       .join(" ");
