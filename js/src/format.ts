@@ -78,8 +78,9 @@ export function trainableStatus(trainable: Num, frozen: Num): "trainable" | "fro
 
 /** One number format for a whole column of `values` (nulls and non-finite ones ignored):
  * plain decimals when the values span at most three decades within [1e-3, 1e5), else
- * exponent form; either way with the fewest digits (at least 4 significant at the smallest
- * value, at most 9) that still tell distinct values apart. Exact zeros print as "0". */
+ * exponent form; either way with 4 significant digits at the smallest value, and one more
+ * where that still tells distinct values apart (more would be noise to read). Exact zeros
+ * print as "0". */
 export function columnFormat(values: Iterable<Num>): (v: Num) => string {
   const distinct = new Set<number>();
   for (const v of values) if (v !== null && Number.isFinite(v) && v !== 0) distinct.add(v);
@@ -93,8 +94,8 @@ export function columnFormat(values: Iterable<Num>): (v: Num) => string {
     plain ? (v: number) => v.toFixed(digits) : (v: number) => v.toExponential(digits).replace(/e\+?/, "e");
   const first = plain ? Math.max(0, 3 - Math.floor(Math.log10(lo))) : 3;
   let digits = first;
-  const last = first + 5;
+  const last = first + 1;
   while (digits < last && sorted.some((v, i) => i > 0 && at(digits)(v) === at(digits)(sorted[i - 1]))) digits++;
-  const show = at(Math.min(digits, 9));
+  const show = at(digits);
   return (v) => (v === null || Number.isNaN(v) ? "" : v === 0 ? "0" : Number.isFinite(v) ? show(v) : String(v));
 }

@@ -184,7 +184,12 @@ function card(steps: number[], series: TimelineSeries, weight: number, scale: Sc
     g.append(text);
     chart.append(g);
   }
-  const stepLabel = svg("text", { x: WIDTH - PAD.right, y: HEIGHT - 1, "text-anchor": "end", class: "nbi-tick" });
+  const stepLabel = svg("text", {
+    x: PAD.left - 6,
+    y: HEIGHT - PAD.bottom + 14,
+    "text-anchor": "end",
+    class: "nbi-tick",
+  });
   stepLabel.textContent = "step";
   chart.append(stepLabel);
   const xy = (p: readonly [number, number]): [number, number] => [a.x(p[0]), a.y(p[1])];

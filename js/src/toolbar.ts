@@ -4,7 +4,7 @@
 import type { Column } from "./columns";
 import { button, h } from "./dom";
 import type { Mode } from "./flatten";
-import { formatBytes, formatCompact, formatCount, formatParams, formatStat } from "./format";
+import { columnFormat, formatBytes, formatCompact, formatCount, formatParams } from "./format";
 import type { Payload } from "./payload";
 import { PROBLEMS } from "./tree";
 
@@ -132,19 +132,20 @@ export function components(payload: Payload): HTMLElement | null {
   box.append(h("summary", "", "Per component"));
   const table = h("table", "nbi-components-table");
   const head = h("tr", "");
-  for (const label of ["Component", "Tensors", "Differ", "Rel. change", "Cosine", "Max |Δ|", "Mean drift"])
+  for (const label of ["Component", "Tensors", "Differ", "Change", "Cosine", "Max |Δ|", "Mean drift"])
     head.append(h("th", "", label));
   table.append(head);
+  const [change, cosine, delta, drift] = [c.rel_change, c.cosine, c.max_abs_delta, c.mean_drift].map(columnFormat);
   c.component.forEach((name, i) => {
     const tr = h("tr", "");
     tr.append(
       h("td", "", name),
       h("td", "nbi-num", formatCount(c.tensors[i])),
       h("td", "nbi-num", formatCount(c.differ[i])),
-      h("td", "nbi-num", formatStat(c.rel_change[i])),
-      h("td", "nbi-num", formatStat(c.cosine[i])),
-      h("td", "nbi-num", formatStat(c.max_abs_delta[i])),
-      h("td", "nbi-num", formatStat(c.mean_drift[i])),
+      h("td", "nbi-num", change(c.rel_change[i])),
+      h("td", "nbi-num", cosine(c.cosine[i])),
+      h("td", "nbi-num", delta(c.max_abs_delta[i])),
+      h("td", "nbi-num", drift(c.mean_drift[i])),
     );
     table.append(tr);
   });

@@ -62,9 +62,12 @@ describe("one number format per column", () => {
     expect(shown.map(Number)).toEqual([0.25, 1.5, 0.0312]);
   });
 
-  it("adds digits until distinct values differ", () => {
-    const f = columnFormat([0.9999997, 1, 0.98]);
-    expect(f(0.9999997)).not.toBe(f(1));
+  it("adds one digit where distinct values would read the same, and no more", () => {
+    // four significant digits at 0.98 are four decimals: 0.99996 and 1 both read 1.0000
+    const f = columnFormat([0.99996, 1, 0.98]);
+    expect([f(0.99996), f(1), f(0.98)]).toEqual(["0.99996", "1.00000", "0.98000"]);
+    const g = columnFormat([1.0000001, 1, 0.98]); // apart only at the seventh: not chased
+    expect(g(1)).toBe("1.00000");
   });
 
   it("leaves missing values blank and zeros as 0", () => {

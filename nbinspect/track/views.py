@@ -116,8 +116,8 @@ def _with_tied_paths(change: pd.DataFrame, params_frame: pd.DataFrame) -> pd.Dat
 
 class TrackWidget(InspectWidget):
     """The inspection widget of the tracked model, coloured by the last interval's change
-    (the Rel. change column: ‖Δ‖/‖W‖ per tensor, modules show the largest below) with
-    small plots of the chosen metrics over steps. Refreshed by the manager after every
+    (the Change column: ‖Δ‖ / max(‖W_before‖, ‖W_now‖) per tensor, a module over its whole
+    subtree) with charts of the chosen metrics over steps. Refreshed by the manager after every
     measurement."""
 
     def __init__(self, manager: ModelAnalysisManager, model: nn.Module, metrics: Sequence[str] | str | None = None):
