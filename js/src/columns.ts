@@ -108,7 +108,7 @@ const statColumn = (
     numeric: true,
     initial: priority < 50,
     priority,
-    available: (t) => t.has.stats,
+    available: (t) => t.has.values,
     value: (n, t) => stat(t, n, id),
     text: (n, t) => (format ?? formatOf(t, id, (m) => stat(t, m, id)))(stat(t, n, id)),
   });
@@ -307,7 +307,7 @@ export const COLUMNS: Column[] = [
     title: "Distribution of the values",
     width: "96px",
     priority: 8,
-    available: (t) => t.has.stats,
+    available: (t) => t.has.values,
     value: (n, t) => stat(t, n, "std"),
     text: () => "",
     render(cell, n) {

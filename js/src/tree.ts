@@ -64,7 +64,8 @@ export interface Tree {
   root: number;
   statFields: string[];
   totalParams: number;
-  has: { trace: boolean; stats: boolean; compare: boolean };
+  /** `values`: some row has statistics of values (meta tensors have none, only counts). */
+  has: { trace: boolean; stats: boolean; values: boolean; compare: boolean };
 }
 
 const at = <T>(list: T[] | undefined, i: number): T | null => (list ? (list[i] ?? null) : null);
@@ -198,9 +199,15 @@ export function buildTree(payload: Payload): Tree {
     has: {
       trace: m.flops !== undefined,
       stats: t.stats !== undefined || m.stats !== undefined,
+      values: hasValues(nodes, payload.stat_fields.indexOf("mean")),
       compare: t.compare !== undefined,
     },
   };
+}
+
+/** Whether any node has a value statistic (a mean): without, the value columns would be blank. */
+function hasValues(nodes: TreeNode[], mean: number): boolean {
+  return mean >= 0 && nodes.some((n) => n.stats !== null && n.stats[mean] !== null);
 }
 
 /** The problem labels in the order Python lists them (nbinspect/analyze/health.py). */

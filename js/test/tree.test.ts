@@ -22,7 +22,7 @@ describe("buildTree", () => {
     const stem = byPath(t as never, "stem");
     expect(stem.children.map((c) => t.nodes[c].path)).toEqual(["stem.weight"]);
     expect(byPath(t as never, "blocks.3.fc.weight").depth).toBe(4);
-    expect(t.has).toEqual({ trace: false, stats: true, compare: true });
+    expect(t.has).toEqual({ trace: false, stats: true, values: true, compare: true });
   });
 
   it("shows a module's change as Python rolled it up over its subtree, not the largest below", () => {

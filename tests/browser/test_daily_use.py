@@ -76,12 +76,15 @@ def test_flops_not_counted_say_so_and_meta_rows_are_blank(open_result, gpt2):
     title = norm.get_attribute("title")
     assert title.startswith("not counted") and "native_layer_norm" in title
     assert gpt2.layers.set_index("name").at["transformer.h.0.ln_1", "flops"] == 0
-    # no values on the meta device: the statistics cells are blank on every row, folds included
-    fold = row(page, "transformer.h.0–11")
-    for stat in ("mean", "std"):
-        assert set(page.locator(f"{ROWS} .nbi-col-{stat}").all_inner_texts()) == {""}
-        expect(fold.locator(f".nbi-col-{stat}")).to_have_text("")
-
+    # no values on the meta device: no row has a mean or std (folds included), so the value
+    # columns are not offered at all rather than shown blank or as zeros
+    payload = gpt2._payload()
+    mean = payload["stat_fields"].index("mean")
+    assert all(s is None or s[mean] is None for s in payload["folds"]["stats"] + payload["modules"]["stats"])
+    headers = page.locator("[role=columnheader]").evaluate_all("cs => cs.map(c => c.dataset.column)")
+    assert not {"mean", "std", "dist"} & set(headers)
+    page.get_by_text("Columns", exact=True).click()
+    expect(page.locator('input[data-column="mean"]')).to_have_count(0)
 
 def test_billions_read_as_b_and_the_header_speaks_plainly(open_result):
     with torch.device("meta"):
