@@ -142,6 +142,7 @@ TENSOR_FIELDS: tuple[Field, ...] = (
     Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift", "compare"),
     Field("hist_a", "hist?", "coarse histogram of the values in a", when="compare"),
     Field("hist_b", "hist?", "coarse histogram of the values in b (over the same range as hist_a)", when="compare"),
+    Field("hist_delta", "hist?", "coarse histogram of the change b - a of a changed tensor", when="compare"),
 )
 
 COMPONENT_FIELDS: tuple[Field, ...] = (

@@ -31,6 +31,7 @@ __all__ = [
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
+    "DELTA_HIST",
     "ENGINE_COMPONENTS",
     "ENGINE_TOTALS",
     "EXPERT_CHANGES",
@@ -485,8 +486,19 @@ FRAMES: dict[str, FrameSchema] = {
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).
+DELTA_HIST = FrameSchema(
+    "delta_hist",
+    (
+        Column("name", "string", "dotted path of a changed tensor"),
+        Column("hist_counts", "object", "counts of b - a in each bin"),
+        Column("hist_edges", "object", "bin edges, on [-max |b - a|, +max |b - a|]"),
+    ),
+    "The histogram of the change b - a of each changed tensor of a comparison (its widget's detail panel).",
+)
+
 FRAME_KEYS: dict[str, FrameSchema] = {
     **FRAMES,
+    "delta_hist": DELTA_HIST,
     "stats_by_module": STATS,
     "stats_a": STATS,
     "stats_b": STATS,

@@ -141,6 +141,7 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
     for (const [label, hist] of [
       ["before (a)", node.histA],
       ["after (b)", node.histB],
+      ...(node.histDelta ? ([["the change b − a", node.histDelta]] as const) : []),
     ] as const) {
       box.append(h("div", "nbi-chart-caption", label));
       if (hist) box.append(chart(hist, { width: 300, height: 130, log: false }));

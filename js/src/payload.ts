@@ -107,6 +107,8 @@ export interface TensorColumns {
   hist_a?: (Hist | null)[];
   /** coarse histogram of the values in b (over the same range as hist_a). Present with compare. */
   hist_b?: (Hist | null)[];
+  /** coarse histogram of the change b - a of a changed tensor. Present with compare. */
+  hist_delta?: (Hist | null)[];
 }
 
 /** One entry per fold of repeated blocks. */

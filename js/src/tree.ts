@@ -51,6 +51,8 @@ export interface TreeNode {
   /** A tensor's values in a and in b, over one range. */
   histA: Hist | null;
   histB: Hist | null;
+  /** A changed tensor's change b − a. */
+  histDelta: Hist | null;
   /** Index into payload.modules, payload.tensors or payload.folds. */
   source: number;
   /** Members of a fold. */
@@ -106,6 +108,7 @@ function blank(id: number, kind: Kind, key: string, path: string, depth: number,
     meanDrift: null,
     histA: null,
     histB: null,
+    histDelta: null,
     source: -1,
     count: 0,
   };
@@ -179,6 +182,7 @@ export function buildTree(payload: Payload): Tree {
     n.meanDrift = at(t.mean_drift, j);
     n.histA = at(t.hist_a, j);
     n.histB = at(t.hist_b, j);
+    n.histDelta = at(t.hist_delta, j);
     n.tiedTo = t.tied_to[j];
     n.requiresGrad = t.requires_grad[j];
     const cmp = at(t.compare, j);

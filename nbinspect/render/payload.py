@@ -161,6 +161,11 @@ def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str], views: A
     where = _positions(frame["name"], names)
     out: dict[str, list] = {"compare": [None if i < 0 else [s, c] for i, s, c in zip(where, status, change)]}
     out["hist_a"], out["hist_b"] = (_coarse_rows(*side) for side in views.shared)
+    delta = frames.get("delta_hist")
+    out["hist_delta"] = [None] * len(names)
+    if delta is not None and len(delta):
+        coarse = _coarse_rows(delta["hist_counts"].tolist(), delta["hist_edges"].tolist())
+        out["hist_delta"] = _picked(coarse, _positions(delta["name"], names))
     aligned = frame.set_index("name").reindex(names).reset_index()
     out.update({f.name: _numbers(aligned[f.source]) for f in TENSOR_FIELDS if f.source and f.when == "compare"})
     return out

@@ -410,3 +410,18 @@ def test_a_fold_shows_its_members_change_as_one_tensor():
     ra = np.concatenate([v.double().numpy().ravel() for v in members.values()])
     rb = np.concatenate([b.state_dict()[k].double().numpy().ravel() for k in members])
     assert p["folds"]["change"][0] == pytest.approx(_reference(ra, rb)["change"], rel=1e-5)
+
+
+def test_the_change_histogram_matches_numpy_over_plus_minus_the_largest_change():
+    a, b = _fine_tuned()
+    c = nbinspect.compare(a, b)
+    hists = cmp.delta_histograms(a, b, c.frames["compare"], bins=16).set_index("name")
+    assert set(hists.index) == {"fc.weight", "fc.bias"}  # the changed tensors only
+    for name in hists.index:
+        d = (b.get_parameter(name).detach().double() - a.get_parameter(name).detach().double()).numpy().ravel()
+        largest = np.abs(d).max()
+        counts, edges = np.histogram(d, bins=16, range=(-largest, largest))
+        np.testing.assert_allclose(hists.at[name, "hist_edges"], edges, rtol=1e-6)
+        assert hists.at[name, "hist_counts"].sum() == d.size
+        # float32 max |Δ| against float64: a value on a bin edge may fall either side
+        assert np.abs(hists.at[name, "hist_counts"] - counts).sum() <= 2

@@ -58,11 +58,12 @@ def test_no_count_is_cut_and_none_is_dropped(open_result, gpt2, width):
     if width == 520:  # more than fits: the table scrolls sideways rather than dropping a count
         assert grid.evaluate("g => g.scrollWidth > g.clientWidth")
     grid.evaluate("g => { g.scrollLeft = g.scrollWidth; }")
-    page.wait_for_timeout(50)
+    page.wait_for_timeout(100)  # the scroll repaints the rows
     # one read of both boxes (scrolling repaints the rows: a cell found before may be gone after)
-    left, right, g_left, g_right = root.locator(".nbi-col-flops").evaluate(
-        "e => [e.getBoundingClientRect(), e.closest('[role=treegrid]').getBoundingClientRect()]"
-        ".flatMap(r => [r.left, r.right])"
+    left, right, g_left, g_right = page.evaluate(
+        """() => [document.querySelector('.nbi-body [role=row][data-path=""] .nbi-col-flops'),
+                  document.querySelector('[role=treegrid]')]
+                 .map(e => e.getBoundingClientRect()).flatMap(r => [r.left, r.right])"""
     )
     assert g_left <= left and right <= g_right + 0.5  # in reach
     expect(root.locator(".nbi-col-flops")).to_have_text(f"{gpt2.totals['flops'] / 1e9:.1f} G")
@@ -199,6 +200,22 @@ def test_a_moved_zero_bias_ranks_first_and_the_root_shows_the_overall_change(tun
     shown = float(row(page, "").locator(".nbi-col-rel_change").inner_text())
     assert shown == pytest.approx(overall, rel=1e-3) and shown < 0.5
     assert f"{overall:.3g}" in next(line for line in str(c).splitlines() if line.startswith("(all)"))
+
+
+def test_the_detail_panel_shows_the_change_itself(tuned):
+    """Before and after of a 1e-3 update look the same; the histogram of b − a does not."""
+    page, c = tuned
+    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
+    row(page, "blocks.1.attn.qkv.weight").click()
+    box = page.locator(".nbi-detail .nbi-before-after")
+    expect(box).to_contain_text("the change b − a")
+    charts = box.locator("svg.nbi-chart")
+    expect(charts).to_have_count(3)
+    title = charts.nth(2).locator(":scope > title").text_content()
+    largest = c.frame.set_index("name").at["blocks.1.attn.qkv.weight", "max_abs_delta"]
+    lo, hi = map(float, title.rsplit(" from ", 1)[1].split(" to "))
+    assert (lo, hi) == (pytest.approx(-largest, rel=1e-3), pytest.approx(largest, rel=1e-3))
+    assert int(title.split()[2].replace(",", "")) == 192 * 64  # every element's change counted
 
 
 def test_colour_by_a_column_with_a_legend(open_result, gpt2):
