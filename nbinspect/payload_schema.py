@@ -111,9 +111,7 @@ MODULE_FIELDS: tuple[Field, ...] = (
     Field("problems", "string?", "weight problems in the subtree (schema.HEALTH), comma-separated", when="stats"),
     Field("problem_tensors", "num?", "distinct tensors below with a problem", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
-    Field(
-        "change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the subtree's compared elements, as one tensor", when="compare"
-    ),
+    Field("change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the subtree's compared elements, as one tensor", when="compare"),
     Field("cosine", "num?", "cosine similarity of a and b over the subtree", when="compare"),
     Field("max_abs_delta", "num?", "largest |b - a| in the subtree", when="compare"),
     Field("mean_drift", "num?", "mean(b) - mean(a) over the subtree", when="compare"),
@@ -134,9 +132,7 @@ TENSOR_FIELDS: tuple[Field, ...] = (
     Field("hist", "hist?", "coarse histogram of the values", when="stats"),
     Field("problems", "string?", "weight problems (schema.HEALTH), comma-separated; '' when healthy", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
-    Field(
-        "compare", "compare?", "[status, change: ‖Δ‖ / max(‖a‖, ‖b‖)] against the other side", when="compare"
-    ),
+    Field("compare", "compare?", "[status, change: ‖Δ‖ / max(‖a‖, ‖b‖)] against the other side", when="compare"),
     Field("cosine", "num?", "cosine similarity of a and b", "cosine", "compare"),
     Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta", "compare"),
     Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift", "compare"),

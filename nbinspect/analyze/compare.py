@@ -366,7 +366,13 @@ def delta_histograms(a: Any, b: Any, frame: pd.DataFrame, bins: int = 64) -> pd.
     with torch.no_grad():
         for name, largest in zip(moved["name"], moved["max_abs_delta"].astype(float)):
             ta, tb = in_a.get(name), in_b.get(name)
-            if ta is None or tb is None or not math.isfinite(largest) or largest <= 0 or "meta" in (ta.device, tb.device):
+            if (
+                ta is None
+                or tb is None
+                or not math.isfinite(largest)
+                or largest <= 0
+                or "meta" in (ta.device, tb.device)
+            ):
                 continue
             try:
                 va, vb = _flat(ta.values()), _flat(tb.values())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from collections import namedtuple
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -96,7 +95,9 @@ def flow_text(
 
 def _totals_text(totals: Mapping[str, Any]) -> str:
     f = totals.get("flops")
-    lines = [] if is_missing(f) else [f"FLOPs (forward): {format_count(f)} ({format_flops(f)}); - where none were counted"]
+    lines = (
+        [] if is_missing(f) else [f"FLOPs (forward): {format_count(f)} ({format_flops(f)}); - where none were counted"]
+    )
     if not is_missing(totals.get("backward_flops")):
         b = totals["backward_flops"]
         lines.append(f"FLOPs (backward): {format_count(b)} ({format_flops(b)})")

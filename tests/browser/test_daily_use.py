@@ -87,11 +87,16 @@ def test_flops_not_counted_say_so_and_meta_rows_are_blank(open_result, gpt2):
     page.get_by_text("Columns", exact=True).click()
     expect(page.locator('input[data-column="mean"]')).to_have_count(0)
 
+
 def test_billions_read_as_b_and_the_header_speaks_plainly(open_result):
     with torch.device("meta"):
         llama = transformers.LlamaForCausalLM(
             transformers.LlamaConfig(
-                hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32, vocab_size=32000
+                hidden_size=4096,
+                intermediate_size=11008,
+                num_hidden_layers=32,
+                num_attention_heads=32,
+                vocab_size=32000,
             )
         )
     insp = nbinspect.inspect(llama)

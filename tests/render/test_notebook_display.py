@@ -71,7 +71,9 @@ def test_the_magic_shows_the_model_then_a_readable_memory_plan():
     assert "Training memory plan" in plan and "<NA>" not in plan
     rows = plan.split("<tbody>")[1].split("</tbody>")[0].split("</tr>")
     last_row = [r for r in rows if "<td" in r][-1]
-    assert ">total<" in last_row and ("KB" in last_row or "KiB" in last_row)  # total last (it sums the rows above), in units
+    assert ">total<" in last_row and (
+        "KB" in last_row or "KiB" in last_row
+    )  # total last (it sums the rows above), in units
 
 
 def test_the_zero_fraction_reads_as_a_percentage_as_in_the_widget():
