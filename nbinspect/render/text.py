@@ -144,10 +144,24 @@ def _by_type_block(by_type: pd.DataFrame) -> str:
     )
 
 
+# how each problem reads after "2 tensors " (js/src/toolbar.ts says the same in the widget)
+_PROBLEM_PHRASES = {
+    "NaN": "with NaN",
+    "Inf": "with ±Inf",
+    "all zero": "all zero",
+    "constant": "constant (every value equal)",
+    "exploding": "with exploding values",
+    "vanishing": "with vanishing values",
+}
+
+
 def health_block(tensors: pd.DataFrame, counts: Mapping[str, int], limit: int = 12) -> str:
-    """'Problems: 2 tensors with NaN, 1 with all zero' and the first `limit` of `tensors`
+    """'Problems: 2 tensors with NaN; 1 tensor all zero' and the first `limit` of `tensors`
     (the health rows of the tensors with a problem)."""
-    parts = [f"{n:,} {'tensor' if n == 1 else 'tensors'} with {label}" for label, n in counts.items()]
+    parts = [
+        f"{n:,} {'tensor' if n == 1 else 'tensors'} {_PROBLEM_PHRASES.get(label, f'with {label}')}"
+        for label, n in counts.items()
+    ]
     rows = [
         [r.name, r.problems, format_count(r.nan) if r.nan else "", format_count(r.inf) if r.inf else ""]
         for r in tensors.head(limit).itertuples(index=False)
