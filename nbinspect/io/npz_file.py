@@ -102,7 +102,8 @@ def _npy_header(data: bytes | bytearray, where: str) -> tuple[np.dtype, tuple[in
         else:
             raise ValueError(f"unknown .npy format version {version}")
     except Exception as exc:  # ast.literal_eval of a crafted header: ValueError, SyntaxError, MemoryError, ...
-        raise CheckpointError(f"{where}: corrupt .npy header ({shown(first_line(exc), 120)})") from None
+        why = "not a literal dict" if "malformed node" in str(exc) else shown(first_line(exc), 120)
+        raise CheckpointError(f"{where}: corrupt .npy header ({why})") from None
     if (
         not isinstance(shape, tuple)
         or len(shape) > MAX_DIMS
