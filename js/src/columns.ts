@@ -383,13 +383,43 @@ export function measurer(font: string): Measure {
   return (text) => Math.ceil(ctx.measureText(text).width);
 }
 
-/** Each shown column's width in px, from its content in `tree`: numbers are never cut. */
+/** The few nodes worth measuring: the `k` largest by `score` (a cheap stand-in for width). */
+function widest(nodes: TreeNode[], score: (n: TreeNode) => number, k = 4): TreeNode[] {
+  const top: TreeNode[] = [];
+  for (const n of nodes) {
+    const s = score(n);
+    if (top.length < k || s > score(top[top.length - 1])) {
+      top.push(n);
+      top.sort((a, b) => score(b) - score(a));
+      if (top.length > k) top.pop();
+    }
+  }
+  return top;
+}
+
+/** Each column's width in px, from its content in `tree`: numbers are never cut. A numeric
+ * column's widest texts are those of its largest, most negative and smallest values (the
+ * digits a format adds); a text column's are its longest. */
 export function contentWidths(columns: Column[], tree: Tree, measure: Measure, pct: Measure): Record<string, number> {
   const out: Record<string, number> = {};
   for (const c of columns) {
     if (c.id === "name" || c.id === "dist" || c.id === "train") continue;
+    const num = (n: TreeNode) => {
+      const v = c.value(n, tree);
+      return typeof v === "number" && Number.isFinite(v) ? v : null;
+    };
+    const candidates = c.numeric
+      ? [
+          ...widest(tree.nodes, (n) => Math.abs(num(n) ?? 0)),
+          ...widest(tree.nodes, (n) => -(num(n) ?? 0)),
+          ...widest(tree.nodes, (n) => {
+            const v = Math.abs(num(n) ?? 0);
+            return v > 0 ? 1 / v : 0;
+          }),
+        ]
+      : tree.nodes;
     let longest = c.label;
-    for (const n of tree.nodes) {
+    for (const n of candidates) {
       const text = c.text(n, tree);
       if (text.length > longest.length) longest = text;
     }
@@ -401,17 +431,21 @@ export function contentWidths(columns: Column[], tree: Tree, measure: Measure, p
 }
 
 /** The name column's width: room for the deepest indent plus its key (the full path in the
- * flat modes), tags and badge, at most `most` px (the rest is cut, with the path on hover). */
+ * flat modes), tags and badge, at most `most` px (the rest is cut, with the path on hover).
+ * Measured on the few rows that need the most by a character count. */
 export function nameWidth(tree: Tree, mode: Mode, measure: Measure, small: Measure, most: number): number {
+  const shown = mode === "tree" ? tree.nodes : tree.nodes.filter((n) => n.kind !== "group");
+  const text = (n: TreeNode) => (mode === "tree" ? n.key : n.path);
+  const indent = (n: TreeNode) => (mode === "tree" ? n.depth * 14 : 0);
+  const extra = (n: TreeNode) =>
+    (n.problems ? n.problems.length + 3 : 0) +
+    (n.aliasOf ? n.aliasOf.length + 3 : 0) +
+    (n.tiedTo ? n.tiedTo.length + 3 : 0);
   let px = 200;
-  for (const n of tree.nodes) {
-    if (mode !== "tree" && n.kind === "group") continue;
+  for (const n of widest(shown, (m) => indent(m) + 8 * (text(m).length + extra(m)), 6)) {
     const badge = n.problems ? small(`⚠ ${n.problems}`) + 14 : 0;
     const tags = (n.aliasOf ? small(`= ${n.aliasOf}`) + 10 : 0) + (n.tiedTo ? small(`→ ${n.tiedTo}`) + 10 : 0);
-    const indent = mode === "tree" ? n.depth * 14 : 0;
-    const need = indent + 4 + 14 + measure(mode === "tree" ? n.key : n.path) + badge + tags + CELL_PADDING + 8;
-    if (need > px) px = need;
-    if (px >= most) return most;
+    px = Math.max(px, indent(n) + 4 + 14 + measure(text(n)) + badge + tags + CELL_PADDING + 8);
   }
-  return Math.ceil(px);
+  return Math.ceil(Math.min(px, most));
 }

@@ -95,7 +95,26 @@ export function columnFormat(values: Iterable<Num>): (v: Num) => string {
   const first = plain ? Math.max(0, 3 - Math.floor(Math.log10(lo))) : 3;
   let digits = first;
   const last = first + 1;
-  while (digits < last && sorted.some((v, i) => i > 0 && at(digits)(v) === at(digits)(sorted[i - 1]))) digits++;
+  // whether two neighbours would print alike at `d` digits, by arithmetic (formatting every
+  // value of a 10,000-row column twice would cost more than the first render)
+  const rounded = (d: number) =>
+    plain
+      ? (v: number) => Math.round(v * 10 ** d)
+      : (v: number) => {
+          const e = Math.floor(Math.log10(Math.abs(v)));
+          return `${e}:${Math.round(v / 10 ** (e - d))}`;
+        };
+  const collide = (d: number) => {
+    const key = rounded(d);
+    let before = key(sorted[0]);
+    for (let i = 1; i < sorted.length; i++) {
+      const now = key(sorted[i]);
+      if (now === before) return true;
+      before = now;
+    }
+    return false;
+  };
+  if (digits < last && collide(digits)) digits++;
   const show = at(digits);
   return (v) => (v === null || Number.isNaN(v) ? "" : v === 0 ? "0" : Number.isFinite(v) ? show(v) : String(v));
 }
