@@ -43,6 +43,7 @@ class StoredTensor:
     tensor: Any = field(repr=False)  # a tensor, or a zero-argument loader for one
     release_hook: Callable[[], None] | None = field(default=None, repr=False)
     numel: int | None = None  # elements stored, when not the shape's product (a broadcast view)
+    rows: Callable[[int, int], Any] | None = field(default=None, repr=False)  # see TensorEntry.rows
 
 
 def natural_key(name: str) -> tuple:
@@ -97,6 +98,7 @@ def build_source(
             storage_key=t.storage_key,
             tensor=t.tensor,
             release_hook=t.release_hook,
+            rows=t.rows,
         )
         for t in stored
     )
