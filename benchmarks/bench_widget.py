@@ -29,7 +29,6 @@ from torch import nn
 import nbinspect
 from nbinspect.examples import TinyLM
 from nbinspect.inspection import Inspection
-from nbinspect.render.payload import build_payload
 from nbinspect.render.widget import bundle_source
 
 # Runs in the page: renders each bundle (the inlined one when `sources` is empty) into a fresh
@@ -86,9 +85,7 @@ def wide_tree(blocks: int = 2500) -> nn.Module:
 
 def payload_bytes(insp: Inspection) -> tuple[int, int, float]:
     t0 = time.perf_counter()
-    text = json.dumps(
-        build_payload(insp.name, insp.framework, insp.totals, insp.frames), separators=(",", ":"), allow_nan=False
-    )
+    text = json.dumps(insp._payload(), separators=(",", ":"), allow_nan=False)  # what the widget is sent
     seconds = time.perf_counter() - t0
     return len(text.encode()), len(gzip.compress(text.encode())), seconds
 

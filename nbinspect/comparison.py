@@ -96,6 +96,10 @@ class Comparison(Result):
             for key, source in zip(("stats_a", "stats_b"), self._sources):
                 if key not in self._side_stats:
                     self._side_stats[key] = stats(source, bins=self._bins, by="tensor")
+            if "delta_hist" not in self._side_stats:  # the change itself: small updates show here
+                self._side_stats["delta_hist"] = _compare.delta_histograms(
+                    *self._sources, self.frames["compare"], self._bins
+                )
         rolled = {"compare_by_module": self._rolled("module"), "compare_by_component": self._rolled("component")}
         return {**self.frames, **self._side_stats, **rolled}
 

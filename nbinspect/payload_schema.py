@@ -111,6 +111,7 @@ MODULE_FIELDS: tuple[Field, ...] = (
     Field("problems", "string?", "weight problems in the subtree (schema.HEALTH), comma-separated", when="stats"),
     Field("problem_tensors", "num?", "distinct tensors below with a problem", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
+    Field("change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the subtree's compared elements, as one tensor", when="compare"),
     Field("cosine", "num?", "cosine similarity of a and b over the subtree", when="compare"),
     Field("max_abs_delta", "num?", "largest |b - a| in the subtree", when="compare"),
     Field("mean_drift", "num?", "mean(b) - mean(a) over the subtree", when="compare"),
@@ -131,19 +132,20 @@ TENSOR_FIELDS: tuple[Field, ...] = (
     Field("hist", "hist?", "coarse histogram of the values", when="stats"),
     Field("problems", "string?", "weight problems (schema.HEALTH), comma-separated; '' when healthy", when="stats"),
     Field("note", "string?", "why statistics are missing or partial", when="note"),
-    Field("compare", "compare?", "[status, relative change] against the other side", when="compare"),
+    Field("compare", "compare?", "[status, change: ‖Δ‖ / max(‖a‖, ‖b‖)] against the other side", when="compare"),
     Field("cosine", "num?", "cosine similarity of a and b", "cosine", "compare"),
     Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta", "compare"),
     Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift", "compare"),
     Field("hist_a", "hist?", "coarse histogram of the values in a", when="compare"),
     Field("hist_b", "hist?", "coarse histogram of the values in b (over the same range as hist_a)", when="compare"),
+    Field("hist_delta", "hist?", "coarse histogram of the change b - a of a changed tensor", when="compare"),
 )
 
 COMPONENT_FIELDS: tuple[Field, ...] = (
     Field("component", "string", "part of the network (attn.q, mlp.up, norm, ...)", "group"),
     Field("tensors", "num?", "tensor names in the component", "tensors"),
     Field("differ", "num?", "tensors whose status is not 'same'", "differ"),
-    Field("rel_change", "num?", "‖Δ‖ / ‖a‖ over the component's compared elements", "rel_change"),
+    Field("rel_change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the component's compared elements", "change"),
     Field("cosine", "num?", "cosine similarity of a and b over the component", "cosine"),
     Field("max_abs_delta", "num?", "largest |b - a|", "max_abs_delta"),
     Field("mean_drift", "num?", "mean(b) - mean(a)", "mean_drift"),
@@ -167,6 +169,7 @@ FOLD_FIELDS: tuple[Field, ...] = (
     Field("hist_scope", "string?", "what `hist` counts: 'weight matrices' or 'all values'", when="stats"),
     Field("problems", "string?", "weight problems in the members (schema.HEALTH), comma-separated", when="stats"),
     Field("problem_tensors", "num?", "distinct tensors in the members with a problem", when="stats"),
+    Field("change", "num?", "‖Δ‖ / max(‖a‖, ‖b‖) over the members' compared elements, as one tensor", when="compare"),
 )
 """Runs of at least two consecutive numbered siblings of equal structure (module types, child
 names, tensor names, shapes, dtypes, trainability: ``analyze/fold.py``), one entry per fold in
@@ -214,16 +217,19 @@ def _check_graph(graph: Any) -> None:
 
 
 def _check_timeline(timeline: Any) -> None:
-    """``{"title": str, "steps": [int], "series": [{"key": str, "values": [num?] per step}]}``."""
+    """``{"title": str, "steps": [int], "series": [{"key": str, "values": [num?] per step}],
+    "shown": int}``: the first `shown` series are drawn, the others offered in the metric picker."""
     ok = (
         isinstance(timeline, Mapping)
-        and set(timeline) == {"title", "steps", "series"}
+        and set(timeline) == {"title", "steps", "series", "shown"}
         and isinstance(timeline["title"], str)
         and _ints(timeline["steps"])
         and isinstance(timeline["series"], list)
+        and isinstance(timeline["shown"], int)
+        and 0 <= timeline["shown"] <= len(timeline["series"])
     )
     if not ok:
-        raise ValueError(f"payload timeline: expected title, steps and series, got {timeline!r:.120}")
+        raise ValueError(f"payload timeline: expected title, steps, series and shown, got {timeline!r:.120}")
     for s in timeline["series"]:
         if not (isinstance(s, Mapping) and set(s) == {"key", "values"} and isinstance(s["key"], str)):
             raise ValueError(f"payload timeline.series: expected {{key, values}}, got {s!r:.120}")
@@ -308,7 +314,9 @@ def typescript() -> str:
         "\n/** One metric over training steps: a number or null per step. */",
         "export interface TimelineSeries {\n  key: string;\n  values: Num[];\n}",
         "\n/** Metrics over training steps (nbinspect.track), drawn above the tree. */",
-        "export interface Timeline {\n  title: string;\n  steps: number[];\n  series: TimelineSeries[];\n}",
+        "export interface Timeline {\n  title: string;\n  steps: number[];\n  series: TimelineSeries[];\n"
+        "  /** The first `shown` series are drawn; the others are offered in the metric picker. */\n"
+        "  shown: number;\n}",
         "\n/** The dataflow graph's nodes, one entry per node (-1: none). */",
         "export interface GraphNodeColumns {\n  kind: string[];\n  name: string[];\n  type: string[];"
         "\n  call: number[];\n  parent: number[];\n  last: number[];\n  const: boolean[];\n  signature: string[];"

@@ -31,6 +31,7 @@ __all__ = [
     "COMPARE",
     "COMPARE_GROUPS",
     "COMPARE_STATUSES",
+    "DELTA_HIST",
     "ENGINE_COMPONENTS",
     "ENGINE_TOTALS",
     "EXPERT_CHANGES",
@@ -343,6 +344,11 @@ _DELTA_COLUMNS = (
     Column("l2_b", "float64", "L2 norm of b"),
     Column("l2_delta", "float64", "L2 norm of the delta b - a"),
     Column("rel_change", "float64", "l2_delta / l2_a (0 when both are 0, inf when only a is 0)"),
+    Column(
+        "change",
+        "float64",
+        "l2_delta / max(l2_a, l2_b): 0 to 2, 0 when both are 0; finite where a starts at zero (what lists rank by)",
+    ),
     Column("max_abs_delta", "float64", "largest |b - a|"),
     Column("cosine", "float64", "cosine similarity of a and b; missing when either is all zeros"),
     Column("mean_drift", "float64", "mean(b) - mean(a)"),
@@ -545,8 +551,19 @@ FRAMES: dict[str, FrameSchema] = {
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test
 # checks every frame any analysis returns against it).
+DELTA_HIST = FrameSchema(
+    "delta_hist",
+    (
+        Column("name", "string", "dotted path of a changed tensor"),
+        Column("hist_counts", "object", "counts of b - a in each bin"),
+        Column("hist_edges", "object", "bin edges, on [-max |b - a|, +max |b - a|]"),
+    ),
+    "The histogram of the change b - a of each changed tensor of a comparison (its widget's detail panel).",
+)
+
 FRAME_KEYS: dict[str, FrameSchema] = {
     **FRAMES,
+    "delta_hist": DELTA_HIST,
     "stats_by_module": STATS,
     "stats_a": STATS,
     "stats_b": STATS,

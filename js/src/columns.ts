@@ -4,12 +4,12 @@
 import { h } from "./dom";
 import type { Mode, Row, Value } from "./flatten";
 import {
+  columnFormat,
   formatBytes,
   formatCompact,
   formatCount,
   formatPercent,
   formatShape,
-  formatStat,
   trainableStatus,
 } from "./format";
 import { sparkline } from "./histogram";
@@ -32,6 +32,8 @@ export interface Column {
   numeric: boolean;
   /** Shown until the user hides it, room permitting. */
   initial: boolean;
+  /** A count the table never drops for want of room (it scrolls sideways instead). */
+  keep: boolean;
   /** Rank among the initial columns when the width is short (1 is kept longest). */
   priority: number;
   /** The narrowest it can be, in px (chooses how many columns fit). */
@@ -56,6 +58,7 @@ function column(spec: Spec): Column {
   return {
     numeric: false,
     initial: true,
+    keep: false,
     priority: 50,
     min: px ? Number(px[1]) : 80,
     available: () => true,
@@ -79,7 +82,24 @@ const stat = (tree: Tree, n: TreeNode, field: string): number | null => {
   return n.stats && i >= 0 ? (n.stats[i] ?? null) : null;
 };
 
-const statColumn = (id: string, label: string, title: string, priority: number, format = formatStat3): Column =>
+const formats = new WeakMap<Tree, Map<string, (v: number | null) => string>>();
+
+/** The one format of column `id` in `tree`, chosen from all its values (format.columnFormat). */
+function formatOf(tree: Tree, id: string, value: (n: TreeNode) => number | null): (v: number | null) => string {
+  const byColumn = formats.get(tree) ?? new Map<string, (v: number | null) => string>();
+  formats.set(tree, byColumn);
+  const f = byColumn.get(id) ?? columnFormat(tree.nodes.map(value));
+  byColumn.set(id, f);
+  return f;
+}
+
+const statColumn = (
+  id: string,
+  label: string,
+  title: string,
+  priority: number,
+  format?: (v: number | null) => string,
+): Column =>
   column({
     id,
     label,
@@ -88,19 +108,23 @@ const statColumn = (id: string, label: string, title: string, priority: number, 
     numeric: true,
     initial: priority < 50,
     priority,
-    available: (t) => t.has.stats,
+    available: (t) => t.has.values,
     value: (n, t) => stat(t, n, id),
-    text: (n, t) => format(stat(t, n, id)),
+    text: (n, t) => (format ?? formatOf(t, id, (m) => stat(t, m, id)))(stat(t, n, id)),
   });
 
-const formatStat3 = (v: number | null) => formatStat(v, 3);
-
-/** The end of a path that tells it apart: the last segment and those before it up to a
- * named (not numbered) one: "mlp.c_fc.weight" -> "c_fc.weight", "mlp.0.weight" -> "mlp.0.weight". */
+/** The end of a path that tells it apart from its neighbours: the last two names and,
+ * within the four segments before them, everything from the nearest block index on:
+ * "transformer.h.11.mlp.c_proj.weight" -> "11.mlp.c_proj.weight", "a.b.c.d" -> "c.d". */
 export function pathTail(path: string): string {
   const parts = path.split(".");
-  let start = parts.length - 1;
-  while (start > 0 && (start === parts.length - 1 || /^\d+$/.test(parts[start]))) start--;
+  let start = Math.max(0, parts.length - 2);
+  while (start > 0 && /^\d+$/.test(parts[start])) start--; // "mlp.0.weight": the name before an index
+  for (let i = start - 1; i >= Math.max(0, start - 4); i--)
+    if (/^\d+$/.test(parts[i])) {
+      start = i;
+      break;
+    }
   return start <= 0 ? "" : parts.slice(start).join(".");
 }
 
@@ -117,9 +141,7 @@ function middleEllipsis(path: string): HTMLElement {
 function problemBadge(n: TreeNode): HTMLElement | null {
   if (!n.problems) return null;
   const below = n.kind === "tensor" ? "" : ` in ${n.problemTensors} tensor${n.problemTensors === 1 ? "" : "s"} below`;
-  const labels = n.problems.split(", ");
-  const more = labels.length > 1 ? ` +${labels.length - 1}` : "";
-  return h("span", "nbi-problem", `⚠ ${labels[0]}${more}`, { title: `${n.problems}${below}` });
+  return h("span", "nbi-problem", `⚠ ${n.problems}`, { title: `${n.problems}${below}` });
 }
 
 const compareColumn = (id: string, label: string, title: string, value: (n: TreeNode) => number | null): Column =>
@@ -132,8 +154,23 @@ const compareColumn = (id: string, label: string, title: string, value: (n: Tree
     priority: 3,
     available: (t) => t.has.compare,
     value,
-    text: (n) => formatStat(value(n)),
+    text: (n, t) => formatOf(t, id, value)(value(n)),
   });
+
+/** FLOPs where the counter counted some: 0 below a module means "not counted" (norms,
+ * activations, lookups), which the cell says rather than claiming none ran. */
+const NOT_COUNTED = "–";
+const flopsText = (n: TreeNode): string => (n.flops === 0 ? NOT_COUNTED : formatCompact(n.flops));
+function flopsTip(n: TreeNode, tree: Tree): string {
+  const note = typeof tree.payload.totals.flops_note === "string" ? ` ${tree.payload.totals.flops_note}` : "";
+  if (n.flops === 0) return `not counted (no matrix multiply, convolution or attention ran here).${note}`;
+  return n.flops === null ? "" : `${formatCount(n.flops)} FLOPs.${note}`;
+}
+
+/** What the Change column (and the row colour of a comparison) measures: one definition. */
+export const CHANGE_TITLE =
+  "Change = ‖b − a‖ / max(‖a‖, ‖b‖): 0 (same) to 2 (sign flipped), defined for tensors that start at zero; " +
+  "a module or fold: over all its elements as one tensor (print(comparison)'s Overall is the root's)";
 
 const TRAIN_RANK = { trainable: 3, partial: 2, frozen: 1, "": null } as const;
 
@@ -145,6 +182,7 @@ export const COLUMNS: Column[] = [
     width: "minmax(200px, 2fr)",
     priority: 0,
     min: 200,
+    keep: true,
     value: (n) => n.key,
     render(cell, n, { row, mode }) {
       cell.style.paddingLeft = `${(row.level - 1) * 14 + 4}px`;
@@ -176,11 +214,13 @@ export const COLUMNS: Column[] = [
     width: "128px",
     numeric: true,
     priority: 2,
+    keep: true,
     value: (n) => n.params,
     text: (n) => formatCount(n.params),
+    tip: (n, t) => `${formatCount(n.params)} ${formatPercent(n.params, t.totalParams)}`.trim(),
     render(cell, n, { tree }) {
       cell.textContent = formatCount(n.params);
-      cell.title = cell.textContent;
+      cell.title = this.tip?.(n, tree) ?? "";
       if (n.params !== null && n.kind !== "tensor")
         cell.append(h("span", "nbi-pct", formatPercent(n.params, tree.totalParams)));
     },
@@ -233,19 +273,22 @@ export const COLUMNS: Column[] = [
     width: "84px",
     numeric: true,
     priority: 6,
+    keep: true,
     value: (n) => n.memory,
     text: (n) => formatBytes(n.memory),
   }),
   column({
     id: "flops",
     label: "FLOPs",
-    title: "Floating point operations of the traced forward pass",
+    title: "Floating point operations of the traced forward pass (– where none were counted: see the tooltip)",
     width: "76px",
     numeric: true,
     priority: 7,
+    keep: true,
     available: (t) => t.has.trace,
     value: (n) => n.flops,
-    text: (n) => formatCompact(n.flops),
+    text: flopsText,
+    tip: flopsTip,
   }),
   column({
     id: "activation",
@@ -264,7 +307,7 @@ export const COLUMNS: Column[] = [
     title: "Distribution of the values",
     width: "96px",
     priority: 8,
-    available: (t) => t.has.stats,
+    available: (t) => t.has.values,
     value: (n, t) => stat(t, n, "std"),
     text: () => "",
     render(cell, n) {
@@ -285,6 +328,7 @@ export const COLUMNS: Column[] = [
     title: "Same, changed, dtype (changed dtype), reshaped, added or removed",
     width: "80px",
     priority: 1,
+    keep: true,
     available: (t) => t.has.compare,
     value: (n) => n.status,
     text: (n) => (n.status === null ? "" : (STATUS_LABELS[n.status] ?? n.status)),
@@ -292,14 +336,15 @@ export const COLUMNS: Column[] = [
   }),
   column({
     id: "rel_change",
-    label: "Rel. change",
-    title: "‖Δ‖ / ‖a‖ (modules: the largest below)",
+    label: "Change",
+    title: CHANGE_TITLE,
     width: "112px",
     numeric: true,
     priority: 2,
+    keep: true,
     available: (t) => t.has.compare,
     value: (n) => n.relChange,
-    text: (n) => (n.relChange === null ? "" : formatStat(n.relChange)),
+    text: (n, t) => formatOf(t, "rel_change", (m) => m.relChange)(n.relChange),
   }),
   compareColumn("cosine", "Cosine", "Cosine similarity of a and b (modules: over the subtree)", (n) => n.cosine),
   compareColumn("max_abs_delta", "Max |Δ|", "Largest |b − a| (modules: in the subtree)", (n) => n.maxAbsDelta),
@@ -307,15 +352,100 @@ export const COLUMNS: Column[] = [
 ];
 
 /** The initial columns that fit in `width` px, most important first (all when width is 0,
- * i.e. unknown). */
-export function defaultColumns(available: Column[], width: number): Set<string> {
+ * i.e. unknown), `widths` giving each column's px where known. Counts (`keep`) always
+ * stay: when they do not fit, the table scrolls sideways. */
+export function defaultColumns(available: Column[], width: number, widths: Record<string, number> = {}): Set<string> {
   const initial = available.filter((c) => c.initial).sort((a, b) => a.priority - b.priority);
-  const out = new Set<string>();
-  let used = 16; // borders and the scrollbar
+  const px = (c: Column) => widths[c.id] ?? c.min;
+  const kept = initial.filter((c) => c.keep);
+  const out = new Set(kept.map((c) => c.id));
+  let used = 16 + kept.reduce((sum, c) => sum + px(c), 0); // borders and the scrollbar, then the counts
   for (const c of initial) {
-    if (width > 0 && c.id !== "name" && used + c.min > width) continue;
-    used += c.min;
+    if (c.keep || (width > 0 && used + px(c) > width)) continue;
+    used += px(c);
     out.add(c.id);
   }
   return out;
+}
+
+const CELL_PADDING = 12; // .nbi-cell's padding, both sides
+const MAX_TEXT_COLUMN = 280; // a shape list or class name longer than this is cut (its tooltip has it)
+
+/** Text width in px in the widget's font: measured on a canvas in a browser, estimated from
+ * the character count elsewhere (jsdom), generously so nothing is cut. */
+export type Measure = (text: string) => number;
+
+/** A canvas measure in `font` (a CSS font shorthand), or a character-count estimate. */
+export function measurer(font: string): Measure {
+  const ctx = typeof document !== "undefined" ? document.createElement("canvas").getContext?.("2d") : null;
+  if (!ctx) return (text) => text.length * 8;
+  ctx.font = font;
+  return (text) => Math.ceil(ctx.measureText(text).width);
+}
+
+/** The few nodes worth measuring: the `k` largest by `score` (a cheap stand-in for width). */
+function widest(nodes: TreeNode[], score: (n: TreeNode) => number, k = 4): TreeNode[] {
+  const top: TreeNode[] = [];
+  for (const n of nodes) {
+    const s = score(n);
+    if (top.length < k || s > score(top[top.length - 1])) {
+      top.push(n);
+      top.sort((a, b) => score(b) - score(a));
+      if (top.length > k) top.pop();
+    }
+  }
+  return top;
+}
+
+/** Each column's width in px, from its content in `tree`: numbers are never cut. A numeric
+ * column's widest texts are those of its largest, most negative and smallest values (the
+ * digits a format adds); a text column's are its longest. */
+export function contentWidths(columns: Column[], tree: Tree, measure: Measure, pct: Measure): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of columns) {
+    if (c.id === "name" || c.id === "dist" || c.id === "train") continue;
+    const num = (n: TreeNode) => {
+      const v = c.value(n, tree);
+      return typeof v === "number" && Number.isFinite(v) ? v : null;
+    };
+    const candidates = c.numeric
+      ? [
+          ...widest(tree.nodes, (n) => Math.abs(num(n) ?? 0)),
+          ...widest(tree.nodes, (n) => -(num(n) ?? 0)),
+          ...widest(tree.nodes, (n) => {
+            const v = Math.abs(num(n) ?? 0);
+            return v > 0 ? 1 / v : 0;
+          }),
+        ]
+      : tree.nodes;
+    let longest = c.label;
+    for (const n of candidates) {
+      const text = c.text(n, tree);
+      if (text.length > longest.length) longest = text;
+    }
+    let px = Math.max(measure(longest), measure(c.label) + 14) + CELL_PADDING + 2; // + the sort arrow
+    if (c.id === "params") px += pct("100.0%") + 6;
+    out[c.id] = Math.ceil(c.numeric ? px : Math.min(px, MAX_TEXT_COLUMN));
+  }
+  return out;
+}
+
+/** The name column's width: room for the deepest indent plus its key (the full path in the
+ * flat modes), tags and badge, at most `most` px (the rest is cut, with the path on hover).
+ * Measured on the few rows that need the most by a character count. */
+export function nameWidth(tree: Tree, mode: Mode, measure: Measure, small: Measure, most: number): number {
+  const shown = mode === "tree" ? tree.nodes : tree.nodes.filter((n) => n.kind !== "group");
+  const text = (n: TreeNode) => (mode === "tree" ? n.key : n.path);
+  const indent = (n: TreeNode) => (mode === "tree" ? n.depth * 14 : 0);
+  const extra = (n: TreeNode) =>
+    (n.problems ? n.problems.length + 3 : 0) +
+    (n.aliasOf ? n.aliasOf.length + 3 : 0) +
+    (n.tiedTo ? n.tiedTo.length + 3 : 0);
+  let px = 200;
+  for (const n of widest(shown, (m) => indent(m) + 8 * (text(m).length + extra(m)), 6)) {
+    const badge = n.problems ? small(`⚠ ${n.problems}`) + 14 : 0;
+    const tags = (n.aliasOf ? small(`= ${n.aliasOf}`) + 10 : 0) + (n.tiedTo ? small(`→ ${n.tiedTo}`) + 10 : 0);
+    px = Math.max(px, indent(n) + 4 + 14 + measure(text(n)) + badge + tags + CELL_PADDING + 8);
+  }
+  return Math.ceil(Math.min(px, most));
 }

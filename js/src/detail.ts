@@ -1,7 +1,8 @@
 // The detail panel of the selected row: a larger histogram (log toggle), the statistics,
 // the layer's attributes and its parameter tensors.
 
-import { h } from "./dom";
+import { CHANGE_TITLE } from "./columns";
+import { button, h } from "./dom";
 import { formatBytes, formatCount, formatShape, formatStat, trainableStatus } from "./format";
 import { chart } from "./histogram";
 import type { Hist } from "./payload";
@@ -66,8 +67,7 @@ function summary(n: TreeNode): [string, string][] {
     rows.push(["problems", n.kind === "tensor" ? n.problems : `${n.problems} (${tensorCount})`]);
   }
   if (n.status) rows.push(["status", n.status]);
-  if (n.relChange !== null)
-    rows.push([n.kind === "tensor" ? "rel. change" : "largest rel. change", formatStat(n.relChange)]);
+  if (n.relChange !== null) rows.push(["change ‖Δ‖ / max(‖a‖, ‖b‖)", formatStat(n.relChange)]);
   if (n.cosine !== null) rows.push(["cosine", formatStat(n.cosine)]);
   if (n.maxAbsDelta !== null) rows.push(["max |Δ|", formatStat(n.maxAbsDelta)]);
   if (n.meanDrift !== null) rows.push(["mean drift", formatStat(n.meanDrift)]);
@@ -98,6 +98,32 @@ function tensorTable(tree: Tree, n: TreeNode): HTMLElement | null {
   return t;
 }
 
+/** The Python that reaches a row in the model: `model.get_submodule("...")` for a module,
+ * `model.get_parameter(...)` / `get_buffer(...)` for a tensor; null for a fold. */
+export function accessSnippet(n: TreeNode): string | null {
+  if (n.kind === "group") return null;
+  const call = n.kind === "module" ? "get_submodule" : n.type === "buffer" ? "get_buffer" : "get_parameter";
+  return `model.${call}(${JSON.stringify(n.path)})`;
+}
+
+/** A button that copies `text` to the clipboard and says so. */
+function copyButton(label: string, text: string, what: string): HTMLElement {
+  const b = button("nbi-button nbi-copy", label, () => {
+    const done = () => {
+      b.textContent = "Copied ✓";
+      setTimeout(() => {
+        b.textContent = label;
+      }, 1200);
+    };
+    navigator.clipboard?.writeText(text).then(done, () => {
+      b.textContent = "Copy failed";
+    });
+  });
+  b.title = `Copy ${what}: ${text}`;
+  b.dataset.copy = text;
+  return b;
+}
+
 /** Fill `panel` with the details of `node`; returns a function that cancels a pending fetch. */
 export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | null, opts: DetailOptions): () => void {
   panel.replaceChildren();
@@ -106,13 +132,20 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
     return () => {};
   }
   const title = h("h3", "nbi-detail-title", node.kind === "module" && node.path === "" ? node.key : node.path);
-  panel.append(title, table("Summary", summary(node)));
+  const copies = h("div", "nbi-copies");
+  if (node.path) copies.append(copyButton("Copy path", node.path, "the full path"));
+  const snippet = accessSnippet(node);
+  if (snippet) copies.append(copyButton(`Copy ${snippet.split("(")[0].slice(6)}()`, snippet, "the Python"));
+  const sum = table("Summary", summary(node));
+  for (const th of sum.querySelectorAll("th")) if (th.textContent?.startsWith("change")) th.title = CHANGE_TITLE;
+  panel.append(title, copies, sum);
   let cancelled = false;
   if (node.histA || node.histB) {
     const box = h("div", "nbi-chart-box nbi-before-after");
     for (const [label, hist] of [
       ["before (a)", node.histA],
       ["after (b)", node.histB],
+      ...(node.histDelta ? ([["the change b − a", node.histDelta]] as const) : []),
     ] as const) {
       box.append(h("div", "nbi-chart-caption", label));
       if (hist) box.append(chart(hist, { width: 300, height: 130, log: false }));

@@ -6,6 +6,8 @@ import type { Num, Shape } from "./payload";
 
 const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 const SI_PREFIXES = ["", "K", "M", "G", "T", "P"];
+/** Counts of things (parameters) in the words people say: thousand, million, billion, trillion. */
+const COUNT_UNITS = ["", "K", "M", "B", "T"];
 
 const roundHalfUp = (v: number): number => Math.floor(v + 0.5);
 
@@ -44,6 +46,9 @@ export const formatBytes = (n: Num): string => scaled(n, 1024, BYTE_UNITS);
 /** A count or FLOPs in powers of 1000: 118528 -> "118.5 K", 999 -> "999". */
 export const formatCompact = (n: Num): string => scaled(n, 1000, SI_PREFIXES);
 
+/** A parameter count in thousands, millions, billions: 6738415616 -> "6.7 B". */
+export const formatParams = (n: Num): string => scaled(n, 1000, COUNT_UNITS);
+
 /** `part` as a share of `whole`: "84.3%", "<0.1%"; "" when either is missing or zero. */
 export function formatPercent(part: Num, whole: Num): string {
   if (!part || !whole) return "";
@@ -69,4 +74,47 @@ export function trainableStatus(trainable: Num, frozen: Num): "trainable" | "fro
   if (trainable && frozen) return "partial";
   if (trainable) return "trainable";
   return frozen ? "frozen" : "";
+}
+
+/** One number format for a whole column of `values` (nulls and non-finite ones ignored):
+ * plain decimals when the values span at most three decades within [1e-3, 1e5), else
+ * exponent form; either way with 4 significant digits at the smallest value, and one more
+ * where that still tells distinct values apart (more would be noise to read). Exact zeros
+ * print as "0". */
+export function columnFormat(values: Iterable<Num>): (v: Num) => string {
+  const distinct = new Set<number>();
+  for (const v of values) if (v !== null && Number.isFinite(v) && v !== 0) distinct.add(v);
+  if (!distinct.size) return (v) => (v === null ? "" : v === 0 ? "0" : formatStat(v));
+  const sorted = [...distinct].sort((a, b) => a - b);
+  const sizes = sorted.map(Math.abs);
+  const lo = Math.min(...sizes);
+  const hi = Math.max(...sizes);
+  const plain = lo >= 1e-3 && hi < 1e5 && hi / lo <= 1e3;
+  const at = (digits: number) =>
+    plain ? (v: number) => v.toFixed(digits) : (v: number) => v.toExponential(digits).replace(/e\+?/, "e");
+  const first = plain ? Math.max(0, 3 - Math.floor(Math.log10(lo))) : 3;
+  let digits = first;
+  const last = first + 1;
+  // whether two neighbours would print alike at `d` digits, by arithmetic (formatting every
+  // value of a 10,000-row column twice would cost more than the first render)
+  const rounded = (d: number) =>
+    plain
+      ? (v: number) => Math.round(v * 10 ** d)
+      : (v: number) => {
+          const e = Math.floor(Math.log10(Math.abs(v)));
+          return `${e}:${Math.round(v / 10 ** (e - d))}`;
+        };
+  const collide = (d: number) => {
+    const key = rounded(d);
+    let before = key(sorted[0]);
+    for (let i = 1; i < sorted.length; i++) {
+      const now = key(sorted[i]);
+      if (now === before) return true;
+      before = now;
+    }
+    return false;
+  };
+  if (digits < last && collide(digits)) digits++;
+  const show = at(digits);
+  return (v) => (v === null || Number.isNaN(v) ? "" : v === 0 ? "0" : Number.isFinite(v) ? show(v) : String(v));
 }

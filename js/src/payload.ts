@@ -55,6 +55,8 @@ export interface ModuleColumns {
   problem_tensors?: Num[];
   /** why statistics are missing or partial. Present with note. */
   note?: (string | null)[];
+  /** ‖Δ‖ / max(‖a‖, ‖b‖) over the subtree's compared elements, as one tensor. Present with compare. */
+  change?: Num[];
   /** cosine similarity of a and b over the subtree. Present with compare. */
   cosine?: Num[];
   /** largest |b - a| in the subtree. Present with compare. */
@@ -93,7 +95,7 @@ export interface TensorColumns {
   problems?: (string | null)[];
   /** why statistics are missing or partial. Present with note. */
   note?: (string | null)[];
-  /** [status, relative change] against the other side. Present with compare. */
+  /** [status, change: ‖Δ‖ / max(‖a‖, ‖b‖)] against the other side. Present with compare. */
   compare?: ([string | null, Num] | null)[];
   /** cosine similarity of a and b. Present with compare. */
   cosine?: Num[];
@@ -105,6 +107,8 @@ export interface TensorColumns {
   hist_a?: (Hist | null)[];
   /** coarse histogram of the values in b (over the same range as hist_a). Present with compare. */
   hist_b?: (Hist | null)[];
+  /** coarse histogram of the change b - a of a changed tensor. Present with compare. */
+  hist_delta?: (Hist | null)[];
 }
 
 /** One entry per fold of repeated blocks. */
@@ -125,6 +129,8 @@ export interface FoldColumns {
   problems?: (string | null)[];
   /** distinct tensors in the members with a problem. Present with stats. */
   problem_tensors?: Num[];
+  /** ‖Δ‖ / max(‖a‖, ‖b‖) over the members' compared elements, as one tensor. Present with compare. */
+  change?: Num[];
 }
 
 /** A comparison's summary, one entry per component. */
@@ -135,7 +141,7 @@ export interface ComponentColumns {
   tensors: Num[];
   /** tensors whose status is not 'same'. */
   differ: Num[];
-  /** ‖Δ‖ / ‖a‖ over the component's compared elements. */
+  /** ‖Δ‖ / max(‖a‖, ‖b‖) over the component's compared elements. */
   rel_change: Num[];
   /** cosine similarity of a and b over the component. */
   cosine: Num[];
@@ -175,6 +181,8 @@ export interface Timeline {
   title: string;
   steps: number[];
   series: TimelineSeries[];
+  /** The first `shown` series are drawn; the others are offered in the metric picker. */
+  shown: number;
 }
 
 /** The dataflow graph's nodes, one entry per node (-1: none). */

@@ -73,11 +73,19 @@ export const STYLES = `
 .nbi-mid { display: flex; min-width: 0; overflow: hidden; }
 .nbi-mid-head { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; flex: 0 1 auto; min-width: 1ch; }
 .nbi-mid-tail { flex: 0 0 auto; white-space: nowrap; }
-.nbi-caret, .nbi-tag, .nbi-problem { flex: none; }
+.nbi-caret { flex: none; }
+/* a badge or tag gives way long before the name does (shrink 100 to 1), down to its ⚠ */
+.nbi-tag, .nbi-problem { flex: 0 100 auto; min-width: 2.2em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.nbi-col-name > .nbi-key { flex: 0 1 auto; min-width: min(6ch, 100%); }
 .nbi-problem { padding: 0 5px; border-radius: 8px; font-size: .8em; line-height: 16px; font-weight: 600;
   color: var(--jp-error-color1, #d32f2f); background: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 14%, transparent); }
 .nbi-problems { order: 10; flex-basis: 100%; padding: 3px 8px; border-radius: 4px; font-weight: 600;
   color: var(--jp-error-color1, #d32f2f); background: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 12%, transparent); }
+.nbi-legend { display: inline-flex; align-items: center; gap: 6px; margin: 0 0 6px; font-size: .85em; color: var(--nbi-fg-dim); }
+.nbi-legend-label { font-weight: 600; }
+.nbi-legend-bar { width: 120px; height: 10px; border-radius: 2px; border: 1px solid var(--nbi-border);
+  background: linear-gradient(to right, color-mix(in srgb, var(--nbi-warn) 4%, var(--nbi-bg)), color-mix(in srgb, var(--nbi-warn) 45%, var(--nbi-bg))); }
+.nbi-legend-end { font-variant-numeric: tabular-nums; }
 .nbi-only { display: inline-flex; align-items: center; gap: 4px; }
 .nbi-components { margin: 0 0 6px; }
 .nbi-components > summary { cursor: pointer; font-weight: 600; color: var(--nbi-fg-dim); }
@@ -104,6 +112,8 @@ export const STYLES = `
   border-radius: 4px; background: var(--nbi-bg-alt); }
 .nbi-detail-title { margin: 2px 0 6px; font-size: 1.05em; font-family: var(--jp-code-font-family, ui-monospace, monospace);
   word-break: break-all; }
+.nbi-copies { display: flex; flex-wrap: wrap; gap: 4px; margin: 0 0 6px; grid-column: 1 / -1; }
+.nbi-copy { font-size: .85em; min-height: 22px; padding: 1px 6px; }
 .nbi-hint { color: var(--nbi-fg-dim); }
 .nbi-detail table { border-collapse: collapse; width: 100%; margin: 0 0 8px; font-size: .92em; }
 .nbi-detail caption { text-align: left; font-weight: 600; padding: 4px 0 2px; color: var(--nbi-fg-dim); }

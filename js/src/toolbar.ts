@@ -4,7 +4,7 @@
 import type { Column } from "./columns";
 import { button, h } from "./dom";
 import type { Mode } from "./flatten";
-import { formatBytes, formatCompact, formatCount, formatStat } from "./format";
+import { columnFormat, formatBytes, formatCompact, formatCount, formatParams } from "./format";
 import type { Payload } from "./payload";
 import { PROBLEMS } from "./tree";
 
@@ -19,6 +19,8 @@ export interface ToolbarActions {
   problemsOnly?: (on: boolean) => void;
   /** Present after a trace: show the dataflow graph instead of the table (or not). */
   graph?: (on: boolean) => void;
+  /** Colour the rows by a numeric column (null: none). */
+  colourBy(id: string | null): void;
 }
 
 function total(label: string, value: string, title: string): HTMLElement {
@@ -27,6 +29,16 @@ function total(label: string, value: string, title: string): HTMLElement {
   item.append(h("span", "nbi-total-label", label), h("span", "nbi-total-value", value));
   return item;
 }
+
+/** How a problem reads after "1 tensor ": "with NaN", "all zero", "with exploding values". */
+const PROBLEM_PHRASES: Record<string, string> = {
+  NaN: "with NaN",
+  Inf: "with ±Inf",
+  "all zero": "all zero",
+  constant: "constant (every value equal)",
+  exploding: "with exploding values",
+  vanishing: "with vanishing values",
+};
 
 /** "2 tensors with NaN", one phrase per problem, counting distinct tensors (a tied path once). */
 export function problemSummary(payload: Payload): string[] {
@@ -38,8 +50,7 @@ export function problemSummary(payload: Payload): string[] {
   });
   return PROBLEMS.filter((p) => counts.has(p)).map((p) => {
     const n = counts.get(p) ?? 0;
-    const what = p === "NaN" || p === "Inf" ? `with ${p}` : p;
-    return `${n} tensor${n === 1 ? "" : "s"} ${what}`;
+    return `${n} tensor${n === 1 ? "" : "s"} ${PROBLEM_PHRASES[p] ?? `with ${p}`}`;
   });
 }
 
@@ -49,12 +60,11 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
   const t = payload.totals;
   const box = h("div", "nbi-header");
   const cmp = payload.comparison;
-  const name = h("span", "nbi-model", cmp ? `${cmp.a} → ${cmp.b}` : payload.model.name);
-  const framework = h(
-    "span",
-    "nbi-framework",
-    cmp ? `comparison (${payload.model.framework})` : payload.model.framework,
-  );
+  const run = payload.timeline;
+  const name = h("span", "nbi-model", cmp && !run ? `${cmp.a} → ${cmp.b}` : payload.model.name);
+  const fw = payload.model.framework;
+  const what = run ? `training run (${fw}) · ${run.title}` : cmp ? `comparison (${fw})` : fw;
+  const framework = h("span", "nbi-framework", what);
   const problems = problemSummary(payload);
   if (problems.length) {
     box.append(h("span", "nbi-problems", `⚠ ${problems.join(" · ")}`, { role: "status" }));
@@ -63,17 +73,21 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
   const unique = t.total_params ?? null;
   const byPath = t.total_params_by_path ?? null;
   totals.append(
-    total("params", formatCompact(unique), `${formatCount(unique)} unique parameters (shared storage counted once)`),
+    total("params", formatParams(unique), `${formatCount(unique)} unique parameters (shared storage counted once)`),
   );
   if (byPath !== null && byPath !== unique) {
     totals.append(
-      total("by path", formatCompact(byPath), `${formatCount(byPath)} counting every path, as naive counters do`),
+      total(
+        "if shared weights were counted at every path",
+        formatParams(byPath),
+        `${formatCount(byPath)}: what counters that sum every parameter path report (tied weights twice)`,
+      ),
     );
   }
   totals.append(
     total(
       "trainable",
-      formatCompact(t.trainable_params ?? null),
+      formatParams(t.trainable_params ?? null),
       `${formatCount(t.trainable_params ?? null)} trainable, ${formatCount(t.non_trainable_params ?? null)} frozen`,
     ),
     total(
@@ -82,13 +96,28 @@ export function header(payload: Payload, rootFlops: number | null): HTMLElement 
       `${formatBytes(t.param_bytes ?? null)} parameters + ${formatBytes(t.buffer_bytes ?? null)} buffers`,
     ),
   );
-  if (rootFlops !== null)
+  const plan = typeof t.plan_bytes === "number" ? t.plan_bytes : null;
+  if (plan !== null)
+    totals.append(
+      total(
+        "training step",
+        formatBytes(plan),
+        `${formatBytes(plan)} one training step needs, as planned (${String(t.plan_options ?? "")})`,
+      ),
+    );
+  if (rootFlops !== null) {
+    const note = typeof t.flops_note === "string" ? ` ${t.flops_note}` : "";
     totals.append(
       total(
         "FLOPs",
         formatCompact(rootFlops),
-        `${formatCount(rootFlops)} floating point operations per traced forward pass`,
+        `${formatCount(rootFlops)} floating point operations per traced forward pass.${note}`,
       ),
+    );
+  }
+  if (typeof t.activation_bytes === "number")
+    totals.append(
+      total("activations", formatBytes(t.activation_bytes), "bytes autograd saved for backward in the trace"),
     );
   totals.append(total("modules", formatCount(t.num_modules ?? null), "distinct module objects, root included"));
   box.prepend(name, framework);
@@ -105,19 +134,20 @@ export function components(payload: Payload): HTMLElement | null {
   box.append(h("summary", "", "Per component"));
   const table = h("table", "nbi-components-table");
   const head = h("tr", "");
-  for (const label of ["Component", "Tensors", "Differ", "Rel. change", "Cosine", "Max |Δ|", "Mean drift"])
+  for (const label of ["Component", "Tensors", "Differ", "Change", "Cosine", "Max |Δ|", "Mean drift"])
     head.append(h("th", "", label));
   table.append(head);
+  const [change, cosine, delta, drift] = [c.rel_change, c.cosine, c.max_abs_delta, c.mean_drift].map(columnFormat);
   c.component.forEach((name, i) => {
     const tr = h("tr", "");
     tr.append(
       h("td", "", name),
       h("td", "nbi-num", formatCount(c.tensors[i])),
       h("td", "nbi-num", formatCount(c.differ[i])),
-      h("td", "nbi-num", formatStat(c.rel_change[i])),
-      h("td", "nbi-num", formatStat(c.cosine[i])),
-      h("td", "nbi-num", formatStat(c.max_abs_delta[i])),
-      h("td", "nbi-num", formatStat(c.mean_drift[i])),
+      h("td", "nbi-num", change(c.rel_change[i])),
+      h("td", "nbi-num", cosine(c.cosine[i])),
+      h("td", "nbi-num", delta(c.max_abs_delta[i])),
+      h("td", "nbi-num", drift(c.mean_drift[i])),
     );
     table.append(tr);
   });
@@ -125,7 +155,26 @@ export function components(payload: Payload): HTMLElement | null {
   return box;
 }
 
-export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number, act: ToolbarActions): HTMLElement {
+/** The "Colour by" picker: none, or one of `columns`, `current` chosen. */
+function colourPicker(columns: Column[], current: string | null, act: ToolbarActions): HTMLElement {
+  const pick = h("select", "nbi-colour", undefined, { "aria-label": "Colour the rows by a column" });
+  for (const [value, label] of [["", "Colour: none"], ...columns.map((c) => [c.id, `Colour: ${c.label}`])]) {
+    const o = h("option", "", label);
+    o.value = value;
+    o.selected = value === (current ?? "");
+    pick.append(o);
+  }
+  pick.addEventListener("change", () => act.colourBy(pick.value || null));
+  return pick;
+}
+
+export function toolbar(
+  columns: Column[],
+  shown: Set<string>,
+  maxDepth: number,
+  act: ToolbarActions,
+  colour: { columns: Column[]; current: string | null },
+): HTMLElement {
   const bar = h("div", "nbi-toolbar");
   const search = h("input", "nbi-search");
   search.type = "search";
@@ -183,7 +232,7 @@ export function toolbar(columns: Column[], shown: Set<string>, maxDepth: number,
     list.append(label);
   }
   chooser.append(list);
-  bar.append(search, mode, depth, expand, collapse, chooser);
+  bar.append(search, mode, depth, expand, collapse, chooser, colourPicker(colour.columns, colour.current, act));
   if (act.problemsOnly) {
     const only = act.problemsOnly;
     const label = h("label", "nbi-only");

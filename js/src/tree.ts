@@ -43,7 +43,7 @@ export interface TreeNode {
   tiedTo: string | null;
   requiresGrad: boolean | null;
   status: string | null;
-  /** Relative change; for modules and folds the largest among the tensors below. */
+  /** Change ‖Δ‖ / max(‖a‖, ‖b‖); modules and folds: over all their elements as one tensor. */
   relChange: Num;
   cosine: Num;
   maxAbsDelta: Num;
@@ -51,6 +51,8 @@ export interface TreeNode {
   /** A tensor's values in a and in b, over one range. */
   histA: Hist | null;
   histB: Hist | null;
+  /** A changed tensor's change b − a. */
+  histDelta: Hist | null;
   /** Index into payload.modules, payload.tensors or payload.folds. */
   source: number;
   /** Members of a fold. */
@@ -64,7 +66,8 @@ export interface Tree {
   root: number;
   statFields: string[];
   totalParams: number;
-  has: { trace: boolean; stats: boolean; compare: boolean };
+  /** `values`: some row has statistics of values (meta tensors have none, only counts). */
+  has: { trace: boolean; stats: boolean; values: boolean; compare: boolean };
 }
 
 const at = <T>(list: T[] | undefined, i: number): T | null => (list ? (list[i] ?? null) : null);
@@ -105,6 +108,7 @@ function blank(id: number, kind: Kind, key: string, path: string, depth: number,
     meanDrift: null,
     histA: null,
     histB: null,
+    histDelta: null,
     source: -1,
     count: 0,
   };
@@ -146,6 +150,7 @@ export function buildTree(payload: Payload): Tree {
     n.histScope = at(m.hist_scope, i);
     n.problems = at(m.problems, i) || null;
     n.problemTensors = at(m.problem_tensors, i) ?? 0;
+    n.relChange = at(m.change, i);
     n.cosine = at(m.cosine, i);
     n.maxAbsDelta = at(m.max_abs_delta, i);
     n.meanDrift = at(m.mean_drift, i);
@@ -177,6 +182,7 @@ export function buildTree(payload: Payload): Tree {
     n.meanDrift = at(t.mean_drift, j);
     n.histA = at(t.hist_a, j);
     n.histB = at(t.hist_b, j);
+    n.histDelta = at(t.hist_delta, j);
     n.tiedTo = t.tied_to[j];
     n.requiresGrad = t.requires_grad[j];
     const cmp = at(t.compare, j);
@@ -186,9 +192,6 @@ export function buildTree(payload: Payload): Tree {
     owner.children.push(n.id);
   }
   for (let i = 0; i < m.key.length; i++) nodes[i].children.push(...moduleChildren[i]);
-  // a module's relative change is the largest below it: it shows where a change is, even collapsed
-  for (let i = m.key.length - 1; i >= 0; i--)
-    for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
   const f = payload.folds;
   for (let j = 0; j < f.rows.length; j++) addGroup(nodes, payload, j);
   return {
@@ -200,9 +203,15 @@ export function buildTree(payload: Payload): Tree {
     has: {
       trace: m.flops !== undefined,
       stats: t.stats !== undefined || m.stats !== undefined,
+      values: hasValues(nodes, payload.stat_fields.indexOf("mean")),
       compare: t.compare !== undefined,
     },
   };
+}
+
+/** Whether any node has a value statistic (a mean): without, the value columns would be blank. */
+function hasValues(nodes: TreeNode[], mean: number): boolean {
+  return mean >= 0 && nodes.some((n) => n.stats !== null && n.stats[mean] !== null);
 }
 
 /** The problem labels in the order Python lists them (nbinspect/analyze/health.py). */
@@ -210,7 +219,7 @@ export const PROBLEMS = ["NaN", "Inf", "all zero", "constant", "exploding", "van
 
 /** The group node of fold `j` (payload.folds), put among its parent's children in place of its
  * members. Its statistics, histogram and health are Python's, pooled from the members' values;
- * only the members' exact integer counts are added here, and their largest changes taken. */
+ * only the members' exact integer counts are added here, and their largest |Δ| taken. */
 function addGroup(nodes: TreeNode[], payload: Payload, j: number): void {
   const f = payload.folds;
   const members = f.rows[j];
@@ -229,6 +238,7 @@ function addGroup(nodes: TreeNode[], payload: Payload, j: number): void {
   g.histScope = at(f.hist_scope, j);
   g.problems = at(f.problems, j) || null;
   g.problemTensors = at(f.problem_tensors, j) ?? 0;
+  g.relChange = at(f.change, j);
   for (const id of members) {
     const n = nodes[id];
     n.parent = g.id;
@@ -238,7 +248,6 @@ function addGroup(nodes: TreeNode[], payload: Payload, j: number): void {
     g.memory = add(g.memory, n.memory);
     g.flops = add(g.flops, n.flops);
     g.activation = add(g.activation, n.activation);
-    g.relChange = maxOf(g.relChange, n.relChange);
     g.maxAbsDelta = maxOf(g.maxAbsDelta, n.maxAbsDelta);
   }
   const at0 = parent.children.indexOf(members[0]);

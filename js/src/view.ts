@@ -6,11 +6,12 @@
 // mutated, so a changed part is a new object).
 
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
-import { COLUMNS, type Column, defaultColumns } from "./columns";
+import { COLUMNS, type Column, contentWidths, defaultColumns, type Measure, measurer, nameWidth } from "./columns";
 import { type HistFetcher, renderDetail, type ValueFetchers } from "./detail";
 import { button, h } from "./dom";
 import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row } from "./flatten";
 import { GRAPH_STYLES, GraphView } from "./graph";
+import { colourable, type HeatScale, heatScale, legend } from "./heat";
 import type { Payload } from "./payload";
 import { DETAIL_BESIDE_FROM, DETAIL_BESIDE_WIDTH, STYLES } from "./styles";
 import { components, header, toolbar } from "./toolbar";
@@ -45,12 +46,12 @@ export interface ViewState {
   problemsOnly: boolean;
   /** Column widths the user dragged, in px, by column id. */
   widths: Record<string, number>;
+  /** The numeric column the rows are coloured by (heat.ts), or null. */
+  colorBy: string | null;
 }
 
-/** Highlight strength for a relative change: 0 below 1e-4, full at 1 and above. */
-function heat(rel: number | null): number {
-  return rel === null || rel <= 0 ? 0 : Math.max(0, Math.min(1, (Math.log10(rel) + 4) / 4));
-}
+/** Where a node is in any tree of the same model: its kind and path (ids change between payloads). */
+const placeOf = (n: TreeNode): string => `${n.kind}:${n.path}`;
 
 /** True when any of `deps` differs (by identity) from what it was at the last call for `key`. */
 class Changes {
@@ -78,12 +79,17 @@ export class TreeView {
   private readonly unmount: () => void;
   private readonly changes = new Changes();
   private template: HTMLElement = h("div");
+  private heat: HeatScale | null = null;
+  private readonly legendSlot = h("div", "nbi-legend-slot");
   private cancelDetail = () => {};
   /** The Graph mode, made when first shown. */
   graph: GraphView | null = null;
   private readonly graphHost = h("div", "nbi-graph-host", undefined, { hidden: "" });
   /** Whether the user chose the columns (else they follow the width). */
   private chosenColumns = false;
+  /** Each column's width from its content, per tree (columns.contentWidths). */
+  private fitted: Record<string, number> = {};
+  private measures: { text: Measure; code: Measure; small: Measure } | null = null;
   // absent outside a browser (jsdom): the columns then stay as first chosen
   private readonly resize = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => this.fitColumns());
 
@@ -122,27 +128,70 @@ export class TreeView {
     performance.measure("nbinspect:first-render", "nbinspect:render-start");
   }
 
-  /** Show another payload: expansion, filter, mode and selection start afresh (the toolbar is
-   * rebuilt); chosen columns, widths, sort and log scale stay. */
+  /** Show another payload. Of the same model (a live view's next measurement) the user's place
+   * stays: expanded rows, selection, scroll, sort, filter, mode and columns. Another model
+   * starts afresh (the toolbar is rebuilt); chosen columns, widths, sort and log scale stay. */
   setPayload(payload: Payload): void {
     const tree = buildTree(payload);
     this.showGraph(false);
     this.graph = null;
+    const before = this.state;
     const offered = COLUMNS.filter((c) => c.available(tree));
+    this.fitted = contentWidths(offered, tree, this.measure().text, this.measure().small);
+    const same = before !== undefined && sameModel(before.tree, tree);
+    if (same) {
+      const ids = new Map(tree.nodes.map((n) => [placeOf(n), n.id]));
+      const moved = (id: number) => (id >= 0 ? (ids.get(placeOf(before.tree.nodes[id])) ?? -1) : -1);
+      const expanded = new Set([...before.expanded].map(moved).filter((id) => id >= 0));
+      const shown = this.chosenColumns
+        ? before.shown
+        : defaultColumns(offered, this.tableWidth(), this.fitWidths(tree));
+      const top = this.grid.scrollTop;
+      const left = this.grid.scrollLeft;
+      this.state = { ...before, tree, expanded, shown, selected: moved(before.selected) };
+      this.top.firstElementChild?.replaceWith(this.header()); // the toolbar keeps its filter text
+      this.render();
+      this.grid.scrollTop = top;
+      this.grid.scrollLeft = left;
+      return;
+    }
     this.state = {
       tree,
       expanded: expandedToDepth(tree, 2),
-      sort: this.state?.sort ?? null,
+      sort: before?.sort ?? null,
       query: "",
       mode: "tree",
-      shown: this.chosenColumns && this.state ? this.state.shown : defaultColumns(offered, this.tableWidth()),
+      shown:
+        this.chosenColumns && before ? before.shown : defaultColumns(offered, this.tableWidth(), this.fitWidths(tree)),
       selected: -1,
-      log: this.state?.log ?? false,
+      log: before?.log ?? false,
       problemsOnly: false,
-      widths: this.state?.widths ?? {},
+      widths: before?.widths ?? {},
+      colorBy: tree.has.compare ? "rel_change" : null,
     };
     this.buildTop();
     this.render();
+  }
+
+  /** Text measures in the widget's fonts (of the cells, the names, the small tags). */
+  private measure(): { text: Measure; code: Measure; small: Measure } {
+    if (!this.measures) {
+      const style = typeof getComputedStyle === "undefined" ? null : getComputedStyle(this.root);
+      const size = Number.parseFloat(style?.fontSize ?? "") || 13;
+      const family = style?.fontFamily || "system-ui, sans-serif";
+      const code = "ui-monospace, SFMono-Regular, Menlo, monospace";
+      this.measures = {
+        text: measurer(`600 ${size}px ${family}`), // bold: the header labels are, and it errs wide
+        code: measurer(`${size * 0.95}px ${code}`),
+        small: measurer(`600 ${size * 0.85}px ${family}`),
+      };
+    }
+    return this.measures;
+  }
+
+  private header(): HTMLElement {
+    const { tree } = this.state;
+    return header(tree.payload, tree.nodes[tree.root]?.flops ?? null);
   }
 
   private buildTop(): void {
@@ -150,17 +199,25 @@ export class TreeView {
     const payload = tree.payload;
     const maxDepth = tree.nodes.reduce((d, n) => Math.max(d, n.kind === "module" ? n.depth : 0), 0);
     const parts = [
-      header(payload, tree.nodes[tree.root]?.flops ?? null),
-      toolbar(this.available(), shown, Math.max(1, maxDepth), {
-        query: (query) => this.update({ query }),
-        mode: (mode) => this.update({ mode }),
-        depth: (d) => this.expandToDepth(d),
-        expandAll: () => this.expandAll(),
-        collapseAll: () => this.collapseAll(),
-        column: (id, on) => this.setColumn(id, on),
-        problemsOnly: tree.has.stats ? (on) => this.update({ problemsOnly: on }) : undefined,
-        graph: payload.graph ? (on) => this.showGraph(on) : undefined,
-      }),
+      this.header(),
+      toolbar(
+        this.available(),
+        shown,
+        Math.max(1, maxDepth),
+        {
+          query: (query) => this.update({ query }),
+          mode: (mode) => this.update({ mode }),
+          depth: (d) => this.expandToDepth(d),
+          expandAll: () => this.expandAll(),
+          collapseAll: () => this.collapseAll(),
+          column: (id, on) => this.setColumn(id, on),
+          problemsOnly: tree.has.stats ? (on) => this.update({ problemsOnly: on }) : undefined,
+          colourBy: (id) => this.update({ colorBy: id }),
+          graph: payload.graph ? (on) => this.showGraph(on) : undefined,
+        },
+        { columns: this.available().filter(colourable), current: this.state.colorBy },
+      ),
+      this.legendSlot,
     ];
     const summary = components(payload);
     if (summary) parts.push(summary);
@@ -176,7 +233,7 @@ export class TreeView {
   /** Until the user picks columns, the initial ones that fit the width. */
   private fitColumns(): void {
     if (this.chosenColumns) return;
-    const shown = defaultColumns(this.available(), this.tableWidth());
+    const shown = defaultColumns(this.available(), this.tableWidth(), this.fitWidths(this.state.tree));
     if ([...shown].join() === [...this.state.shown].join()) return;
     this.update({ shown });
     for (const box of this.top.querySelectorAll<HTMLInputElement>("input[data-column]"))
@@ -307,9 +364,14 @@ export class TreeView {
 
   private render(): void {
     const s = this.state;
-    if (this.changes.since("columns", [s.tree, s.shown, s.widths])) {
+    if (this.changes.since("columns", [s.tree, s.shown, s.widths, s.mode])) {
       this.columns = this.available().filter((c) => c.id === "name" || s.shown.has(c.id));
       this.template = this.rowTemplate();
+    }
+    if (this.changes.since("heat", [s.tree, s.colorBy])) {
+      const column = this.available().find((c) => c.id === s.colorBy);
+      this.heat = column ? heatScale(s.tree, column) : null;
+      this.legendSlot.replaceChildren(...(this.heat ? [legend(this.heat)] : []));
     }
     if (this.changes.since("rows", [s.tree, s.expanded, s.sort, s.query, s.mode, s.problemsOnly])) this.layoutRows();
     if (this.changes.since("head", [this.columns, s.sort])) this.renderHead();
@@ -337,9 +399,29 @@ export class TreeView {
     if (index >= 0) this.virtualizer.scrollToIndex(index, { align: "auto" });
   }
 
+  /** The name column's content width in `mode`, up to 45% of the table (the numbers must stay in reach). */
+  private nameWidth(tree: Tree, mode: Mode): number {
+    const m = this.measure();
+    return nameWidth(tree, mode, m.code, m.small, Math.max(200, Math.round((this.tableWidth() || 1000) * 0.45)));
+  }
+
+  /** Every column's width from its content (the name column's in tree mode), for choosing
+   * which fit; dragged widths win. */
+  private fitWidths(tree: Tree): Record<string, number> {
+    return { ...this.fitted, name: this.nameWidth(tree, "tree"), ...(this.state?.widths ?? {}) };
+  }
+
+  /** Dragged widths first, else each column's content width; the name column takes what is
+   * left, at least its content. */
   private gridColumns(): string {
-    const { widths } = this.state;
-    return this.columns.map((c) => (widths[c.id] ? `${widths[c.id]}px` : c.width)).join(" ");
+    const { widths, tree, mode } = this.state;
+    return this.columns
+      .map((c) => {
+        if (widths[c.id]) return `${widths[c.id]}px`;
+        if (c.id === "name") return `minmax(${this.nameWidth(tree, mode)}px, 1fr)`;
+        return this.fitted[c.id] ? `${this.fitted[c.id]}px` : c.width;
+      })
+      .join(" ");
   }
 
   private renderHead(): void {
@@ -421,7 +503,7 @@ export class TreeView {
     el.setAttribute("aria-level", String(row.level));
     el.setAttribute("aria-selected", String(row.id === selected));
     if (row.expandable) el.setAttribute("aria-expanded", String(row.expanded));
-    const warmth = heat(n.relChange);
+    const warmth = this.heat?.of(n) ?? 0;
     if (warmth > 0) {
       el.style.setProperty("--nbi-heat", `${Math.round(warmth * 45)}%`);
       el.classList.add("nbi-heat");
@@ -494,4 +576,11 @@ export class TreeView {
     action();
     if (e.key === "ArrowRight" || e.key === "ArrowLeft" || e.key === "Enter") this.scrollToSelected();
   }
+}
+
+/** Whether two trees are of one model (the same modules and tensors, by path): a live view's
+ * next payload, whose rows the user's place carries over to. */
+function sameModel(a: Tree, b: Tree): boolean {
+  if (a.nodes.length !== b.nodes.length || a.payload.model.name !== b.payload.model.name) return false;
+  return a.nodes.every((n, i) => placeOf(n) === placeOf(b.nodes[i]));
 }

@@ -39,7 +39,7 @@ describe("render", () => {
       "Mean",
       "Std",
       "Status",
-      "Rel. change",
+      "Change",
       "Cosine",
       "Max |Δ|",
       "Mean drift",
@@ -153,5 +153,32 @@ describe("render", () => {
     next.model.name = "Other";
     model.change("payload", next);
     expect(rows()[0].textContent).toContain("Other");
+  });
+
+  it("keeps expansion, selection, filter and sort across five live updates of the same model", () => {
+    const { model, el, rows, row, grid } = mountGrid();
+    const caret = (path: string) => row(path)!.querySelector<HTMLElement>(".nbi-caret")!;
+    caret("blocks.0–3").click(); // open the fold
+    caret("blocks.4").click();
+    row("blocks.4.fc")!.click();
+    el.querySelector<HTMLElement>('[data-column="params"] .nbi-sort')!.click();
+    const search = el.querySelector<HTMLInputElement>(".nbi-search")!;
+    const before = rows().map((r) => r.dataset.path);
+    const params = (p: Payload, k: number) => p.modules.params.map((v) => (v === null ? v : v + k));
+    for (let k = 1; k <= 5; k++) {
+      const next = payload();
+      next.modules.params = params(next, k); // the numbers move, the model stays
+      model.change("payload", next);
+      expect(rows().map((r) => r.dataset.path)).toEqual(before);
+      expect(row("blocks.4.fc")!.getAttribute("aria-selected")).toBe("true");
+      expect(row("blocks.4")!.getAttribute("aria-expanded")).toBe("true");
+      expect(grid.querySelector('[aria-sort="descending"]')?.getAttribute("data-column")).toBe("params");
+      expect(el.querySelector(".nbi-detail-title")?.textContent).toBe("blocks.4.fc");
+    }
+    expect(el.querySelector(".nbi-search")).toBe(search); // the toolbar (and what is typed in it) stays
+    const other = payload();
+    other.model.name = "Other";
+    model.change("payload", other); // another model starts afresh
+    expect(rows().some((r) => r.getAttribute("aria-selected") === "true")).toBe(false);
   });
 });

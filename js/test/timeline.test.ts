@@ -1,70 +1,105 @@
-// The training-dynamics strip: sparkline geometry and rendering from a payload's timeline.
+// The training-dynamics charts: smoothing, scales and rendering from a payload's timeline,
+// and the user's choices kept across live updates.
 
 import { afterEach, describe, expect, it } from "vitest";
-import { sparkPoints, Timeline } from "../src/timeline";
+import { logTicks, nearestIndex, smooth, Timeline, wantsLog } from "../src/timeline";
 import { payload } from "./fixtures";
 import { mount, unmountAll } from "./mount";
 
 afterEach(unmountAll);
 
-describe("sparkPoints", () => {
-  it("spans the width by step and the height by value, skipping missing values", () => {
-    const pts = sparkPoints([10, 20, 30, 40], [1, null, 3, 2], 106, 46);
-    expect(pts).toEqual([
-      [3, 43],
-      [69.7, 3],
-      [103, 23],
-    ]);
-  });
-
-  it("draws a constant series flat in the middle, and nothing without values", () => {
-    expect(sparkPoints([1, 2], [5, 5], 100, 40)).toEqual([
-      [3, 20],
-      [97, 20],
-    ]);
-    expect(sparkPoints([1], [null], 100, 40)).toEqual([]);
+describe("smooth", () => {
+  it("is TensorBoard's debiased moving average, by hand", () => {
+    // w = 0.5: m1 = 0.5*2 = 1 -> /0.5 = 2; m2 = 0.5*1 + 0.5*4 = 2.5 -> /0.75 = 3.333...
+    const out = smooth([2, 4, null], 0.5);
+    expect(out[0]).toBeCloseTo(2, 12);
+    expect(out[1]).toBeCloseTo(2.5 / 0.75, 12);
+    expect(out[2]).toBeNull();
+    expect(smooth([1, 5], 0)).toEqual([1, 5]);
   });
 });
 
+describe("scales", () => {
+  it("wants a log axis for positive values spanning more than a factor of 20, as manager.plot", () => {
+    expect(wantsLog([1e-4, 1e-2, null])).toBe(true);
+    expect(wantsLog([1, 10])).toBe(false);
+    expect(wantsLog([-1, 100])).toBe(false);
+  });
+
+  it("puts log ticks on powers of ten", () => {
+    expect(logTicks(2e-4, 3e-2)).toEqual([1e-4, 1e-3, 1e-2, 1e-1]);
+  });
+
+  it("finds the nearest step", () => {
+    expect(nearestIndex([0, 50, 100], 70)).toBe(1);
+    expect(nearestIndex([0, 50, 100], 80)).toBe(2);
+  });
+});
+
+const data = {
+  title: "steps 0→6, measured every 2 steps",
+  steps: [2, 4, 6],
+  series: [
+    { key: "param_change/norm_l2", values: [0.5, 0.25, 0.125] },
+    { key: "sparse/kl_at_1e-06", values: [null, null, null] },
+    { key: "gradient/norm", values: [3, 2, 1] },
+  ],
+  shown: 2,
+};
+
 describe("Timeline", () => {
-  it("renders one card per series with its last value, and hides without data", () => {
+  it("draws a chart with axes per shown series, the rest in the picker, and hides without data", () => {
     const host = document.createElement("div");
     const line = new Timeline(host);
-    line.update({
-      title: "steps 4→6",
-      steps: [2, 4, 6],
-      series: [
-        { key: "param_change/norm_l2", values: [0.5, 0.25, 0.125] },
-        { key: "sparse/kl_at_1e-06", values: [null, null, null] },
-      ],
-    });
+    line.update(data);
     const cards = host.querySelectorAll(".nbi-timeline-card");
     expect(cards).toHaveLength(2);
-    expect(cards[0].querySelector(".nbi-timeline-value")?.textContent).toBe("0.125");
+    expect(cards[0].querySelector(".nbi-timeline-value")?.textContent).toBe("step 6: 0.125");
     expect(cards[0].querySelectorAll("circle")).toHaveLength(3);
+    const ticks = [...cards[0].querySelectorAll(".nbi-tick text")].map((t) => t.textContent);
+    expect(ticks).toContain("4"); // a step on the x axis
     expect(cards[1].querySelector(".nbi-timeline-value")?.textContent).toBe("–");
-    expect(host.querySelector(".nbi-timeline-title")?.textContent).toContain("steps 4→6 · 3 measurements");
+    expect(host.querySelectorAll(".nbi-timeline-picker input")).toHaveLength(3);
+    expect(host.querySelector(".nbi-timeline-title")?.textContent).toContain("3 measurements");
     line.update(undefined);
     expect(line.root.hidden).toBe(true);
     expect(host.querySelectorAll(".nbi-timeline-card")).toHaveLength(0);
   });
+
+  it("keeps the metrics the user picked across updates", () => {
+    const host = document.createElement("div");
+    const line = new Timeline(host);
+    line.update(data);
+    const pick = host.querySelector<HTMLInputElement>('.nbi-timeline-picker input[data-key="gradient/norm"]')!;
+    pick.checked = true;
+    pick.dispatchEvent(new Event("change"));
+    expect(host.querySelectorAll(".nbi-timeline-card")).toHaveLength(3);
+    line.update({ ...data, steps: [2, 4, 6, 8], series: data.series.map((s) => ({ ...s, values: [...s.values, 1] })) });
+    const keys = [...host.querySelectorAll<HTMLElement>(".nbi-timeline-card")].map((c) => c.dataset.key);
+    expect(keys).toEqual(["param_change/norm_l2", "sparse/kl_at_1e-06", "gradient/norm"]);
+  });
 });
 
 describe("the widget with a timeline", () => {
-  it("draws the strip above the tree and redraws it when the payload changes", () => {
+  it("draws the charts above the tree and redraws them when the payload changes", () => {
     const first = {
       ...payload(),
-      timeline: { title: "steps 0→2", steps: [2], series: [{ key: "param_change/norm_l2", values: [1] }] },
+      timeline: { title: "steps 0→2", steps: [2], series: [{ key: "param_change/norm_l2", values: [1] }], shown: 1 },
     };
     const { model, el } = mount(first);
     expect(el.firstElementChild?.className).toBe("nbi-timeline");
     expect(el.querySelectorAll(".nbi-timeline circle")).toHaveLength(1);
     model.change("payload", {
       ...payload(),
-      timeline: { title: "steps 2→4", steps: [2, 4], series: [{ key: "param_change/norm_l2", values: [1, 0.5] }] },
+      timeline: {
+        title: "steps 2→4",
+        steps: [2, 4],
+        series: [{ key: "param_change/norm_l2", values: [1, 0.5] }],
+        shown: 1,
+      },
     });
     expect(el.querySelectorAll(".nbi-timeline circle")).toHaveLength(2);
-    expect(el.querySelector(".nbi-timeline-value")?.textContent).toBe("0.5");
+    expect(el.querySelector(".nbi-timeline-value")?.textContent).toBe("step 4: 0.5");
     expect(el.querySelector("[role=treegrid]")).not.toBeNull();
     unmountAll();
     expect(el.querySelector(".nbi-timeline")).toBeNull();

@@ -22,12 +22,15 @@ describe("buildTree", () => {
     const stem = byPath(t as never, "stem");
     expect(stem.children.map((c) => t.nodes[c].path)).toEqual(["stem.weight"]);
     expect(byPath(t as never, "blocks.3.fc.weight").depth).toBe(4);
-    expect(t.has).toEqual({ trace: false, stats: true, compare: true });
+    expect(t.has).toEqual({ trace: false, stats: true, values: true, compare: true });
   });
 
-  it("rolls the largest relative change up to every ancestor", () => {
-    const t = buildTree(payload());
-    expect(t.nodes[0].relChange).toBe(0.5);
+  it("shows a module's change as Python rolled it up over its subtree, not the largest below", () => {
+    const p = payload();
+    const t = buildTree(p);
+    expect(t.nodes[0].relChange).toBe(p.modules.change?.[0]);
+    const below = t.nodes.filter((n) => n.kind === "tensor").map((n) => n.relChange ?? 0);
+    expect(t.nodes[0].relChange).toBeLessThan(Math.max(...below));
     expect(byPath(t, "head").relChange).toBe(0);
   });
 });

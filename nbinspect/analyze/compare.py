@@ -22,12 +22,20 @@ from ..backends import ModelSource, TensorEntry, ancestors, as_source
 from ..core.gc_pause import gc_paused
 from ..core.tree import module_paths
 from ..errors import CheckpointError, UnsupportedTensorError, first_line
-from ..schema import COMPARE, COMPARE_GROUPS
+from ..schema import COMPARE, COMPARE_GROUPS, DELTA_HIST
 from . import fused
 from .components import component, layer_index
 from .scratch import Scratch
 
-__all__ = ["DEFAULT_THRESHOLDS", "by_component", "by_layer", "by_module", "compare_frame"]
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "by_component",
+    "by_layer",
+    "by_module",
+    "by_subtrees",
+    "compare_frame",
+    "delta_histograms",
+]
 
 DEFAULT_THRESHOLDS = (1e-8, 1e-6, 1e-4)
 CHUNK = 1 << 18
@@ -50,12 +58,15 @@ class _Sums:
         l2_a, l2_b, l2_d = math.sqrt(self.aa), math.sqrt(self.bb), math.sqrt(self.dd)
         cosine = max(-1.0, min(1.0, self.ab / (l2_a * l2_b))) if l2_a > 0 and l2_b > 0 else None
         rel = l2_d / l2_a if l2_a > 0 else (0.0 if l2_d == 0 else math.inf)
+        larger = max(l2_a, l2_b)
         return {
             "numel": self.n,
             "l2_a": l2_a,
             "l2_b": l2_b,
             "l2_delta": l2_d,
             "rel_change": rel,
+            # bounded and defined for a zero start (a zero-initialised bias): what rankings use
+            "change": l2_d / larger if larger > 0 else 0.0,
             "max_abs_delta": self.max_abs,
             "cosine": cosine,
             "mean_drift": self.d / self.n if self.n else None,
@@ -327,3 +338,51 @@ def by_layer(frame: pd.DataFrame) -> pd.DataFrame:
     """Rolled up per layer index; tensors outside numbered layers form the group ''."""
     keys = [[("" if pd.isna(n) else str(n), None if pd.isna(n) else int(n))] for n in frame["layer"]]
     return _groups(frame, keys)
+
+
+def by_subtrees(frame: pd.DataFrame, groups: dict[str, list[str]]) -> pd.DataFrame:
+    """Rolled up per named group of module subtrees (a fold of repeated blocks: its members'
+    paths): every tensor under one of a group's modules counts in that group, once."""
+    under = {}
+    for group, members in groups.items():
+        for path in members:
+            under[path] = group
+    keys = []
+    for module in frame["module"]:
+        found = next((under[p] for p in ancestors(module) if p in under), None)
+        keys.append([] if found is None else [(found, None)])
+    return _groups(frame, keys)
+
+
+def delta_histograms(a: Any, b: Any, frame: pd.DataFrame, bins: int = 64) -> pd.DataFrame:
+    """The histogram of the change b - a of every changed tensor of the compare `frame`, on
+    [-max |Δ|, +max |Δ|] (known from the frame: one chunked pass, no range pass), as a frame
+    of ``name``, ``hist_counts`` and ``hist_edges``. Before/after histograms of a small update
+    look identical; this one shows it."""
+    src_a, src_b = as_source(a), as_source(b)
+    in_a, in_b = {t.name: t for t in src_a.tensors}, {t.name: t for t in src_b.tensors}
+    moved = frame[frame["status"].isin(["changed", "dtype_changed"])]
+    rows = []
+    with torch.no_grad():
+        for name, largest in zip(moved["name"], moved["max_abs_delta"].astype(float)):
+            ta, tb = in_a.get(name), in_b.get(name)
+            if (
+                ta is None
+                or tb is None
+                or not math.isfinite(largest)
+                or largest <= 0
+                or "meta" in (ta.device, tb.device)
+            ):
+                continue
+            try:
+                va, vb = _flat(ta.values()), _flat(tb.values())
+                counts = torch.zeros(bins, dtype=torch.float64)
+                for start in range(0, va.numel(), CHUNK):
+                    d = vb[start : start + CHUNK].double() - va[start : start + CHUNK].double()
+                    counts += torch.histc(d[torch.isfinite(d)], bins=bins, min=-largest, max=largest)
+            finally:
+                ta.release()
+                tb.release()
+            edges = np.linspace(-largest, largest, bins + 1)
+            rows.append({"name": name, "hist_counts": counts.numpy().astype(np.int64), "hist_edges": edges})
+    return DELTA_HIST.build(rows)

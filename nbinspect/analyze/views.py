@@ -386,6 +386,7 @@ class ViewData:
         self.compared = frame is not None and "name" in frame.columns
         self.shared: tuple[tuple, tuple] | None = None
         self.by_module = self.by_component = None
+        self.by_fold: pd.DataFrame | None = None  # each fold's members rolled up as one (its row's change)
         if self.compared and frame is not None and params is not None:
             self.shared = _shared_range(frames.get("stats_a"), frames.get("stats_b"), params["name"].tolist())
             # a Comparison hands in the roll-ups it keeps; frames alone get them computed here
@@ -395,6 +396,11 @@ class ViewData:
                 self.by_module = _compare.by_module(frame)
             if self.by_component is None:
                 self.by_component = _compare.by_component(frame)
+            fold_members = {
+                name: [names[r] for r in rows]
+                for name, rows in zip(self.fold_groups["name"].tolist(), self.fold_groups["rows"].tolist())
+            }
+            self.by_fold = _compare.by_subtrees(frame, fold_members)
 
 
 def view_data(frames: Mapping[str, pd.DataFrame]) -> ViewData:

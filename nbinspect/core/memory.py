@@ -58,7 +58,9 @@ def memory_frame(rows: list[dict], notes: dict[str, str], inputs: int | None, so
         whole.append({"component": c, "layer": None, "bytes": None if inputs is None and c == "activations" else n})
     total = sum(r["bytes"] or 0 for r in whole)
     whole.append({"component": "total", "layer": None, "bytes": total})
-    notes["total"] = "sum of the above" + ("" if inputs is not None else " (without activations and inputs)")
+    notes["total"] = "one training step: the rows above added up" + (
+        "" if inputs is not None else " (without activations and inputs)"
+    )
     for r in whole:
         r["note"] = notes[r["component"]]
     order = {m.name: i for i, m in enumerate(source.modules)}

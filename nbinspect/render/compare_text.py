@@ -11,9 +11,13 @@ import pandas as pd
 from .format import format_count, format_shape, is_missing
 from .text import table
 
-__all__ = ["comparison_text", "groups_table"]
+__all__ = ["CHANGE_DEFINITION", "comparison_text", "groups_table"]
 
-_VALUE_HEADER = ["Elements", "Rel change", "L2 delta", "Max |delta|", "Cosine", "Mean drift"]
+_VALUE_HEADER = ["Elements", "Change", "L2 delta", "Max |delta|", "Cosine", "Mean drift"]
+CHANGE_DEFINITION = (
+    "Change = ||b - a|| / max(||a||, ||b||): 0 (same) to 2 (sign flipped), defined for tensors that start at zero; "
+    "groups: over all their elements as one tensor"
+)
 
 
 def _g(x: Any, digits: int = 3) -> str:
@@ -28,7 +32,7 @@ def _fractions(values: Any, k: int) -> list[str]:
 
 def _values(row: Any, k: int) -> list[str]:
     cosine = "" if is_missing(row.cosine) else f"{row.cosine:.6f}"
-    deltas = [_g(row.rel_change), _g(row.l2_delta), _g(row.max_abs_delta), cosine, _g(row.mean_drift)]
+    deltas = [_g(row.change), _g(row.l2_delta), _g(row.max_abs_delta), cosine, _g(row.mean_drift)]
     return [format_count(row.numel), *deltas, *_fractions(row.frac_above, k)]
 
 
@@ -66,20 +70,22 @@ def comparison_text(
     counts = frame["status"].value_counts()
     status = ", ".join(f"{int(n)} {s}" for s, n in counts.items())
     parts = [heading + "\n" + "=" * len(heading), f"{len(frame):,} tensors: {status}" if len(frame) else "no tensors"]
+    if frame["change"].notna().any():
+        parts.append(CHANGE_DEFINITION)
     if len(overall) and overall["numel"].iloc[0]:
         parts.append(groups_table(overall.assign(group="(all)"), "Overall", thresholds))
     if len(components):
         parts.append("By component\n" + groups_table(components, "Component", thresholds))
-    compared = frame[frame["rel_change"].notna() & (frame["status"] != "same")]
+    compared = frame[frame["change"].notna() & (frame["status"] != "same")]
     if len(compared):
-        most = compared.sort_values("rel_change", ascending=False, kind="stable").head(top)
+        most = compared.sort_values("change", ascending=False, kind="stable").head(top)
         rows = [
             [r.name, r.status, format_shape(r.shape_a), *_values(r, len(thresholds))]
             for r in most.itertuples(index=False)
         ]
         header = ["Tensor", "Status", "Shape", *_VALUE_HEADER, *_threshold_header(thresholds)]
         parts.append(
-            f"Most changed tensors (top {len(most)} by rel change)\n"
+            f"Most changed tensors (top {len(most)} by change)\n"
             + table(header, rows, [False, False, False] + [True] * (len(header) - 3))
         )
     for status, describe in (

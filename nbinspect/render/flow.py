@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -80,9 +81,8 @@ def flow_text(
         label = prefix + (local or title or r.type)
         kind = r.type + (f" (call {r.call + 1})" if r.call else "")
         out = format_shape(r.output_shapes) if r.status == "ok" else r.status.upper()
-        rows.append(
-            [label, kind, format_shape(r.input_shapes), out, format_flops(r.flops), format_bytes(r.activation_bytes)]
-        )
+        flops = "-" if r.flops == 0 else format_flops(r.flops)  # 0: nothing the counter counts ran here
+        rows.append([label, kind, format_shape(r.input_shapes), out, flops, format_bytes(r.activation_bytes)])
     calls = table(["Call", "Type", "Input", "Output", "FLOPs", "Saved"], rows, [False, False, False, False, True, True])
     inputs = table(["Inputs", "Shape", "Dtype"], _io_lines(io.get("input")), [False, False, False])
     parts = [f"{title} forward pass: {len(flow)} module calls" if title else f"Forward pass: {len(flow)} module calls"]
@@ -95,7 +95,9 @@ def flow_text(
 
 def _totals_text(totals: Mapping[str, Any]) -> str:
     f = totals.get("flops")
-    lines = [] if is_missing(f) else [f"FLOPs (forward): {format_count(f)} ({format_flops(f)})"]
+    lines = (
+        [] if is_missing(f) else [f"FLOPs (forward): {format_count(f)} ({format_flops(f)}); - where none were counted"]
+    )
     if not is_missing(totals.get("backward_flops")):
         b = totals["backward_flops"]
         lines.append(f"FLOPs (backward): {format_count(b)} ({format_flops(b)})")
@@ -107,50 +109,88 @@ def _totals_text(totals: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_MODULE_HEADER = ["Module", "Size", "Repeats"]
 _PLAN_HEADER = (["Component", "Size", "Bytes", "Share", "How"], [False, True, True, True, False])
 
 
-def _plan_rows(memory: pd.DataFrame, total_first: bool) -> list[list[str]]:
+def _plan_rows(memory: pd.DataFrame) -> list[list[str]]:
+    """The whole-model rows, the total last (it sums the rows above it)."""
     whole = memory[memory["layer"].isna()]
-    rows = [
+    return [
         [r.component, format_bytes(r.bytes), format_count(r.bytes), format_percent(r.share, 100), r.note]
         for r in whole.itertuples(index=False)
     ]
-    return rows[-1:] + rows[:-1] if total_first else rows  # the planner puts the total last
+
+
+_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)|^\d+(?=\.|$)")
+
+
+def _index_range(indices: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0–2,5'."""
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def _repeats(sums: pd.Series) -> list[tuple[str, int, int]]:
+    """(label, count, bytes each) per group of modules that differ only in their first index and
+    hold the same bytes ('blocks.0–7.mlp.down_proj', 8, …), largest total first; others alone."""
+    groups: dict[tuple[str, int], list[tuple[str, int | None]]] = {}
+    for name, n in sums.items():
+        m = _INDEX.search(name)  # the first index: the block's
+        if m is not None:
+            key = (name[: m.start()] + "#" + name[m.end() :], int(n))
+            groups.setdefault(key, []).append((name, int(m.group())))
+        else:
+            groups.setdefault((name, int(n)), []).append((name, None))
+    out = []
+    for (pattern, n), members in groups.items():
+        if len(members) > 1 and all(i is not None for _, i in members):
+            label = pattern.replace("#", _index_range([i for _, i in members if i is not None]))
+            out.append((label, len(members), n))
+        else:
+            out += [(name, 1, n) for name, _ in members]
+    return sorted(out, key=lambda g: -g[1] * g[2])
 
 
 def _top_modules(memory: pd.DataFrame, top: int | None) -> tuple[str, list[list[str]]] | None:
-    """(title, rows) of the `top` modules holding most, or of every module when `top` is None."""
+    """(title, rows) of the `top` modules holding most, repeated blocks as one row, or of every
+    module when `top` is None."""
     per_module = memory[memory["layer"].notna()]
     if not len(per_module):
         return None
     sums = per_module.groupby("layer", sort=False)["bytes"].sum().sort_values(ascending=False, kind="stable")
-    lines = [[name or "(root)", format_bytes(n)] for name, n in (sums if top is None else sums.head(top)).items()]
-    title = (
-        f"Memory by module ({len(sums)})"
-        if top is None
-        else f"Modules holding the most (top {len(lines)} of {len(sums)})"
-    )
-    return title, lines
+    if top is None:
+        return f"Memory by module ({len(sums)})", [[name or "(root)", format_bytes(n)] for name, n in sums.items()]
+    groups = _repeats(sums)[:top]
+    lines = [
+        [label or "(root)", format_bytes(count * each), f"×{count}, {format_bytes(each)} each" if count > 1 else ""]
+        for label, count, each in groups
+    ]
+    return f"Modules holding the most (top {len(lines)} of {len(sums)}, repeated blocks as one row)", lines
 
 
 def memory_text(memory: pd.DataFrame, top: int | None = 10) -> str:
     """The whole-model rows of a memory plan in human units, then the `top` modules holding
     most (every module when `top` is None)."""
     header, right = _PLAN_HEADER
-    parts = ["Training memory plan\n" + table(header, _plan_rows(memory, False), right)]
+    parts = ["Training memory plan\n" + table(header, _plan_rows(memory), right)]
     modules = _top_modules(memory, top)
     if modules is not None:
-        parts.append(modules[0] + "\n" + table(["Module", "Size"], modules[1], [False, True]))
+        parts.append(modules[0] + "\n" + table(_MODULE_HEADER, modules[1], [False, True, False]))
     return "\n\n".join(parts)
 
 
 def memory_html(memory: pd.DataFrame, top: int = 10) -> str:
-    """The notebook view of a memory plan: the total first, each component in human units,
+    """The notebook view of a memory plan: each component in human units, the total last,
     then the modules holding the most."""
     header, right = _PLAN_HEADER
-    parts = [html_table(header, _plan_rows(memory, True), right, "Training memory plan")]
+    parts = [html_table(header, _plan_rows(memory), right, "Training memory plan")]
     modules = _top_modules(memory, top)
     if modules is not None:
-        parts.append(html_table(["Module", "Size"], modules[1], [False, True], modules[0]))
+        parts.append(html_table(_MODULE_HEADER, modules[1], [False, True, False], modules[0]))
     return "<div>" + "<br>".join(parts) + "</div>"

@@ -3,6 +3,7 @@
 - counts: exact, with thousands separators (``12,345,678``);
 - sizes in bytes: powers of 1024 with IEC units (``1.5 KiB``, ``463.0 KiB``, ``2.0 GiB``);
 - compact counts and FLOPs: powers of 1000 with SI prefixes (``118.5 K``, ``7.6 M``);
+- parameter counts: powers of 1000 as people say them (``124.4 M``, ``6.7 B``, ``1.2 T``);
 - scaled values keep one decimal, below the first unit they print as an integer (``512 B``,
   ``999``), and a value that rounds up to the next unit moves to it (``1.0 M``, not ``1000.0 K``);
 - shares of a whole: one decimal, ``<0.1%`` for a positive share that would round to zero.
@@ -25,6 +26,7 @@ __all__ = [
     "format_compact",
     "format_count",
     "format_flops",
+    "format_params",
     "format_percent",
     "format_shape",
     "is_missing",
@@ -35,6 +37,7 @@ is_missing = schema.is_missing  # re-exported: renderers read missing cells as t
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _SI_PREFIXES = ("", "K", "M", "G", "T", "P")
+_COUNT_UNITS = ("", "K", "M", "B", "T")  # counts of things (parameters) as people say them
 
 
 def _round_half_up(v: float) -> int:
@@ -78,6 +81,11 @@ def format_bytes(n: Any) -> str:
 def format_compact(n: Any) -> str:
     """A count in powers of 1000: 118528 -> '118.5 K', 999 -> '999'; missing -> ''."""
     return _scaled(n, 1000, _SI_PREFIXES)
+
+
+def format_params(n: Any) -> str:
+    """A parameter count in thousands, millions, billions: 6_738_415_616 -> '6.7 B'; missing -> ''."""
+    return _scaled(n, 1000, _COUNT_UNITS)
 
 
 def format_flops(n: Any) -> str:

@@ -61,6 +61,8 @@ const model = {{
   send: () => {{}},
   on: (name, fn) => {{ handlers.set(name, fn); }},
   off: (name) => {{ handlers.delete(name); }},
+  // what a kernel changing a trait does (a page has none: tests and embedders feed live payloads)
+  update: (key, value) => {{ state[key] = value; handlers.get(`change:${{key}}`)?.(); }},
 }};
 const url = URL.createObjectURL(new Blob([text("nbinspect-bundle")], {{ type: "text/javascript" }}));
 const widget = (await import(url)).default;

@@ -157,10 +157,15 @@ def _compare_rows(frames: Mapping[str, pd.DataFrame], names: list[str], views: A
     frame = frames.get("compare")
     if frame is None or "name" not in frame.columns:
         return None
-    status, change = _aligned(frame, "status", names), _aligned(frame, "rel_change", names, number=True)
+    status, change = _aligned(frame, "status", names), _aligned(frame, "change", names, number=True)
     where = _positions(frame["name"], names)
     out: dict[str, list] = {"compare": [None if i < 0 else [s, c] for i, s, c in zip(where, status, change)]}
     out["hist_a"], out["hist_b"] = (_coarse_rows(*side) for side in views.shared)
+    delta = frames.get("delta_hist")
+    out["hist_delta"] = [None] * len(names)
+    if delta is not None and len(delta):
+        coarse = _coarse_rows(delta["hist_counts"].tolist(), delta["hist_edges"].tolist())
+        out["hist_delta"] = _picked(coarse, _positions(delta["name"], names))
     aligned = frame.set_index("name").reindex(names).reset_index()
     out.update({f.name: _numbers(aligned[f.source]) for f in TENSOR_FIELDS if f.source and f.when == "compare"})
     return out
@@ -242,11 +247,11 @@ def build_payload(
     payload = {
         "version": PAYLOAD_VERSION,
         "model": {"name": name, "framework": framework},
-        "totals": jsonable(dict(totals)),
+        "totals": jsonable({**totals, **_plan_totals(frames.get("memory"))}),
         "stat_fields": list(STAT_FIELDS),
         "modules": modules,
         "tensors": tensors,
-        "folds": _folds(views, "stats" in modules),
+        "folds": _folds(views, "stats" in modules, compare is not None),
         **({"comparison": comparison} if comparison else {}),
     }
     if timeline is not None:
@@ -257,9 +262,22 @@ def build_payload(
     return payload
 
 
-def _folds(views: Any, with_stats: bool) -> dict[str, list]:
+def _plan_totals(memory: pd.DataFrame | None) -> dict[str, Any]:
+    """A memory plan's total (``plan_bytes``) and what it assumed (``plan_options``), for the
+    header; {} without a plan."""
+    if memory is None or "component" not in memory.columns:
+        return {}
+    whole = memory[memory["layer"].isna()].set_index("component")
+    if "total" not in whole.index or is_missing(whole.at["total", "bytes"]):
+        return {}
+    assumed = [whole.at[c, "note"] for c in ("optimizer_state", "activations") if c in whole.index]
+    return {"plan_bytes": int(whole.at["total", "bytes"]), "plan_options": "; ".join(str(a) for a in assumed)}
+
+
+def _folds(views: Any, with_stats: bool, compared: bool = False) -> dict[str, list]:
     """The folds table: each fold's path, label and member rows, and `with_stats` what its
-    row shows (pooled statistics, histogram, health), as ``views.fold_groups`` decided them."""
+    row shows (pooled statistics, histogram, health), as ``views.fold_groups`` decided them;
+    `compared`: each fold's change over its members as one (``views.by_fold``)."""
     groups = views.fold_groups
     paths = groups["name"].tolist()
     out: dict[str, list] = {
@@ -274,6 +292,8 @@ def _folds(views: Any, with_stats: bool) -> dict[str, list]:
         out["hist_scope"] = column_values(groups["hist_scope"]) if len(groups) else []
         for f in ("problems", "problem_tensors"):
             out[f] = column_values(groups[f]) if f in groups.columns else [None] * len(paths)
+    if compared:
+        out["change"] = _aligned(views.by_fold, "change", paths, key="group", number=True)
     return out
 
 
@@ -291,12 +311,15 @@ def _add_health(
     modules["problem_tensors"] = _aligned(rolled, "problem_tensors", module_names)
 
 
-def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
-    """Metrics over training steps for the widget's small plots: ``steps`` and one
-    ``{"key", "values"}`` series per key (missing values as null)."""
+def timeline(history: pd.DataFrame, keys: list[str], title: str = "", offered: list[str] | None = None) -> dict:
+    """Metrics over training steps for the widget's charts: ``steps`` and one ``{"key",
+    "values"}`` series per key (missing values as null), `keys` first (drawn: ``shown`` of
+    them), then the other `offered` keys (in the widget's metric picker)."""
     steps = [int(s) for s in history["step"]] if len(history) else []
-    series = [{"key": k, "values": _numbers(history[k])} for k in keys if k in history]
-    return {"title": title, "steps": steps, "series": series}
+    drawn = [k for k in keys if k in history]
+    more = [k for k in offered or [] if k in history and k not in drawn]
+    series = [{"key": k, "values": _numbers(history[k])} for k in drawn + more]
+    return {"title": title, "steps": steps, "series": series, "shown": len(drawn)}
 
 
 def histogram(views: Any, name: str, kind: str = "tensor") -> dict | None:

@@ -66,7 +66,9 @@ def layer_tree(
     shown = layers.iloc[positions]
     prefixes = _tree_prefixes(shown)
     traced = layers["output_shapes"].notna().any()
+    counted = traced and "flops" in layers.columns and layers["flops"].notna().any()
     header = ["Module", "Type"] + (["Output shape"] if traced else []) + ["Params", "Share", "Trainable"]
+    header += ["FLOPs", "Saved"] if counted else []
     rows, folded = [], False
     for position, prefix, row in zip(positions, prefixes, shown.itertuples(index=False)):
         if depth is not None and row.depth > depth:
@@ -83,14 +85,23 @@ def layer_tree(
         share = format_percent(params, total_params)
         cells = [label, kind] + ([format_shape(row.output_shapes)] if traced else [])
         cells += [format_count(params), share, trainable_status(row.trainable_params, row.frozen_params)]
+        if counted:  # 0 FLOPs: nothing the counter counts ran here (norms, activations, lookups)
+            flops = "-" if row.flops == 0 else format_flops(_times(row.flops, count))
+            cells += [flops, format_bytes(_times(row.activation_bytes, count))]
         rows.append(cells)
-    right = [False, False] + ([False] if traced else []) + [True, True, False]
+    right = [False, False] + ([False] if traced else []) + [True, True, False] + ([True, True] if counted else [])
     note = (
         "\n(×N: N consecutive blocks of equal structure, their total; the rows under it show the first)"
         if folded
         else ""
     )
+    if counted:
+        note += "\n(FLOPs -: not counted; Saved: bytes autograd keeps for backward)"
     return table(header, rows, right) + note
+
+
+def _times(n: Any, count: int) -> Any:
+    return n if is_missing(n) else n * count
 
 
 def _summary_block(totals: Mapping[str, int]) -> str:
@@ -136,10 +147,24 @@ def _by_type_block(by_type: pd.DataFrame) -> str:
     )
 
 
+# how each problem reads after "2 tensors " (js/src/toolbar.ts says the same in the widget)
+_PROBLEM_PHRASES = {
+    "NaN": "with NaN",
+    "Inf": "with ±Inf",
+    "all zero": "all zero",
+    "constant": "constant (every value equal)",
+    "exploding": "with exploding values",
+    "vanishing": "with vanishing values",
+}
+
+
 def health_block(tensors: pd.DataFrame, counts: Mapping[str, int], limit: int = 12) -> str:
-    """'Problems: 2 tensors with NaN, 1 with all zero' and the first `limit` of `tensors`
+    """'Problems: 2 tensors with NaN; 1 tensor all zero' and the first `limit` of `tensors`
     (the health rows of the tensors with a problem)."""
-    parts = [f"{n:,} {'tensor' if n == 1 else 'tensors'} with {label}" for label, n in counts.items()]
+    parts = [
+        f"{n:,} {'tensor' if n == 1 else 'tensors'} {_PROBLEM_PHRASES.get(label, f'with {label}')}"
+        for label, n in counts.items()
+    ]
     rows = [
         [r.name, r.problems, format_count(r.nan) if r.nan else "", format_count(r.inf) if r.inf else ""]
         for r in tensors.head(limit).itertuples(index=False)

@@ -35,6 +35,9 @@ _PREFERRED = ("param_change/norm_l2", "param_change/relative_change", "param_cha
               "gradient/norm", "sparse/kl_at_1e-06", "sparse/kl_at_1e-06_random")  # fmt: skip
 
 
+_OFFERED = 40  # metrics the widget's picker offers: the model-wide ones first (payload size per update)
+
+
 def default_keys(keys: Sequence[str], most: int = 6) -> list[str]:
     """The model-wide metrics worth a first look: the preferred ones present, then other
     keys without a per-module or per-layer part."""
@@ -113,8 +116,8 @@ def _with_tied_paths(change: pd.DataFrame, params_frame: pd.DataFrame) -> pd.Dat
 
 class TrackWidget(InspectWidget):
     """The inspection widget of the tracked model, coloured by the last interval's change
-    (the Rel. change column: ‖Δ‖/‖W‖ per tensor, modules show the largest below) with
-    small plots of the chosen metrics over steps. Refreshed by the manager after every
+    (the Change column: ‖Δ‖ / max(‖W_before‖, ‖W_now‖) per tensor, a module over its whole
+    subtree) with charts of the chosen metrics over steps. Refreshed by the manager after every
     measurement."""
 
     def __init__(self, manager: ModelAnalysisManager, model: nn.Module, metrics: Sequence[str] | str | None = None):
@@ -174,9 +177,17 @@ class TrackWidget(InspectWidget):
             frames["compare"] = _with_tied_paths(change, self._structure["params"])
         history = self._manager.history
         chosen = self._chosen(history)
-        last = self._manager._rows[-1] if self._manager._rows else None
-        title = f"steps {last['since_step']}→{last['step']}" if last else "waiting for the first measurement"
-        return frames, timeline(history, chosen, title)
+        rows = self._manager._rows
+        every = f"measured every {self._manager.config.interval} steps"
+        if rows:
+            first, last = rows[0], rows[-1]
+            span = f"steps {first['since_step']}→{last['step']}, {every}"
+            title = f"{span} · Change: the last interval, steps {last['since_step']}→{last['step']}"
+        else:
+            title = f"waiting for the first measurement ({every})"
+        keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
+        offered = sorted(keys, key=lambda k: k.count("/") != 1)  # model-wide first, then per layer or component
+        return frames, timeline(history, chosen, title, offered[: _OFFERED + len(chosen)])
 
     def __repr__(self) -> str:
         title = self.payload.get("timeline", {}).get("title", "")

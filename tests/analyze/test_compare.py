@@ -32,6 +32,7 @@ def _reference(a: np.ndarray, b: np.ndarray, thresholds=THRESHOLDS) -> dict:
         "l2_b": l2_b,
         "l2_delta": l2_d,
         "rel_change": l2_d / l2_a if l2_a else (0.0 if l2_d == 0 else math.inf),
+        "change": l2_d / max(l2_a, l2_b) if max(l2_a, l2_b) else 0.0,
         "max_abs_delta": np.abs(d).max(),
         "cosine": float(a @ b) / (l2_a * l2_b) if l2_a and l2_b else None,
         "mean_drift": d.mean(),
@@ -337,3 +338,90 @@ def test_stats_a_must_match_the_bins_and_be_per_tensor():
         nbinspect.compare(a, b, stats_a=nbinspect.stats(a, by="module"))
     fitting = nbinspect.inspect(a, bins=8).stats
     assert nbinspect.compare(a, b, bins=8, stats_a=fitting)._side_stats["stats_a"] is fitting
+
+
+class _Biased(torch.nn.Module):
+    """A layer whose bias starts at zero (as most do), and one left alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 5)
+        self.frozen = torch.nn.Linear(6, 5)
+        torch.nn.init.zeros_(self.fc.bias)
+
+
+def _fine_tuned() -> tuple[torch.nn.Module, torch.nn.Module]:
+    torch.manual_seed(3)
+    a = _Biased()
+    b = _Biased()
+    b.load_state_dict(a.state_dict())
+    with torch.no_grad():
+        b.fc.weight.add_(0.01 * torch.randn(5, 6))
+        b.fc.bias.add_(1e-3 * torch.randn(5))  # a zero start moved a little
+    return a, b
+
+
+def test_a_zero_initialised_bias_ranks_by_a_change_defined_for_zero_starts():
+    a, b = _fine_tuned()
+    c = nbinspect.compare(a, b)
+    rows = c.frame.set_index("name")
+    assert rows.at["fc.bias", "rel_change"] == math.inf  # ‖Δ‖/‖a‖ has no answer for a zero start
+    for name in ("fc.bias", "fc.weight", "frozen.weight"):
+        ref = _reference(a.get_parameter(name).detach().numpy(), b.get_parameter(name).detach().numpy())
+        assert rows.at[name, "change"] == pytest.approx(ref["change"], rel=1e-7, abs=1e-12)  # float32 sums
+    assert rows.at["fc.bias", "change"] == pytest.approx(1.0)  # moved from nothing: all of it is change
+    # ranked above the unchanged tensors, and above the small relative update of the weight
+    order = rows.sort_values("change", ascending=False).index.tolist()
+    assert order[:2] == ["fc.bias", "fc.weight"]
+    text = str(c)
+    assert "inf" not in text
+    most = text.split("Most changed tensors")[1]
+    assert most.index("fc.bias") < most.index("fc.weight")
+    assert "frozen" not in most  # unchanged tensors are not "changed"
+    assert "Change = ||b - a|| / max(||a||, ||b||)" in text
+
+
+def test_the_root_change_is_the_overall_change_the_text_prints():
+    a, b = _fine_tuned()
+    c = nbinspect.compare(a, b)
+    sa = {k: v.double().numpy().ravel() for k, v in a.state_dict().items()}
+    sb = {k: v.double().numpy().ravel() for k, v in b.state_dict().items()}
+    all_a, all_b = np.concatenate(list(sa.values())), np.concatenate(list(sb.values()))
+    overall = _reference(all_a, all_b)["change"]
+    p = c._payload()
+    assert p["modules"]["change"][0] == pytest.approx(overall, rel=1e-5)
+    # the largest tensor change is 1.0 (the bias): the root does not show it
+    assert max(ch for _, ch in p["tensors"]["compare"]) == pytest.approx(1.0, rel=1e-5)
+    overall_line = next(line for line in str(c).splitlines() if line.startswith("(all)"))
+    assert f"{overall:.3g}" in overall_line.split()
+
+
+def test_a_fold_shows_its_members_change_as_one_tensor():
+    torch.manual_seed(0)
+    a = examples.build("tiny_lm")
+    b = examples.build("tiny_lm")
+    b.load_state_dict(a.state_dict())
+    with torch.no_grad():
+        b.blocks[1].mlp[0].weight.mul_(1.5)
+    c = nbinspect.compare(a, b)
+    p = c._payload()
+    assert p["folds"]["path"] == ["blocks.0–1"]
+    members = {k: v for k, v in a.state_dict().items() if k.startswith("blocks.")}
+    ra = np.concatenate([v.double().numpy().ravel() for v in members.values()])
+    rb = np.concatenate([b.state_dict()[k].double().numpy().ravel() for k in members])
+    assert p["folds"]["change"][0] == pytest.approx(_reference(ra, rb)["change"], rel=1e-5)
+
+
+def test_the_change_histogram_matches_numpy_over_plus_minus_the_largest_change():
+    a, b = _fine_tuned()
+    c = nbinspect.compare(a, b)
+    hists = cmp.delta_histograms(a, b, c.frames["compare"], bins=16).set_index("name")
+    assert set(hists.index) == {"fc.weight", "fc.bias"}  # the changed tensors only
+    for name in hists.index:
+        d = (b.get_parameter(name).detach().double() - a.get_parameter(name).detach().double()).numpy().ravel()
+        largest = np.abs(d).max()
+        counts, edges = np.histogram(d, bins=16, range=(-largest, largest))
+        np.testing.assert_allclose(hists.at[name, "hist_edges"], edges, rtol=1e-6)
+        assert hists.at[name, "hist_counts"].sum() == d.size
+        # float32 max |Δ| against float64: a value on a bin edge may fall either side
+        assert np.abs(hists.at[name, "hist_counts"] - counts).sum() <= 2

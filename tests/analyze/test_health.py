@@ -93,7 +93,7 @@ def test_a_tied_weight_with_a_nan_counts_once():
 def test_print_lists_problems_first():
     text = str(nbinspect.inspect(_broken_lm()))
     first = text.splitlines()[3]  # after the heading and its rule
-    assert first.startswith("Problems: 1 tensor with NaN; 1 tensor with Inf; 1 tensor with all zero")
+    assert first.startswith("Problems: 1 tensor with NaN; 1 tensor with ±Inf; 1 tensor all zero")
     assert text.index("blocks.0.attn.qkv.weight") < text.index("Summary")
 
 

@@ -7,10 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from nbinspect.render.format import format_bytes, format_compact, format_count, format_percent, format_shape
+from nbinspect.render.format import (
+    format_bytes,
+    format_compact,
+    format_count,
+    format_params,
+    format_percent,
+    format_shape,
+)
 
 CASES = json.loads((Path(__file__).parents[1] / "format_cases.json").read_text(encoding="utf-8"))
-RULES = {"count": format_count, "bytes": format_bytes, "compact": format_compact, "shape": format_shape}
+RULES = {
+    "count": format_count,
+    "bytes": format_bytes,
+    "compact": format_compact,
+    "params": format_params,
+    "shape": format_shape,
+}
 
 
 @pytest.mark.parametrize(("rule", "value", "text"), [(r, v, t) for r in RULES for v, t in CASES[r]])

@@ -140,7 +140,8 @@ def test_module_stats_compare_and_trace_columns_are_used_when_present():
     )
     assert p["modules"]["note"][names.index("features.2")] == "no parameters"
     status = dict(zip(traced.params["name"], p["tensors"]["compare"]))
-    assert status["classifier.2.weight"] == ["changed", pytest.approx(1.0)]
+    # b = 2a: ‖Δ‖ = ‖a‖, over max(‖a‖, ‖b‖) = 2‖a‖
+    assert status["classifier.2.weight"] == ["changed", pytest.approx(0.5)]
     assert status["features.0.weight"] == ["same", 0.0]
     assert histogram(view_data({"stats": both}), "features.0", kind="module")["c"] == list(
         module_stats.set_index("name").loc["features.0", "hist_counts"]

@@ -548,10 +548,14 @@ def test_widget_follows_the_measurements():
     assert payload["timeline"]["series"][0]["values"][1] == pytest.approx(
         manager.history["param_change/norm_l2"][1], rel=1e-5
     )
-    change = manager.last_change.set_index("name")["rel_change"]
+    change = manager.last_change.set_index("name")["change"]
     compare = dict(zip(_tensor_paths(payload), payload["tensors"]["compare"]))
     assert compare["tok_emb.weight"][1] == pytest.approx(change["tok_emb.weight"], rel=1e-5)
-    assert repr(widget) == "<TrackWidget TinyLM: steps 2→4, selected=None>"
+    first = manager._rows[0]["since_step"]
+    title = f"steps {first}→4, measured every 2 steps · Change: the last interval, steps 2→4"
+    assert repr(widget) == f"<TrackWidget TinyLM: {title}, selected=None>"
+    assert payload["timeline"]["shown"] == 1  # the chosen metric drawn, the others offered in the picker
+    assert {s["key"] for s in payload["timeline"]["series"]} >= {"param_change/norm_l2", "param_change/norm_max"}
 
 
 def test_widget_reads_the_model_once(calls):
