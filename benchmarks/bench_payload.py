@@ -25,6 +25,7 @@ from _measure import interleaved
 from torch import nn
 
 import nbinspect
+from nbinspect.analyze.views import view_data
 from nbinspect.render.payload import build_payload
 
 
@@ -34,8 +35,12 @@ def _model(blocks: int, seed: int) -> nn.Module:
 
 
 def _payload(result) -> dict:
+    """What a result's first widget costs: the views decided from its frames (health, module
+    histograms, folds with their pooled statistics), then the payload built from them."""
     frames = result._widget_frames()
-    return build_payload(result.name, result.framework_label(), result.totals, frames, result.sides)
+    return build_payload(
+        result.name, result.framework_label(), result.totals, frames, result.sides, views=view_data(frames)
+    )
 
 
 def _report(title: str, modules: int, results: dict[str, tuple[float, float]], made_by: str, dumps: str) -> None:

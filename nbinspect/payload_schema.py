@@ -9,8 +9,10 @@ Tables travel as column arrays: entry i of every list of ``modules`` (or ``tenso
 row i. A field with a ``when`` is present only when that data is: ``trace`` after a traced
 forward pass, ``stats`` with weight statistics, ``note`` when a stats row has a note,
 ``compare`` for a comparison (with a top-level ``comparison``: both sides' names and the
-per-component summary, :data:`COMPONENT_FIELDS`); the optional top-level ``timeline`` carries metrics over training
-steps (nbinspect.track). To add a column: one :class:`Field` here (with ``source`` when it
+per-component summary, :data:`COMPONENT_FIELDS`); ``folds`` lists the runs of repeated blocks
+that show as one row, with what that row shows (:data:`FOLD_FIELDS`, decided in Python: the
+front-end neither folds nor pools); the optional top-level ``timeline`` carries metrics over
+training steps (nbinspect.track). To add a column: one :class:`Field` here (with ``source`` when it
 is a frame column copied as is), ``make contract``, and one entry in ``js/src/columns.ts``.
 """
 
@@ -21,7 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "ALL_VALUES",
     "COMPONENT_FIELDS",
+    "FOLD_FIELDS",
+    "MATRICES",
     "MODULE_FIELDS",
     "PAYLOAD_VERSION",
     "TENSOR_FIELDS",
@@ -33,6 +38,9 @@ __all__ = [
 
 PAYLOAD_VERSION = 2
 """Bumped whenever a field changes meaning or goes away; the front-end checks it."""
+
+MATRICES, ALL_VALUES = "weight matrices", "all values"
+"""What a module's or a fold's histogram counts (``hist_scope``)."""
 
 
 def _num(v: Any) -> bool:
@@ -55,6 +63,7 @@ TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "num?": ("Num", _num),
     "bool?": ("boolean | null", lambda v: v is None or isinstance(v, bool)),
     "shape?": ("number[] | null", lambda v: v is None or _ints(v)),
+    "rows": ("number[]", _ints),
     "shapes?": ("Shape", lambda v: v is None or _ints(v) or (isinstance(v, list) and all(map(_ints, v)))),
     "attrs?": ("Record<string, unknown> | null", lambda v: v is None or isinstance(v, dict)),
     "stats?": ("Num[] | null", lambda v: v is None or (isinstance(v, list) and all(map(_num, v)))),
@@ -141,6 +150,30 @@ COMPONENT_FIELDS: tuple[Field, ...] = (
 )
 """A comparison's per-component summary (``comparison.components``)."""
 
+FOLD_FIELDS: tuple[Field, ...] = (
+    Field("path", "string", "the fold row's path: its parent's path and the members' range, e.g. 'blocks.0–11'"),
+    Field("label", "string", "the members' range and count, e.g. '0–11 ×12', as the text tree prints it"),
+    Field("rows", "rows", "the members' rows in `modules`, first to last: consecutive siblings"),
+    Field(
+        "stats", "stats?", "the stat_fields of all the members' parameters pooled (shared storage once)", when="stats"
+    ),
+    Field(
+        "hist",
+        "hist?",
+        "coarse histogram of the members' weight matrices taken together (or of all their values when "
+        "they have none), as each member's own `hist`",
+        when="stats",
+    ),
+    Field("hist_scope", "string?", "what `hist` counts: 'weight matrices' or 'all values'", when="stats"),
+    Field("problems", "string?", "weight problems in the members (schema.HEALTH), comma-separated", when="stats"),
+    Field("problem_tensors", "num?", "distinct tensors in the members with a problem", when="stats"),
+)
+"""Runs of at least two consecutive numbered siblings of equal structure (module types, child
+names, tensor names, shapes, dtypes, trainability: ``analyze/fold.py``), one entry per fold in
+the order of its first member; a fold inside a member's subtree has its own entry. The front-end
+shows each as one collapsed row over its members; the members' counts (parameters, bytes,
+FLOPs) it adds up itself, exact integers."""
+
 TOTALS_FIELDS: tuple[Field, ...] = (
     Field("total_params", "num?", "unique parameter elements (shared storage once)"),
     Field("total_params_by_path", "num?", "every path counted, as naive counters do"),
@@ -152,7 +185,7 @@ TOTALS_FIELDS: tuple[Field, ...] = (
 )
 """The totals the front-end reads; the payload carries the inspection's other totals too."""
 
-_TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors")
+_TOP = ("version", "model", "totals", "stat_fields", "modules", "tensors", "folds")
 _OPTIONAL_TOP = ("comparison", "timeline")  # comparison: {"a", "b", "components"}; timeline: nbinspect.track
 
 
@@ -205,6 +238,7 @@ def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
         raise ValueError(f"payload: version {payload['version']!r} is not {PAYLOAD_VERSION}")
     _check_table(payload["modules"], MODULE_FIELDS, "modules", deep)
     _check_table(payload["tensors"], TENSOR_FIELDS, "tensors", deep)
+    _check_table(payload["folds"], FOLD_FIELDS, "folds", deep)
     if "comparison" in payload:
         _check_table(payload["comparison"]["components"], COMPONENT_FIELDS, "comparison.components", deep)
     if "timeline" in payload:
@@ -217,7 +251,7 @@ def check_payload(payload: Mapping[str, Any], deep: bool = False) -> None:
 
 def _ts(field: Field, column: bool) -> str:
     t = TYPES[field.type][0]
-    return t if not column else f"{t}[]" if t.isidentifier() else f"({t})[]"
+    return t if not column else f"{t}[]" if t.replace("[]", "").isidentifier() else f"({t})[]"
 
 
 def _interface(name: str, doc: str, fields: tuple[Field, ...], column: bool, extra: str = "") -> str:
@@ -241,6 +275,7 @@ def typescript() -> str:
         "export interface Hist {\n  e: number[];\n  c: number[];\n}",
         "\n" + _interface("ModuleColumns", "One entry per module, in pre-order.", MODULE_FIELDS, True),
         "\n" + _interface("TensorColumns", "One entry per parameter and buffer path.", TENSOR_FIELDS, True),
+        "\n" + _interface("FoldColumns", "One entry per fold of repeated blocks.", FOLD_FIELDS, True),
         "\n"
         + _interface("ComponentColumns", "A comparison's summary, one entry per component.", COMPONENT_FIELDS, True),
         "\n" + _interface("Totals", "Whole-model totals.", TOTALS_FIELDS, False, "  [key: string]: unknown;"),
@@ -256,6 +291,8 @@ def typescript() -> str:
         "  stat_fields: string[];",
         "  modules: ModuleColumns;",
         "  tensors: TensorColumns;",
+        "  /** Repeated blocks shown as one row each (decided and pooled in Python). */",
+        "  folds: FoldColumns;",
         "  /** Present for a comparison: the two sides' names and the per-component summary. */",
         "  comparison?: { a: string; b: string; components: ComponentColumns };",
         "  /** Present for nbinspect.track's live widget. */",

@@ -89,7 +89,7 @@ def dump(payload: dict) -> str:
     """JSON with one line per field and per column, so a diff shows which column changed."""
     lines = []
     for key, value in payload.items():
-        if isinstance(value, dict) and key in ("modules", "tensors"):
+        if isinstance(value, dict) and key in ("modules", "tensors", "folds"):
             inner = [f"    {json.dumps(k)}: {json.dumps(v, allow_nan=False)}" for k, v in value.items()]
             lines.append(f"  {json.dumps(key)}: {{\n" + ",\n".join(inner) + "\n  }")
         else:

@@ -107,6 +107,26 @@ export interface TensorColumns {
   hist_b?: (Hist | null)[];
 }
 
+/** One entry per fold of repeated blocks. */
+export interface FoldColumns {
+  /** the fold row's path: its parent's path and the members' range, e.g. 'blocks.0–11'. */
+  path: string[];
+  /** the members' range and count, e.g. '0–11 ×12', as the text tree prints it. */
+  label: string[];
+  /** the members' rows in `modules`, first to last: consecutive siblings. */
+  rows: number[][];
+  /** the stat_fields of all the members' parameters pooled (shared storage once). Present with stats. */
+  stats?: (Num[] | null)[];
+  /** coarse histogram of the members' weight matrices taken together (or of all their values when they have none), as each member's own `hist`. Present with stats. */
+  hist?: (Hist | null)[];
+  /** what `hist` counts: 'weight matrices' or 'all values'. Present with stats. */
+  hist_scope?: (string | null)[];
+  /** weight problems in the members (schema.HEALTH), comma-separated. Present with stats. */
+  problems?: (string | null)[];
+  /** distinct tensors in the members with a problem. Present with stats. */
+  problem_tensors?: Num[];
+}
+
 /** A comparison's summary, one entry per component. */
 export interface ComponentColumns {
   /** part of the network (attn.q, mlp.up, norm, ...). */
@@ -165,6 +185,8 @@ export interface Payload {
   stat_fields: string[];
   modules: ModuleColumns;
   tensors: TensorColumns;
+  /** Repeated blocks shown as one row each (decided and pooled in Python). */
+  folds: FoldColumns;
   /** Present for a comparison: the two sides' names and the per-component summary. */
   comparison?: { a: string; b: string; components: ComponentColumns };
   /** Present for nbinspect.track's live widget. */

@@ -1,7 +1,7 @@
-// The tree model, part 1: nodes built from the payload, and repeated blocks folded.
-// Pure: no DOM. Nodes live in one array; a node's `children` are ids into it.
+// The tree model, part 1: nodes built from the payload, repeated blocks folded as the payload
+// says (Python decides the folds and pools their statistics: nothing is re-folded or re-pooled
+// here). Pure: no DOM. Nodes live in one array; a node's `children` are ids into it.
 
-import { edgesOf } from "./histogram";
 import type { Hist, Num, Payload, Shape } from "./payload";
 
 export type Kind = "module" | "tensor" | "group";
@@ -51,7 +51,7 @@ export interface TreeNode {
   /** A tensor's values in a and in b, over one range. */
   histA: Hist | null;
   histB: Hist | null;
-  /** Index into payload.modules or payload.tensors (-1 for folds). */
+  /** Index into payload.modules, payload.tensors or payload.folds. */
   source: number;
   /** Members of a fold. */
   count: number;
@@ -112,9 +112,10 @@ function blank(id: number, kind: Kind, key: string, path: string, depth: number,
 
 const add = (a: Num, b: Num): Num => (a === null ? b : b === null ? a : a + b);
 const maxOf = (a: Num, b: Num): Num => (a === null ? b : b === null ? a : Math.max(a, b));
-const minOf = (a: Num, b: Num): Num => (a === null ? b : b === null ? a : Math.min(a, b));
 
-/** Nodes for every module and tensor, tensors before the child modules of their module. */
+/** Nodes for every module and tensor, tensors before the child modules of their module, and
+ * one "group" node per fold of `payload.folds` in place of its members (which become its
+ * children: collapsed by default, expanding it shows them). */
 export function buildTree(payload: Payload): Tree {
   const m = payload.modules;
   const t = payload.tensors;
@@ -188,6 +189,8 @@ export function buildTree(payload: Payload): Tree {
   // a module's relative change is the largest below it: it shows where a change is, even collapsed
   for (let i = m.key.length - 1; i >= 0; i--)
     for (const c of nodes[i].children) nodes[i].relChange = maxOf(nodes[i].relChange, nodes[c].relChange);
+  const f = payload.folds;
+  for (let j = 0; j < f.rows.length; j++) addGroup(nodes, payload, j);
   return {
     payload,
     nodes,
@@ -205,145 +208,27 @@ export function buildTree(payload: Payload): Tree {
 /** The problem labels in the order Python lists them (nbinspect/analyze/health.py). */
 export const PROBLEMS = ["NaN", "Inf", "all zero", "constant", "exploding", "vanishing"];
 
-/** The statistics of several parts taken together: counts add, moments pool (by element
- * counts), extremes take the extreme; null when no part has statistics. */
-export function mergeStats(fields: string[], parts: TreeNode[]): Num[] | null {
-  const have = parts.filter((p) => p.stats);
-  if (!have.length || !fields.length) return null;
-  const get = (p: TreeNode, f: string) => {
-    const i = fields.indexOf(f);
-    return i >= 0 ? (p.stats?.[i] ?? null) : null;
-  };
-  const sum = (f: string) => have.reduce<Num>((acc, p) => add(acc, get(p, f)), null);
-  const n = sum("numel") ?? 0;
-  // finite elements weigh the moments; NaN/Inf are counted apart
-  const finite = (p: TreeNode) => (get(p, "numel") ?? 0) - (get(p, "nan") ?? 0) - (get(p, "inf") ?? 0);
-  const total = have.reduce((acc, p) => acc + finite(p), 0);
-  const weighted = (f: string) =>
-    total > 0 ? have.reduce((acc, p) => acc + (get(p, f) ?? 0) * finite(p), 0) / total : null;
-  const mean = weighted("mean");
-  const second =
-    total > 0
-      ? have.reduce((acc, p) => acc + ((get(p, "std") ?? 0) ** 2 + (get(p, "mean") ?? 0) ** 2) * finite(p), 0) / total
-      : null;
-  const value: Record<string, Num> = {
-    numel: n,
-    mean,
-    std: mean !== null && second !== null ? Math.sqrt(Math.max(0, second - mean * mean)) : null,
-    min: have.reduce<Num>((acc, p) => minOf(acc, get(p, "min")), null),
-    max: have.reduce<Num>((acc, p) => maxOf(acc, get(p, "max")), null),
-    abs_mean: weighted("abs_mean"),
-    l2: Math.sqrt(have.reduce((acc, p) => acc + (get(p, "l2") ?? 0) ** 2, 0)),
-    zeros: n > 0 ? have.reduce((acc, p) => acc + (get(p, "zeros") ?? 0) * (get(p, "numel") ?? 0), 0) / n : null,
-    nan: sum("nan"),
-    inf: sum("inf"),
-  };
-  return fields.map((f) => value[f] ?? null);
-}
-
-/** Histograms added on the range that holds them all: each one's cumulative counts are
- * interpolated at the new edges (as nbinspect/analyze/moments.py rebin_sum does). */
-export function mergeHists(hists: (Hist | null)[]): Hist | null {
-  const have = hists.filter((x): x is Hist => x !== null && x.c.length > 0);
-  if (!have.length) return null;
-  const bins = Math.max(...have.map((x) => x.c.length));
-  const lo = Math.min(...have.map((x) => edgesOf(x)[0]));
-  const hi = Math.max(...have.map((x) => edgesOf(x)[x.c.length]));
-  const out = new Array<number>(bins).fill(0);
-  const at = Array.from({ length: bins + 1 }, (_, i) => lo + ((hi - lo) * i) / bins);
-  for (const x of have) {
-    const e = edgesOf(x);
-    const cum = [0];
-    for (const c of x.c) cum.push(cum[cum.length - 1] + c);
-    const cdf = (v: number) => {
-      if (v <= e[0]) return 0;
-      if (v >= e[e.length - 1]) return cum[cum.length - 1];
-      let k = 0;
-      while (e[k + 1] < v) k++;
-      return cum[k] + ((cum[k + 1] - cum[k]) * (v - e[k])) / (e[k + 1] - e[k] || 1);
-    };
-    let previous = 0;
-    for (let i = 0; i < bins; i++) {
-      const next = Math.round(cdf(at[i + 1]));
-      out[i] += next - previous;
-      previous = next;
-    }
-  }
-  return { e: [lo, hi], c: out };
-}
-
-const isIndex = (key: string) => /^\d+$/.test(key);
-
-/** A structural signature per node: equal ids mean same types, keys, shapes and dtypes below. */
-export function signatures(tree: Tree): Int32Array {
-  const ids = new Map<string, number>();
-  const sig = new Int32Array(tree.nodes.length);
-  const intern = (s: string) => {
-    let id = ids.get(s);
-    if (id === undefined) {
-      id = ids.size;
-      ids.set(s, id);
-    }
-    return id;
-  };
-  for (let i = tree.nodes.length - 1; i >= 0; i--) {
-    const n = tree.nodes[i];
-    if (n.kind === "tensor") {
-      sig[i] = intern(`T${n.key}:${n.shape ? n.shape.join("x") : "?"}:${n.dtype}:${n.requiresGrad}`);
-    } else {
-      const parts = n.children.map((c) => `${isIndex(tree.nodes[c].key) ? "#" : tree.nodes[c].key}=${sig[c]}`);
-      sig[i] = intern(`M${n.type}(${parts.join(",")})`);
-    }
-  }
-  return sig;
-}
-
-/** Fold runs of at least `minRun` consecutive numbered siblings with equal structure into one
- * "group" node (collapsed by default; expanding it shows the members). Changes `tree` in place
- * and returns it. */
-export function foldRepeats(tree: Tree, minRun = 2): Tree {
-  const sig = signatures(tree);
-  const nodes = tree.nodes;
-  const count = nodes.length;
-  for (let i = 0; i < count; i++) {
-    const parent = nodes[i];
-    if (parent.kind !== "module") continue;
-    const out: number[] = [];
-    const kids = parent.children;
-    for (let a = 0; a < kids.length; ) {
-      let b = a + 1;
-      const first = nodes[kids[a]];
-      if (first.kind === "module" && isIndex(first.key)) {
-        while (
-          b < kids.length &&
-          nodes[kids[b]].kind === "module" &&
-          sig[kids[b]] === sig[kids[a]] &&
-          nodes[kids[b]].key === String(Number(nodes[kids[b - 1]].key) + 1)
-        )
-          b++;
-      }
-      if (b - a >= minRun) out.push(makeGroup(nodes, parent, kids.slice(a, b), tree.statFields));
-      else out.push(...kids.slice(a, b));
-      a = b;
-    }
-    parent.children = out;
-  }
-  return tree;
-}
-
-function makeGroup(nodes: TreeNode[], parent: TreeNode, members: number[], statFields: string[]): number {
+/** The group node of fold `j` (payload.folds), put among its parent's children in place of its
+ * members. Its statistics, histogram and health are Python's, pooled from the members' values;
+ * only the members' exact integer counts are added here, and their largest changes taken. */
+function addGroup(nodes: TreeNode[], payload: Payload, j: number): void {
+  const f = payload.folds;
+  const members = f.rows[j];
   const first = nodes[members[0]];
-  const last = nodes[members[members.length - 1]];
-  const range = `${first.key}–${last.key}`;
-  const label = parent.depth === 0 && parent.path === "" ? range : `${parent.key}.${range}`;
-  const path = parent.path === "" ? range : `${parent.path}.${range}`;
-  const g = blank(nodes.length, "group", `${label} ×${members.length}`, path, first.depth, parent.id);
+  const parent = nodes[first.parent];
+  const key = parent.depth === 0 && parent.path === "" ? f.label[j] : `${parent.key}.${f.label[j]}`;
+  const g = blank(nodes.length, "group", key, f.path[j], first.depth, parent.id);
   g.type = first.type;
   g.shape = first.shape;
   g.inputShape = first.inputShape;
-  g.histScope = first.histScope;
   g.count = members.length;
-  g.children = members;
+  g.children = members.slice();
+  g.source = j;
+  g.stats = at(f.stats, j);
+  g.hist = at(f.hist, j);
+  g.histScope = at(f.hist_scope, j);
+  g.problems = at(f.problems, j) || null;
+  g.problemTensors = at(f.problem_tensors, j) ?? 0;
   for (const id of members) {
     const n = nodes[id];
     n.parent = g.id;
@@ -355,13 +240,8 @@ function makeGroup(nodes: TreeNode[], parent: TreeNode, members: number[], statF
     g.activation = add(g.activation, n.activation);
     g.relChange = maxOf(g.relChange, n.relChange);
     g.maxAbsDelta = maxOf(g.maxAbsDelta, n.maxAbsDelta);
-    g.problemTensors += n.problemTensors;
   }
-  const labels = new Set(members.flatMap((id) => (nodes[id].problems ?? "").split(", ").filter(Boolean)));
-  g.problems = labels.size ? PROBLEMS.filter((p) => labels.has(p)).join(", ") : null;
-  const parts = members.map((id) => nodes[id]);
-  g.stats = mergeStats(statFields, parts);
-  g.hist = mergeHists(parts.map((p) => p.hist));
+  const at0 = parent.children.indexOf(members[0]);
+  parent.children.splice(at0, members.length, g.id);
   nodes.push(g);
-  return g.id;
 }

@@ -13,7 +13,7 @@ import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row }
 import type { Payload } from "./payload";
 import { DETAIL_BESIDE_FROM, DETAIL_BESIDE_WIDTH, STYLES } from "./styles";
 import { components, header, toolbar } from "./toolbar";
-import { buildTree, foldRepeats, type Tree, type TreeNode } from "./tree";
+import { buildTree, type Tree, type TreeNode } from "./tree";
 
 export const ROW_HEIGHT = 24;
 const HEADER_HEIGHT = 28;
@@ -119,7 +119,7 @@ export class TreeView {
   /** Show another payload: expansion, filter, mode and selection start afresh (the toolbar is
    * rebuilt); chosen columns, widths, sort and log scale stay. */
   setPayload(payload: Payload): void {
-    const tree = foldRepeats(buildTree(payload));
+    const tree = buildTree(payload);
     const offered = COLUMNS.filter((c) => c.available(tree));
     this.state = {
       tree,

@@ -17,11 +17,17 @@ describe("fixtures from build_payload", () => {
     );
   });
 
-  it.each(FIXTURES)("%s: every module and tensor becomes a node, and the widget renders it", (name) => {
+  it.each(FIXTURES)("%s: every module, tensor and fold becomes a node, and the widget renders it", (name) => {
     const p = fixture(name);
     expect(p.version).toBe(PAYLOAD_VERSION);
     const tree = buildTree(p);
-    expect(tree.nodes).toHaveLength(p.modules.key.length + p.tensors.key.length);
+    expect(tree.nodes).toHaveLength(p.modules.key.length + p.tensors.key.length + p.folds.rows.length);
+    const groups = tree.nodes.filter((n) => n.kind === "group");
+    expect(groups.map((g) => g.path)).toEqual(p.folds.path);
+    groups.forEach((g, j) => {
+      expect(g.children).toEqual(p.folds.rows[j]);
+      expect(g.stats).toEqual(p.folds.stats?.[j] ?? null);
+    });
     const { el } = mount(p);
     expect(el.querySelector(".nbi-error")).toBeNull();
     expect(el.querySelectorAll(".nbi-body [role=row]").length).toBeGreaterThan(0);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ancestors, comparator, expandedAll, expandedToDepth, flatten, matches, type RowOptions } from "../src/flatten";
-import { buildTree, foldRepeats, signatures } from "../src/tree";
+import { buildTree } from "../src/tree";
 import { payload } from "./fixtures";
 
-const tree = () => foldRepeats(buildTree(payload()));
+const tree = () => buildTree(payload());
 const byPath = (t: ReturnType<typeof tree>, path: string) => t.nodes.find((n) => n.path === path)!;
 const state = (over: Partial<RowOptions> = {}): RowOptions => ({
   expanded: new Set(),
@@ -28,28 +28,41 @@ describe("buildTree", () => {
   it("rolls the largest relative change up to every ancestor", () => {
     const t = buildTree(payload());
     expect(t.nodes[0].relChange).toBe(0.5);
-    expect(byPath(t as never, "head").relChange).toBe(0);
+    expect(byPath(t, "head").relChange).toBe(0);
   });
 });
 
-describe("foldRepeats", () => {
-  it("folds consecutive identical numbered siblings and leaves the odd one out", () => {
-    const t = tree();
+describe("folds", () => {
+  it("shows each fold of payload.folds as one group in place of its members", () => {
+    const p = payload();
+    expect(p.folds.label).toEqual(["0–3 ×4"]); // Python folded blocks.0–3 and left the odd blocks.4
+    const t = buildTree(p);
     const blocks = byPath(t, "blocks");
     const kids = blocks.children.map((c) => t.nodes[c]);
     expect(kids.map((k) => k.key)).toEqual(["blocks.0–3 ×4", "4"]);
     expect(kids[0].kind).toBe("group");
+    expect(kids[0].path).toBe("blocks.0–3");
     expect(kids[0].count).toBe(4);
     expect(kids[0].params).toBe(4 * 64);
     expect(kids[0].children.map((c) => t.nodes[c].path)).toEqual(["blocks.0", "blocks.1", "blocks.2", "blocks.3"]);
     expect(ancestors(t, byPath(t, "blocks.2").id)).toEqual([kids[0].id, blocks.id, 0]);
   });
 
-  it("needs equal structure: shapes below a block are part of its signature", () => {
-    const t = buildTree(payload());
-    const sig = signatures(t);
-    expect(sig[byPath(t as never, "blocks.0").id]).toBe(sig[byPath(t as never, "blocks.3").id]);
-    expect(sig[byPath(t as never, "blocks.0").id]).not.toBe(sig[byPath(t as never, "blocks.4").id]);
+  it("reads the group's histogram and statistics from the payload instead of pooling them", () => {
+    const p = payload();
+    const t = buildTree(p);
+    const group = t.nodes.find((n) => n.kind === "group")!;
+    expect(group.hist).toEqual(p.folds.hist?.[0]);
+    expect(group.histScope).toBe("weight matrices");
+    expect(group.stats).toBeNull(); // the members have no module statistics in this payload, so neither has the fold
+  });
+
+  it("folds nothing Python did not fold, however alike the rows look", () => {
+    const p = payload();
+    p.folds = { path: [], label: [], rows: [] };
+    const t = buildTree(p);
+    expect(t.nodes.some((n) => n.kind === "group")).toBe(false);
+    expect(byPath(t, "blocks").children.map((c) => t.nodes[c].key)).toEqual(["0", "1", "2", "3", "4"]);
   });
 
   it("keeps folds collapsed at any depth but opens them with expand all", () => {

@@ -1,63 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { COLUMNS, defaultColumns, pathTail } from "../src/columns";
 import { flatten } from "../src/flatten";
-import { edgesOf, spacedTicks } from "../src/histogram";
-import type { Hist } from "../src/payload";
+import { spacedTicks } from "../src/histogram";
 import { problemSummary } from "../src/toolbar";
-import { buildTree, foldRepeats, mergeHists, mergeStats, type TreeNode } from "../src/tree";
+import { buildTree } from "../src/tree";
 import { fixture } from "./fixtures";
-
-const FIELDS = ["numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", "nan", "inf"];
-
-/** A node holding the statistics of `values` (computed here, the independent reference). */
-function part(values: number[], nan = 0): TreeNode {
-  const n = values.length;
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  const std = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / n);
-  const stats = [
-    n + nan,
-    mean,
-    std,
-    Math.min(...values),
-    Math.max(...values),
-    values.reduce((a, b) => a + Math.abs(b), 0) / n,
-    Math.sqrt(values.reduce((a, b) => a + b * b, 0)),
-    values.filter((v) => v === 0).length / (n + nan),
-    nan,
-    0,
-  ];
-  return { stats } as unknown as TreeNode;
-}
-
-describe("mergeStats", () => {
-  it("pools moments as if the parts were one tensor", () => {
-    const a = [1, 2, 3, 0];
-    const b = [-4, 10, 0.5];
-    const all = [...a, ...b];
-    const merged = mergeStats(FIELDS, [part(a), part(b, 2)]) ?? [];
-    const whole = part(all).stats ?? [];
-    expect(merged[0]).toBe(9); // 7 values and 2 NaN
-    for (const f of ["mean", "std", "min", "max", "abs_mean", "l2"]) {
-      const i = FIELDS.indexOf(f);
-      expect(merged[i]).toBeCloseTo(whole[i] as number, 10);
-    }
-    expect(merged[FIELDS.indexOf("zeros")]).toBeCloseTo(1 / 9, 12); // one 0 among 9 elements
-    expect(merged[FIELDS.indexOf("nan")]).toBe(2);
-  });
-});
-
-describe("mergeHists", () => {
-  it("keeps every count and puts them on the range holding all", () => {
-    const a: Hist = { e: [0, 1], c: [4, 0, 0, 4] };
-    const b: Hist = { e: [2, 3], c: [1, 1, 1, 1] };
-    const m = mergeHists([a, null, b]) as Hist;
-    expect(edgesOf(m)[0]).toBe(0);
-    expect(edgesOf(m)[4]).toBe(3);
-    expect(m.c.reduce((x, y) => x + y, 0)).toBe(12);
-    // bins of width 0.75: a's 4 at [0, 0.25) and 4 at [0.75, 1]; b's quarter at [2, 2.25) in the third
-    expect(m.c).toEqual([4, 4, 1, 3]);
-  });
-});
 
 describe("pathTail", () => {
   it("keeps the end that tells paths apart", () => {
@@ -89,6 +36,10 @@ describe("health in the tree", () => {
       (p.modules.problems as (string | null)[])[m] = "NaN";
       (p.modules.problem_tensors as number[])[m] = 1;
     }
+    // Python's health roll-up of the fold holding that tensor's block
+    const fold = p.folds.rows.findIndex((members) => members.some((m) => rows.includes(m)));
+    (p.folds.problems as (string | null)[])[fold] = "NaN";
+    (p.folds.problem_tensors as number[])[fold] = 1;
     return p;
   };
 
@@ -97,8 +48,8 @@ describe("health in the tree", () => {
     expect(problemSummary(fixture("tiny_lm"))).toEqual([]);
   });
 
-  it("filters to the problems and the rows above them; folds carry the union", () => {
-    const t = foldRepeats(buildTree(sick()));
+  it("filters to the problems and the rows above them; folds carry Python's roll-up", () => {
+    const t = buildTree(sick());
     const rows = flatten(t, { expanded: new Set(), sort: null, query: "", mode: "tree", problemsOnly: true });
     const paths = rows.map((r) => t.nodes[r.id].path);
     expect(paths[paths.length - 1]).toMatch(/attn\.qkv\.weight$/);

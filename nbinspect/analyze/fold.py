@@ -19,6 +19,7 @@ class Fold(NamedTuple):
     label: str  # "0–11 ×12"
     members: int
     rows: tuple[int, ...]  # the members' rows in `layers`, first to last
+    stop: int  # one past the last row below the last member: rows[0]:stop are the members and all below them
 
 
 class Folds(NamedTuple):
@@ -31,7 +32,7 @@ def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None) -> list[tupl
     own: list[list[tuple]] = [[] for _ in range(len(layers))]
     if params is None or params.empty:
         return [()] * len(layers)
-    index = {name: i for i, name in enumerate(layers["name"])}
+    index = {name: i for i, name in enumerate(layers["name"].tolist())}
     columns = (params[c].tolist() for c in ("name", "module", "shape", "dtype", "requires_grad"))
     for name, module, shape, dtype, grad in zip(*columns):
         at = index.get(module)
@@ -42,9 +43,9 @@ def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None) -> list[tupl
 
 
 def _children(layers: pd.DataFrame) -> list[list[int]]:
-    index = {name: i for i, name in enumerate(layers["name"])}
+    index = {name: i for i, name in enumerate(layers["name"].tolist())}  # lists: a Series iterates slowly
     children: list[list[int]] = [[] for _ in range(len(layers))]
-    for i, parent in enumerate(layers["parent"]):
+    for i, parent in enumerate(layers["parent"].tolist()):
         if not is_missing(parent):
             children[index[parent]].append(i)
     return children
@@ -53,13 +54,16 @@ def _children(layers: pd.DataFrame) -> list[list[int]]:
 def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Folds:
     """The folds of the module tree in `layers` (its tensors from `params`)."""
     children = _children(layers)
-    keys = [name.rpartition(".")[2] for name in layers["name"]]
+    keys = [name.rpartition(".")[2] for name in layers["name"].tolist()]
     values = list(zip(layers["type"].tolist(), _own_tensors(layers, params)))
     ids: dict[tuple, int] = {}
     signature = [0] * len(layers)
+    stop = list(range(1, len(layers) + 1))  # one past each row's subtree (rows are in pre-order)
     for i in range(len(layers) - 1, -1, -1):  # children come after their parent in pre-order
         parts = tuple(("#" if keys[c].isdigit() else keys[c], signature[c]) for c in children[i])
         signature[i] = ids.setdefault((values[i], parts), len(ids))
+        if children[i]:
+            stop[i] = max(stop[i], stop[children[i][-1]])
     folds: dict[int, Fold] = {}
     hidden: set[int] = set()
     for kids in children:
@@ -74,7 +78,8 @@ def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Fo
                 ):
                     b += 1
             if b - a >= 2:
-                folds[kids[a]] = Fold(f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}", b - a, tuple(kids[a:b]))
+                label = f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}"
+                folds[kids[a]] = Fold(label, b - a, tuple(kids[a:b]), stop[kids[b - 1]])
                 for member in kids[a + 1 : b]:
                     hidden.update(_subtree(member, children))
             a = b

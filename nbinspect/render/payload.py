@@ -19,7 +19,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..payload_schema import COMPONENT_FIELDS, MODULE_FIELDS, PAYLOAD_VERSION, TENSOR_FIELDS, Field, check_payload
+from ..payload_schema import (
+    ALL_VALUES,
+    COMPONENT_FIELDS,
+    MATRICES,
+    MODULE_FIELDS,
+    PAYLOAD_VERSION,
+    TENSOR_FIELDS,
+    Field,
+    check_payload,
+)
 from ..schema import histogram_groups, is_array, is_missing
 from .json_export import column_values, jsonable
 from .rounding import significant
@@ -30,8 +39,6 @@ STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", 
 """Stats columns sent per row, in this order, when a stats frame is present."""
 INLINE_BINS = 16
 """Most bins an embedded histogram keeps; finer ones are fetched on demand."""
-
-MATRICES, ALL_VALUES = "weight matrices", "all values"  # what a module's histogram counts
 
 
 def _round(value: Any, digits: int = 6) -> Any:
@@ -237,12 +244,33 @@ def build_payload(
         "stat_fields": list(STAT_FIELDS),
         "modules": modules,
         "tensors": tensors,
+        "folds": _folds(views, "stats" in modules),
         **({"comparison": comparison} if comparison else {}),
     }
     if timeline is not None:
         payload["timeline"] = dict(timeline)
     check_payload(payload)
     return payload
+
+
+def _folds(views: Any, with_stats: bool) -> dict[str, list]:
+    """The folds table: each fold's path, label and member rows, and `with_stats` what its
+    row shows (pooled statistics, histogram, health), as ``views.fold_groups`` decided them."""
+    groups = views.fold_groups
+    paths = groups["name"].tolist()
+    out: dict[str, list] = {
+        "path": paths,
+        "label": groups["label"].tolist(),
+        "rows": [[int(r) for r in rows] for rows in groups["rows"]],
+    }
+    if with_stats:
+        shown = _stats_rows(groups, paths) if len(groups) else None
+        out["stats"] = shown["stats"] if shown else []
+        out["hist"] = shown["hist"] if shown else []
+        out["hist_scope"] = column_values(groups["hist_scope"]) if len(groups) else []
+        for f in ("problems", "problem_tensors"):
+            out[f] = column_values(groups[f]) if f in groups.columns else [None] * len(paths)
+    return out
 
 
 def _add_health(
@@ -269,10 +297,13 @@ def timeline(history: pd.DataFrame, keys: list[str], title: str = "") -> dict:
 
 def histogram(views: Any, name: str, kind: str = "tensor") -> dict | None:
     """The full-resolution histogram of one tensor (``kind="tensor"``) or module (of its weight
-    matrices when it has any, as in the payload), or None."""
+    matrices when it has any, as in the payload) or fold (by its path), or None."""
     if kind != "tensor" and name in views.matrices:
         counts, edges = views.matrices[name]
         return _full_histogram({"hist_counts": counts, "hist_edges": edges})
+    folds = views.fold_groups
+    if kind != "tensor" and "hist_counts" in folds.columns and name in set(folds["name"]):
+        return _full_histogram(folds[folds["name"] == name].iloc[0].to_dict())
     frame = views.tensor_stats if kind == "tensor" else views.module_stats
     if frame is None or "hist_counts" not in frame.columns:
         return None

@@ -199,16 +199,57 @@ def test_header_labels_are_in_one_case(sick):
     assert all(label[0].isupper() for label in labels), labels
 
 
+def _shown(v: float) -> str:
+    """What the Mean and Std columns show for `v`: js/src/format.ts formatStat(v, 3)."""
+    if v == 0:
+        return "0"
+    if 1e-3 <= abs(v) < 1e5:
+        return repr(float(f"{v:.3g}")).removesuffix(".0")
+    mantissa, exponent = f"{v:.1e}".split("e")
+    return f"{mantissa}e{int(exponent):+d}"
+
+
+def _pooled(insp: nbinspect.Inspection, path: str) -> dict[str, float]:
+    """The statistics Python pooled for the fold at `path`, as the payload sends them."""
+    payload = insp._payload()
+    j = payload["folds"]["path"].index(path)
+    return dict(zip(payload["stat_fields"], payload["folds"]["stats"][j]))
+
+
 def test_a_fold_of_repeated_blocks_has_statistics(sick):
     page, insp = sick
     fold = row(page, "blocks.0–1")
     expect(fold.locator("svg.nbi-spark rect").first).to_be_attached()
-    # the two blocks are all of `blocks`: their pooled mean and std are blocks' own
+    # Python's pooled mean and std, as displayed; the two blocks are all of `blocks`, so they are blocks' own
+    pooled = _pooled(insp, "blocks.0–1")
+    expect(fold.locator(".nbi-col-mean")).to_have_text(_shown(pooled["mean"]))
+    expect(fold.locator(".nbi-col-std")).to_have_text(_shown(pooled["std"]))
     blocks = insp.frames["stats_by_module"].set_index("name").loc["blocks"]
-    mean = float(fold.locator(".nbi-col-mean").inner_text())
-    std = float(fold.locator(".nbi-col-std").inner_text())
-    assert mean == pytest.approx(blocks["mean"], rel=5e-3)
-    assert std == pytest.approx(blocks["std"], rel=5e-3)
+    assert pooled["mean"] == pytest.approx(blocks["mean"], rel=1e-5)
+    assert pooled["std"] == pytest.approx(blocks["std"], rel=1e-5)
+
+
+def test_the_widget_folds_what_python_folds(open_result):
+    """Linears of different shapes stay two rows (as in the text tree); three equal ones show
+    as one folded row with Python's pooled statistics."""
+    page = open_result(
+        nbinspect.inspect(nn.Sequential(nn.Linear(4, 8, bias=False), nn.Linear(8, 4, bias=False))), "two"
+    )
+    assert [p for p in visible_paths(page) if "." not in p] == ["", "0", "1"]
+    expect(page.locator(".nbi-kind-group")).to_have_count(0)
+    torch.manual_seed(0)
+    insp = nbinspect.inspect(nn.Sequential(*(nn.Linear(8, 8) for _ in range(3))))
+    assert "0–2 ×3" in insp.summary()
+    page = open_result(insp, "three", width=1280)
+    assert visible_paths(page) == ["", "0–2"]
+    fold = row(page, "0–2")
+    expect(fold.locator(".nbi-key")).to_have_text("0–2 ×3")
+    expect(fold).to_have_attribute("aria-expanded", "false")
+    pooled = _pooled(insp, "0–2")
+    expect(fold.locator(".nbi-col-mean")).to_have_text(_shown(pooled["mean"]))
+    expect(fold.locator(".nbi-col-std")).to_have_text(_shown(pooled["std"]))
+    fold.locator(".nbi-caret").click()
+    assert [p for p in visible_paths(page) if "." not in p] == ["", "0–2", "0", "1", "2"]
 
 
 def test_module_histograms_leave_norm_scales_out(sick):
