@@ -130,7 +130,7 @@ class Inspection(Result):
     def report(self, depth: int | None = 3, verbose: bool = False) -> str:
         """Everything as text: the summary, the memory plan and the traced flow when present;
         `verbose` shows every module (tree, memory) and lists every tensor."""
-        parts = [self.summary(depth=None if verbose else depth)]
+        parts = [self.summary(depth=None if verbose else depth, verbose=verbose)]
         if "memory" in self.frames:
             parts.append(memory_text(self.frames["memory"], top=None if verbose else 10))
         if "flow" in self.frames:
@@ -143,8 +143,9 @@ class Inspection(Result):
         # the health frame, computed once and cached, rather than again by the payload
         return {**self.frames, "health": self.health} if "stats" in self.frames else self.frames
 
-    def summary(self, depth: int | None = 3) -> str:
-        """The text summary; `depth` limits the layer tree (None shows every level)."""
+    def summary(self, depth: int | None = 3, verbose: bool = False) -> str:
+        """The text summary; `depth` limits the layer tree (None shows every level);
+        `verbose` shows every metadata entry (else the first 60)."""
         found = self.problems()
         problems = text.health_block(problem_tensors(self.health, self._tied()), found) if found else None
         layers = self.layers
@@ -153,7 +154,7 @@ class Inspection(Result):
         )
         if "components" in self.frames:  # a serving engine: its header first
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
-        return summary + "\n\n" + metadata_text(self.metadata) if self.metadata else summary
+        return summary + "\n\n" + metadata_text(self.metadata, verbose) if self.metadata else summary
 
     def _saved_summary(self) -> str:
         return self.summary(depth=2)

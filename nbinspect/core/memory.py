@@ -28,15 +28,30 @@ class PlanOptions:
     input_dtype: Any = None
 
 
+_STORED = {"bf16": "bfloat16 (bf16)", "fp16": "float16 (fp16)"}  # fp32 and amp-*: float32 weights
+_AUTOCAST = {"amp-bf16": "bfloat16", "amp-fp16": "float16"}
+
+
+def stored_dtype(precision: str) -> str:
+    """The dtype parameters, gradients and optimizer state are kept in under `precision`."""
+    return _STORED.get(precision, "float32 (fp32)")
+
+
 def notes(plan: PlanOptions, buffers: str, gradients: str, optimizer_state: str) -> dict[str, str]:
-    """What each component counts, before the activations are measured."""
+    """What each component counts (and in which dtype it is stored), before the activations
+    are measured."""
+    stored = stored_dtype(plan.precision)
+    parameters = f"unique parameters stored in {stored}"
+    if plan.precision in _AUTOCAST:
+        parameters += f"; autocast runs matmuls in {_AUTOCAST[plan.precision]} (its casts count under activations)"
+    missing = "not measured: no input to trace" + (f" (batch size {plan.batch_size:,})" if plan.batch_size else "")
     return {
-        "parameters": f"unique parameters in {plan.precision}",
+        "parameters": parameters,
         "buffers": buffers,
-        "gradients": gradients,
+        "gradients": f"{gradients}, in {stored}",
         "optimizer_state": optimizer_state,
-        "activations": "not measured: no input to trace",
-        "inputs": "not measured: no input to trace",
+        "activations": missing,
+        "inputs": missing,
     }
 
 

@@ -19,19 +19,24 @@ from torch import nn
 from .hf_config import hf_model, is_hf_config
 from .known_model import carried_config, recorded_factory
 from .meta_build import call_factory, factory_name
-from .model_loader import read_config, resolve_factory
+from .model_loader import read_model_config, resolve_factory
 
 __all__ = ["meta_model"]
 
 
 def meta_model(
-    model: str | type | Callable[..., Any] | None, config: Mapping[str, Any] | str | os.PathLike | None
+    model: str | type | Callable[..., Any] | None,
+    config: Mapping[str, Any] | str | os.PathLike | None,
+    config_key: str | None = None,
 ) -> tuple[nn.Module, str]:
-    """(the model `model` builds with `config`, parameters on meta; how it was built)."""
+    """(the model `model` builds with `config` (its section `config_key`, or the one section
+    that fits), parameters on meta; how it was built)."""
     if model is None and isinstance(config, (str, os.PathLike)) and is_hf_config(config):
         return hf_model(config)
     where = Path(config).name if isinstance(config, (str, os.PathLike)) else "config"
-    kwargs = read_config(config)
+    kwargs, section = read_model_config(config, None if model is None else resolve_factory(model), config_key)
+    if section:
+        where = f"{where}, {section.split(' of ')[0].removeprefix('using ')}"
     if model is None:
         wrapped = {"config": kwargs}
         model = recorded_factory(wrapped)
