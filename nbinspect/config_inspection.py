@@ -38,10 +38,12 @@ def build_on_meta(
     model: str | type | Callable[..., Any] | None = None,
     config: Mapping[str, Any] | str | os.PathLike | None = None,
     config_key: str | None = None,
+    *,
+    trust: bool = False,
 ) -> nn.Module:
     """The module `model` builds from `config` (as :func:`from_config` takes them), with its
     parameters on the meta device: inspect, trace or plan it like any model."""
-    return meta_model(model, config, config_key)[0]
+    return meta_model(model, config, config_key, trust=trust)[0]
 
 
 def from_config(
@@ -55,6 +57,7 @@ def from_config(
     batch_size: int | None = None,
     optimizer: str = "adam",
     precision: str = "fp32",
+    trust: bool = False,
     config_key: str | None = None,
 ) -> Inspection:
     """Inspect the model `model` builds from `config`, without a checkpoint and without
@@ -74,7 +77,7 @@ def from_config(
     the ``memory`` frame: the training-memory plan at `batch_size` with `optimizer` and
     `precision`; ``metadata["model"]`` says how the model was built. No weight statistics:
     there are no values. :func:`build_on_meta` gives the module itself."""
-    built, how = meta_model(model, config, config_key)
+    built, how = meta_model(model, config, config_key, trust=trust)
     insp = inspect(built, name=name, input=input, input_dtype=input_dtype, flops=flops, stats=False)
     metadata: dict[str, Any] = {"model": how}
     if config is not None and not how.startswith("transformers"):

@@ -11,6 +11,7 @@ __all__ = [
     "EngineError",
     "TraceError",
     "UnsafeCheckpointError",
+    "UnsupportedTensorError",
     "first_line",
     "first_line_for",
 ]
@@ -47,6 +48,11 @@ class EngineError(RuntimeError):
 class UnsafeCheckpointError(CheckpointError):
     """A pickle that would run code outside torch's safe list to load. Nothing from it has
     run; pass ``trust=True`` (``--trust`` on the command line) if you trust the file."""
+
+
+class UnsupportedTensorError(CheckpointError):
+    """A tensor a file holds but nbinspect does not read the values of (sparse, nested,
+    meta): listed with its shape, named in statistics and compare instead of crashing."""
 
 
 class TraceError(RuntimeError):

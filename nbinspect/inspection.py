@@ -19,6 +19,7 @@ from .analyze.stats import stats_frames
 from .backends import is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
+from .core.output import write_output
 from .core.trace import TraceResult
 from .errors import TraceError
 from .render import json_export, text
@@ -157,7 +158,10 @@ class Inspection(Result):
         return summary + "\n\n" + metadata_text(self.metadata, verbose) if self.metadata else summary
 
     def _saved_summary(self) -> str:
-        return self.summary(depth=2)
+        text = self.summary(depth=2)
+        if "memory" in self.frames:  # the plan's total and largest parts
+            text += "\n\n" + memory_text(self.frames["memory"], top=5)
+        return text
 
     def __repr__(self) -> str:
         t = self.totals
@@ -181,7 +185,7 @@ class Inspection(Result):
         ``render/model_info_json.py``); also written to `path` as JSON when given."""
         document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io)
         if path is not None:
-            Path(path).write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+            write_output(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
         return document
 
     def framework_label(self) -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .analyze.views import ViewData, view_data
 from .core.gc_pause import gc_paused
-from .render.display import saved_view
+from .core.output import write_output
 from .render.html import standalone_html
 from .render.payload import build_payload
 
@@ -47,7 +47,7 @@ class Result:
         """The export document as JSON text; also written to `path` when given."""
         document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            Path(path).write_text(document + "\n", encoding="utf-8")
+            write_output(path, document + "\n")
         return document
 
     def framework_label(self) -> str:
@@ -58,7 +58,7 @@ class Result:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        return InspectWidget(self._payload(), self._views)
+        return InspectWidget(self._payload(), self._views, saved=lambda: (self._saved_summary(), None))
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -84,11 +84,29 @@ class Result:
             self.name, self.framework_label(), self.totals, self._widget_frames(), self.sides, views=self._views
         )
 
+    def _ipython_display_(self) -> None:
+        """In a notebook, two outputs: the saved view (offline view and text summary, read
+        where the widget cannot render) and the live widget (``render/saved.py``). Outside a
+        kernel, the one bundle of ``_repr_mimebundle_``."""
+        from .render.widget import in_kernel
+
+        if in_kernel():
+            self.widget()._ipython_display_()
+        else:
+            from IPython.display import display
+
+            display(self._repr_mimebundle_(), raw=True)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        """The widget, plus a static HTML view of the text summary that a saved notebook keeps
-        for readers without a kernel (GitHub, nbviewer); widget-aware front-ends show the widget."""
-        data, _ = self.widget()._repr_mimebundle_()  # type: ignore[misc]  # ipywidgets returns (data, metadata)
-        return {**data, "text/plain": repr(self), "text/html": saved_view(self._saved_summary())}
+        """One bundle, for front-ends that do not call ``_ipython_display_``: the widget, the
+        saved view as text/html (offline view and text summary), the repr as text/plain."""
+        w = self.widget()
+        data, _ = w._repr_mimebundle_()  # type: ignore[misc]  # anywidget returns (data, metadata)
+        return {**data, "text/plain": repr(self), "text/html": w.saved_bundle()["text/html"]}
+
+    def _display_(self) -> Any:
+        """marimo shows the widget (an anywidget it renders natively)."""
+        return self.widget()
 
     def _saved_summary(self) -> str:
         """The text a saved notebook shows in place of the widget."""
@@ -105,5 +123,5 @@ class Result:
 
         page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix())
         if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
+            write_output(path, page)
         return page

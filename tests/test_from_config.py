@@ -18,6 +18,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import nbinspect
 from nbinspect.backends.torch.hf_config import UnknownArchitecture
+from nbinspect.errors import UnsafeCheckpointError
 
 COMMAND = Path(sys.executable).with_name("nbinspect")
 MODELS = '''
@@ -107,7 +108,9 @@ def test_planned_on_meta_equals_the_model_built_for_real(folder):
 
 
 def test_a_config_naming_its_factory_and_a_dict_config(folder):
-    from_file = nbinspect.from_config(config=folder / "target.yaml")
+    with pytest.raises(UnsafeCheckpointError, match=r"target\.yaml: names its factory 'cfgmodels:Net'.*trust=True"):
+        nbinspect.from_config(config=folder / "target.yaml")  # a file naming code: the user opts in (issue 25)
+    from_file = nbinspect.from_config(config=folder / "target.yaml", trust=True)
     from_dict = nbinspect.from_config("cfgmodels:Net", {"vocab": 100, "width": 32, "depth": 3, "classes": 7})
     assert from_file.totals["total_params"] == from_dict.totals["total_params"] == hand_count(100, 32, 3, 7)
     assert from_file.metadata["model"] == "Net with target.yaml, parameters on meta"
@@ -136,7 +139,7 @@ def test_hf_config_json_alone_sizes_the_transformers_model(tmp_path):
         ("cfgmodels:build", "bogus.yaml", "bogus.yaml: build does not take 'widht' (Net.__init__() got an"),
         ("cfgmodels:Net", {"width": 4}, "config: Net needs 'vocab', which the config does not give"),
         ("cfgmodels:build", "bad.yaml", r"bad.yaml: not valid YAML (while parsing"),
-        ("cfgmodels:build", "missing.yaml", "missing.yaml: cannot read config (No such file or directory)"),
+        ("cfgmodels:build", "missing.yaml", "missing.yaml: cannot open (No such file or directory)"),
         ("nosuchpkg.models:build", "cfg.yaml", "model 'nosuchpkg.models:build': cannot import 'nosuchpkg.models'"),
         ("cfgmodels:nope", "cfg.yaml", "model 'cfgmodels:nope': 'cfgmodels' has no attribute 'nope'"),
         (None, "anonymous.yaml", "anonymous.yaml: names no model (no _target_, _class_path or class_path"),

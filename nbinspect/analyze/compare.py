@@ -21,7 +21,7 @@ import torch
 from ..backends import ModelSource, TensorEntry, ancestors, as_source
 from ..core.gc_pause import gc_paused
 from ..core.tree import module_paths
-from ..errors import first_line
+from ..errors import CheckpointError, UnsupportedTensorError, first_line
 from ..schema import COMPARE, COMPARE_GROUPS
 from . import fused
 from .components import component, layer_index
@@ -186,6 +186,21 @@ def _across_ranks(
     return _Sums([round(x) for x in above], round(n), aa, bb, ab, dd, d, max_abs)
 
 
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().reshape(-1).contiguous().view(torch.uint8)
+
+
+def _identical(a: torch.Tensor, b: torch.Tensor, s: _Sums) -> _Sums:
+    """`s` for two tensors holding the same bits (a file compared with itself), whose sums
+    met NaN or infinity: no element changed, and the norms count the finite elements."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.layout != torch.strided or not torch.equal(_bits(a), _bits(b)):
+        return s
+    x = a.detach().reshape(-1).to(torch.float64) if a.is_floating_point() else a.detach().reshape(-1).double()
+    x = x[torch.isfinite(x)]
+    aa = float((x * x).sum())
+    return _Sums([0] * len(s.above), s.n, aa, aa, aa, 0.0, 0.0, 0.0)
+
+
 def _pair(
     a: TensorEntry,
     b: TensorEntry,
@@ -204,8 +219,14 @@ def _pair(
     try:
         if sides is None:
             s = _delta_sums(a.values(), b.values(), thresholds, buffers, kernels)
+            if not (math.isfinite(s.dd) and math.isfinite(s.max_abs)) and a.dtype == b.dtype:
+                s = _identical(a.values(), b.values(), s)  # NaN - NaN and inf - inf are no change
         else:
             s = _across_ranks(a, b, thresholds, buffers, kernels, sides)
+    except UnsupportedTensorError as exc:
+        raise ValueError(f"compare: {first_line(exc)}") from None
+    except CheckpointError:
+        raise
     except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(f"compare: tensor {a.name!r} ({a.dtype} vs {b.dtype}): {first_line(exc)}") from exc
     finally:

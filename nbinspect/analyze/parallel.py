@@ -34,10 +34,11 @@ def _start_worker(threads: int) -> None:
 
 def _file_stats(path: str, bins: int) -> _Results:
     from ..core.tree import build_source
+    from ..io.files import FileHandle
     from ..io.safetensors_file import read_safetensors
     from .stats import tensor_stats
 
-    stored, _ = read_safetensors(Path(path))
+    stored, _ = read_safetensors(FileHandle.open(Path(path)))
     return tensor_stats(build_source(path, stored), bins, progress=False)
 
 

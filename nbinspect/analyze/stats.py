@@ -19,8 +19,10 @@ import pandas as pd
 import torch
 
 from ..backends import ModelSource, TensorEntry, as_source, on_receiving_rank
+from ..backends.torch.source import compact
 from ..core.gc_pause import gc_paused
 from ..core.moments import Moments, histogram_edges, merge, merge_groups, spread
+from ..errors import CheckpointError, UnsupportedTensorError
 from ..schema import PARAMETER, STATS
 from . import fused
 from .parallel import parallel_tensor_stats
@@ -60,8 +62,9 @@ def stats(
     per module path, merging the parameters of its subtree (shared storage once).
     Moments ignore NaN/Inf and count them; histograms have `bins` bins over each row's
     finite range (``hist_sample`` says how many elements were binned: all of them up to
-    65,536 per tensor, a strided sample of that size above). A progress bar (tqdm.auto)
-    shows after two seconds; ``progress=False`` hides it, ``True`` shows it at once.
+    65,536 per tensor, a strided sample of that size above). A progress bar (tqdm;
+    in a notebook one text output, emptied at the end) shows after two seconds;
+    ``progress=False`` hides it, ``True`` shows it at once.
     ``workers=N`` reads the files of a sharded safetensors checkpoint in N local processes.
     """
     if by not in BY:
@@ -129,6 +132,10 @@ def tensor_stats(
             if not (n <= SAMPLE and plain and values.layout == torch.strided):
                 try:
                     values, note, implicit = _real_values(entry)
+                except UnsupportedTensorError as exc:  # sparse, nested: listed, named, not read
+                    values, note, implicit = None, f"no values: {str(exc).rpartition(': ')[2]}", 0
+                except CheckpointError:  # the file changed or lies: one line for the whole call
+                    raise
                 except Exception as exc:
                     values, note, implicit = None, _skipped(exc), 0
                 n = 0 if values is None else values.numel()
@@ -172,16 +179,16 @@ def _skipped(exc: Exception) -> str:
 
 
 def _watched() -> bool:
-    """Whether someone watches a progress bar: a terminal on stderr, or a notebook (where
-    tqdm.auto draws a widget). Redirected output (logs, pipes, the CLI's captured stderr)
-    gets no bar."""
+    """Whether someone watches a progress bar: a terminal on stderr, or a notebook (one text
+    output updated in place, emptied at the end: core/progress.py). Redirected output (logs,
+    pipes, the CLI's captured stderr) gets no bar."""
     return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 
 def _progress(total: int, progress: bool | None):
-    from tqdm.auto import tqdm
+    from ..core.progress import progress_bar
 
-    return tqdm(
+    return progress_bar(
         total=total,
         desc="weight stats",
         unit="B",
@@ -203,6 +210,19 @@ def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, i
     t = entry.values()
     if not isinstance(t, torch.Tensor):
         return None, f"no values: {type(t).__name__} is not a tensor", 0
+    if t.layout == torch.strided and not t.is_meta and t.numel() and 0 in t.stride():
+        # a broadcast view (``zeros(1).expand(3 * 10**11)``): its stored elements, not 10**11 repeats
+        stored = compact(t)
+        values, note, implicit = _real_values_of(stored)
+        return (
+            values,
+            "; ".join(filter(None, [f"broadcast view: its {stored.numel():,} stored elements", note])),
+            implicit,
+        )
+    return _real_values_of(t)
+
+
+def _real_values_of(t: torch.Tensor) -> tuple[torch.Tensor | None, str | None, int]:
     if t.dtype in _PLAIN and t.layout == torch.strided and not t.is_meta:
         return t, None, 0
     if t.is_meta:

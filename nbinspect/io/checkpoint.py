@@ -7,7 +7,6 @@ or a folder holding one, or holding safetensors/torch files, becomes one source.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -17,41 +16,45 @@ from typing import Any
 from torch import nn
 
 from ..backends.torch.known_model import with_model
-from ..core.limits import MAX_TENSORS, inside, regular_file, shown
+from ..core.limits import MAX_INDEX_BYTES, MAX_TENSORS, check_module_paths, check_tensor_name, shown
 from ..core.source import ModelSource
 from ..core.tree import StoredTensor, build_source, natural_key
-from ..errors import CheckpointError, first_line
-from .dcp import is_dcp_folder, read_dcp
+from ..errors import CheckpointError
+from .dcp import METADATA_FILE, read_dcp
+from .files import FileHandle, Root, check_name
 from .npz_file import is_npz, read_npz
-from .pages import drop_tensor_pages
 from .safetensors_file import read_safetensors
 from .state_dict import describe, from_mapping, split_checkpoint, stored_tensors
-from .torch_file import ZIP_MAGIC, load_torch_file
+from .text import load_json
+from .torch_file import ZIP_MAGIC, load_torch_file, read_torch
 
 __all__ = ["from_path", "load_checkpoint"]
 
 _PICKLE_MAGIC = b"\x80"
-_TORCH_PATTERNS = ("*.pt", "*.pth", "*.bin", "*.ckpt")
+_TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
 
-def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
-    """(tensors, metadata, whether the file order should be sorted) of one file."""
-    where = shown(path)
-    regular_file(path)
-    with open(path, "rb") as f:
-        head = f.read(9)
+def _read_file(handle: FileHandle, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
+    """(tensors, metadata, whether the file order should be sorted) of one open file."""
+    path, where = handle.path, handle.where
+    head = handle.pread(0, min(9, handle.size))
     if not head:
         raise CheckpointError(f"{where}: empty file")
     if head[8:9] == b"{":  # safetensors: 8-byte header length, then JSON (checked first: a length can start with 0x80)
-        stored, meta = read_safetensors(path)
+        stored, meta = read_safetensors(handle)
         return stored, {"format": "safetensors", **meta}, True
-    if head.startswith(ZIP_MAGIC) and is_npz(path):  # numpy.savez / mlx.core.savez: a zip of .npy arrays
-        stored, meta = read_npz(path)
+    if head.startswith(ZIP_MAGIC) and is_npz(handle):  # numpy.savez / mlx.core.savez: a zip of .npy arrays
+        stored, meta = read_npz(handle)
         return stored, {"format": "npz", **meta}, True
     if head.startswith((ZIP_MAGIC, _PICKLE_MAGIC)):
         if path.suffix == ".safetensors":  # torch.load would hand the file to the safetensors library by its name
             raise CheckpointError(f"{where}: named .safetensors but holds a torch.save pickle; rename it to .pt")
-        obj, mapped = load_torch_file(path, trust=trust)
+        records = None
+        if trust:  # the user chose to run the file's code
+            obj, _ = load_torch_file(path, trust=True)
+        else:
+            obj, ctx = read_torch(handle)
+            records = ctx.records
         if isinstance(obj, nn.Module):  # a whole pickled model (trusted): its weights
             obj = {"state_dict": obj, "model_class": type(obj).__name__}
         if not isinstance(obj, Mapping):
@@ -61,74 +64,88 @@ def _read_file(path: Path, trust: bool, key: str | None) -> tuple[list[StoredTen
             weights, meta["model_class"] = weights.state_dict(), type(weights).__name__
         if not isinstance(weights, Mapping):
             raise CheckpointError(
-                f"{where}: entry {meta.get('weights_key')!r} holds a {type(weights).__name__}, not a state_dict"
+                f"{where}: entry {shown(str(meta.get('weights_key')))!r} holds a {type(weights).__name__}, "
+                "not a state_dict"
             )
-        release = drop_tensor_pages if mapped else None
-        return stored_tensors(weights, meta, where, release, stored=True), {"format": "torch", **meta}, False
+        stored = stored_tensors(weights, meta, where, None, stored=True, records=records)
+        return stored, {"format": "torch", **meta}, False
     raise CheckpointError(
         f"{where}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, npz, "
         "*.index.json of shards, or a folder of these)"
     )
 
 
-def _weight_map(index: Path) -> tuple[dict[str, str], dict[str, Any]]:
+def _weight_map(handle: FileHandle) -> tuple[dict[str, str], dict[str, Any]]:
     """(tensor name -> shard file name, the index's metadata), checked: a map of strings."""
-    where = shown(index)
-    regular_file(index)
-    try:
-        doc = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise CheckpointError(f"{where}: not a shard index ({type(exc).__name__}: {first_line(exc)})") from None
+    where = handle.where
+    doc = load_json(handle, MAX_INDEX_BYTES, "shard index")
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(weight_map, dict):
         raise CheckpointError(f"{where}: not a shard index with a 'weight_map' of tensor names to shard files")
-    bad = next((k for k, v in weight_map.items() if not isinstance(v, str)), None)
-    if bad is not None:
-        raise CheckpointError(f"{where}: tensor {bad!r} is mapped to {weight_map[bad]!r}, not a shard file name")
+    if len(weight_map) > MAX_TENSORS:
+        raise CheckpointError(f"{where}: {len(weight_map):,} tensors, over the limit of {MAX_TENSORS:,}")
+    for name, shard in weight_map.items():
+        check_tensor_name(name, where)
+        if not isinstance(shard, str):
+            raise CheckpointError(
+                f"{where}: tensor {shown(name)!r} is mapped to {shown(repr(shard), 60)}, not a shard file name"
+            )
+        if not shard:
+            raise CheckpointError(f"{where}: tensor {shown(name)!r}: shard name '' is not a file name")
+        check_name(shard, f"{where}: tensor {shown(name)!r}")
     metadata = doc.get("metadata")
     return weight_map, metadata if isinstance(metadata, dict) else {}
 
 
-def _from_index(index: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
-    where = shown(index)
-    weight_map, metadata = _weight_map(index)
+def _from_index(
+    handle: FileHandle, root: Root, trust: bool, key: str | None
+) -> tuple[list[StoredTensor], dict[str, Any], bool]:
+    where = handle.where
+    weight_map, metadata = _weight_map(handle)
     shards: dict[str, dict[str, StoredTensor]] = {}
     for shard in dict.fromkeys(weight_map.values()):
-        path = inside(index.parent, shard, where)
-        if not path.exists():
-            raise CheckpointError(f"{where}: shard {shard!r} is missing (expected {shown(path)})")
-        shards[shard] = {t.name: t for t in _read_file(path, trust, key)[0]}
+        if not root.exists(shard):
+            raise CheckpointError(f"{where}: shard {shown(shard)!r} is missing")
+        shards[shard] = {t.name: t for t in _read_file(root.open(shard, where), trust, key)[0]}
     stored = []
     for name, shard in weight_map.items():
         if name not in shards[shard]:
-            raise CheckpointError(f"{where}: tensor {name!r} is not in its shard {shard!r}")
+            raise CheckpointError(f"{where}: tensor {shown(name)!r} is not in its shard {shown(shard)!r}")
         stored.append(shards[shard][name])
     meta = {"format": f"sharded ({len(shards)} files)", **{str(k): describe(v) for k, v in metadata.items()}}
     return stored, meta, True
 
 
+def _listing(root: Root) -> list[str]:
+    try:
+        with os.scandir(root.real) as it:
+            return [e.name for e in it]
+    except OSError as exc:
+        raise CheckpointError(f"{shown(root.folder)}: cannot list ({exc.strerror})") from None
+
+
 def _from_folder(folder: Path, trust: bool, key: str | None) -> tuple[list[StoredTensor], dict[str, Any], bool]:
-    if is_dcp_folder(folder):  # torch.distributed.checkpoint: .metadata + *.distcp
-        return (*read_dcp(folder, trust), True)
-    indexes = sorted(folder.glob("*.safetensors.index.json")) or sorted(folder.glob("*.index.json"))
+    root = Root(folder)
+    names = _listing(root)
+    if METADATA_FILE in names:  # torch.distributed.checkpoint: .metadata + *.distcp
+        return (*read_dcp(root, trust), True)
+    indexes = sorted(n for n in names if n.endswith(".safetensors.index.json")) or sorted(
+        n for n in names if n.endswith(".index.json")
+    )
     if len(indexes) == 1:
-        return _from_index(indexes[0], trust, key)
+        return _from_index(root.open(indexes[0], shown(folder)), root, trust, key)
     if len(indexes) > 1:
-        raise CheckpointError(
-            f"{shown(folder)}: several shard indexes ({', '.join(p.name for p in indexes)}); pass one"
-        )
-    files = sorted(folder.glob("*.safetensors"), key=lambda p: natural_key(p.name))
+        raise CheckpointError(f"{shown(folder)}: several shard indexes ({shown(', '.join(indexes))}); pass one")
+    files = sorted((n for n in names if n.endswith(".safetensors")), key=natural_key)
     if not files:
-        files = sorted(
-            (p for pattern in _TORCH_PATTERNS for p in folder.glob(pattern)), key=lambda p: natural_key(p.name)
-        )
+        files = sorted((n for n in names if n.endswith(_TORCH_SUFFIXES)), key=natural_key)
     if not files:
         raise CheckpointError(
             f"{shown(folder)}: no checkpoint files (*.safetensors, *.index.json, *.pt, *.pth, *.bin, *.ckpt)"
         )
     stored, meta = [], {"format": f"folder ({len(files)} files)"}
-    for path in files:
-        stored += _read_file(inside(folder, path.name, shown(folder)), trust, key)[0]
+    for name in files:
+        stored += _read_file(root.open(name, shown(folder)), trust, key)[0]
     return stored, meta, True
 
 
@@ -137,20 +154,27 @@ def from_path(
 ) -> ModelSource:
     """The source for a checkpoint file, shard index or folder (tensor values stay lazy)."""
     path = Path(path).expanduser()
-    if not path.exists():
+    if not os.path.lexists(path):
         raise CheckpointError(f"{shown(path)}: no such file or folder")
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:
+        raise CheckpointError(f"{shown(path)}: cannot open ({exc.strerror})") from None
+    if is_dir:
         stored, meta, sort = _from_folder(path, trust, key)
-    elif path.name.endswith(".json"):
-        stored, meta, sort = _from_index(path, trust, key)
     else:
-        stored, meta, sort = _read_file(path, trust, key)
+        handle = FileHandle.open(path)
+        if path.name.endswith(".json"):
+            stored, meta, sort = _from_index(handle, Root.of(path), trust, key)
+        else:
+            stored, meta, sort = _read_file(handle, trust, key)
     if len(stored) > MAX_TENSORS:
         raise CheckpointError(f"{shown(path)}: {len(stored):,} tensors, over the limit of {MAX_TENSORS:,}")
     counts = Counter(t.name for t in stored)
     if len(counts) != len(stored):
         dup = next(n for n, c in counts.items() if c > 1)
-        raise CheckpointError(f"{shown(path)}: tensor {dup!r} appears in more than one file")
+        raise CheckpointError(f"{shown(path)}: tensor {shown(dup)!r} appears in more than one file")
+    check_module_paths([t.name for t in stored], shown(path))
     return build_source(name or shown(path.name), stored, metadata={"file": shown(path), **meta}, sort=sort)
 
 

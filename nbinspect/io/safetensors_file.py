@@ -1,16 +1,14 @@
-"""``.safetensors`` files, read through our own memory map.
+"""``.safetensors`` files.
 
 The header (8-byte length, then JSON: name -> dtype, shape, byte range) is all a listing
-needs, so names, shapes and sizes of a file of any size come without reading its data.
-Values are zero-copy views of a private mmap, created when asked for, and
-``TensorEntry.release()`` drops their pages again (see pages.py).
+needs, so names, shapes and sizes of a file of any size come without reading its data. The
+header is parsed within the limits of ``io/text.py`` (digits, depth, duplicate names); values
+are read with ``pread`` one tensor at a time when asked for (``files.FileHandle``).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import mmap
 import struct
 from functools import partial
 from pathlib import Path
@@ -18,11 +16,12 @@ from typing import Any
 
 import torch
 
-from ..core.limits import MAX_HEADER_BYTES, MAX_TENSORS, shown
+from ..core.limits import MAX_DIMS, MAX_HEADER_BYTES, MAX_TENSORS, check_tensor_name, shown
 from ..core.tree import StoredTensor
 from ..dtypes import dtype_name
 from ..errors import CheckpointError, first_line
-from .pages import page_span
+from .files import FileHandle
+from .text import parse_json
 
 __all__ = ["DTYPES", "read_safetensors"]
 
@@ -34,57 +33,38 @@ DTYPES: dict[str, torch.dtype] = {
 }  # fmt: skip
 
 
-class _Mapped:
-    """One file's private memory map, opened on first use and shared by its tensors."""
+class _Values:
+    """A file's tensor values, read with ``pread`` when asked for (no memory map: a file
+    truncated by another process is a one-line error, never SIGBUS)."""
 
-    def __init__(self, path: Path, data_start: int):
-        self.path = path
+    def __init__(self, handle: FileHandle, data_start: int):
+        self.handle = handle
         self.data_start = data_start
-        self._map: mmap.mmap | None = None
 
-    def _mm(self) -> mmap.mmap:
-        if self._map is None:
-            with open(self.path, "rb") as f:
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-        return self._map
-
-    def tensor(self, begin: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-        count = math.prod(shape)
-        if count == 0:
+    def tensor(self, begin: int, end: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        if end == begin:
             return torch.empty(shape, dtype=dtype)
-        flat = torch.frombuffer(self._mm(), dtype=dtype, count=count, offset=self.data_start + begin)
-        return flat.view(shape)
-
-    def release(self, begin: int, end: int) -> None:
-        span = page_span(self.data_start + begin, self.data_start + end)
-        if self._map is not None and span is not None and hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED, *span)
+        raw = torch.empty(end - begin, dtype=torch.uint8)
+        self.handle.readinto(self.data_start + begin, raw.numpy().data)
+        return raw.view(dtype).view(shape)
 
 
-def _header(path: Path) -> tuple[dict[str, Any], int, int]:
+def _header(handle: FileHandle) -> tuple[dict[str, Any], int, int]:
     """(header dict, data start offset, data length)."""
-    where = shown(path)
-    size = path.stat().st_size
+    where = handle.where
+    size = handle.size
     if size == 0:
         raise CheckpointError(f"{where}: empty file")
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise CheckpointError(f"{where}: not a safetensors file (only {size} bytes)")
-        (length,) = struct.unpack("<Q", head)
-        if length > MAX_HEADER_BYTES:
-            raise CheckpointError(
-                f"{where}: safetensors header of {length:,} bytes is over the limit of {MAX_HEADER_BYTES:,}"
-            )
-        if length > size - 8:
-            raise CheckpointError(f"{where}: truncated safetensors file (header of {length:,} bytes, file {size:,})")
-        raw = f.read(length)
-    try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{where}: corrupt safetensors header ({exc})") from None
-    except RecursionError:  # the C decoder stops at the interpreter's depth limit
-        raise CheckpointError(f"{where}: corrupt safetensors header (JSON nested too deeply)") from None
+    if size < 8:
+        raise CheckpointError(f"{where}: not a safetensors file (only {size} bytes)")
+    (length,) = struct.unpack("<Q", handle.pread(0, 8))
+    if length > MAX_HEADER_BYTES:
+        raise CheckpointError(
+            f"{where}: safetensors header of {length:,} bytes is over the limit of {MAX_HEADER_BYTES:,}"
+        )
+    if length > size - 8:
+        raise CheckpointError(f"{where}: truncated safetensors file (header of {length:,} bytes, file {size:,})")
+    header = parse_json(handle.pread(8, length), where, "safetensors header")
     if not isinstance(header, dict):
         raise CheckpointError(f"{where}: corrupt safetensors header (not a JSON object)")
     count = len(header) - ("__metadata__" in header)
@@ -95,14 +75,20 @@ def _header(path: Path) -> tuple[dict[str, Any], int, int]:
 
 def _dims(shape: Any) -> tuple[int, ...]:
     # bool is an int in Python, and a float like 2.0 would pass int(): neither is a dimension
-    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_DIMS
+        or not all(type(d) is int and 0 <= d < 2**63 for d in shape)
+    ):
         raise ValueError(f"shape {shape!r} is not a list of non-negative integers")
     return tuple(shape)
 
 
 def _entry(path: Path, name: str, info: Any, data_len: int) -> tuple[torch.dtype, tuple[int, ...], int, int]:
     def bad(what: str) -> CheckpointError:  # built only on failure: a header may list a million entries
-        return CheckpointError(f"{shown(path)}: tensor {name!r}: {what}")
+        return CheckpointError(f"{shown(path)}: tensor {shown(name)!r}: {what}")
+
+    check_tensor_name(name, shown(path))
 
     try:
         if not isinstance(info, dict):
@@ -116,12 +102,13 @@ def _entry(path: Path, name: str, info: Any, data_len: int) -> tuple[torch.dtype
     except (KeyError, TypeError, ValueError) as exc:
         raise bad(f"bad header entry ({type(exc).__name__}: {first_line(exc)})") from None
     if end - begin != math.prod(shape) * dtype.itemsize or begin < 0:
-        raise bad(f"byte range {begin}..{end} does not hold {list(shape)} {info['dtype']}")
+        raise bad(f"byte range {begin}..{end} does not hold {list(shape)} {shown(str(info['dtype']), 20)}")
     if begin % dtype.itemsize:
         raise bad(f"data offset {begin} is not aligned to its {dtype.itemsize}-byte elements")
     if end > data_len:
         raise CheckpointError(
-            f"{shown(path)}: truncated: tensor {name!r} ends at byte {end:,} of the data, file holds {data_len:,}"
+            f"{shown(path)}: truncated: tensor {shown(name)!r} ends at byte {end:,} of the data, "
+            f"file holds {data_len:,}"
         )
     return dtype, shape, begin, end
 
@@ -133,7 +120,7 @@ def _check_no_overlap(path: Path, ranges: list[tuple[int, int, str]]) -> None:
     for begin, end, name in sorted(r for r in ranges if r[1] > r[0]):
         if begin < last_end:
             raise CheckpointError(
-                f"{shown(path)}: tensor {name!r} (bytes {begin}..{end}) overlaps tensor {last_name!r}; "
+                f"{shown(path)}: tensor {shown(name)!r} (bytes {begin}..{end}) overlaps tensor {shown(last_name)!r}; "
                 "a safetensors file gives each tensor its own bytes"
             )
         last_end, last_name = end, name
@@ -147,15 +134,16 @@ def _metadata(path: Path, metadata: Any) -> dict[str, str]:
     bad = next((k for k, v in metadata.items() if not isinstance(v, str)), None)
     if bad is not None:
         kind = type(metadata[bad]).__name__
-        raise CheckpointError(f"{shown(path)}: __metadata__ entry {bad!r} is a {kind}, not a string")
+        raise CheckpointError(f"{shown(path)}: __metadata__ entry {shown(bad)!r} is a {kind}, not a string")
     return metadata
 
 
-def read_safetensors(path: Path) -> tuple[list[StoredTensor], dict[str, Any]]:
+def read_safetensors(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, Any]]:
     """The tensors of a safetensors file (values lazy) and its ``__metadata__``."""
-    header, data_start, data_len = _header(path)
+    path = handle.path
+    header, data_start, data_len = _header(handle)
     metadata = _metadata(path, header.pop("__metadata__", None))
-    mapped = _Mapped(path, data_start)
+    values = _Values(handle, data_start)
     stored = []
     ranges = []
     file_key = str(path)
@@ -169,8 +157,7 @@ def read_safetensors(path: Path) -> tuple[list[StoredTensor], dict[str, Any]]:
                 dtype=dtype_name(dtype),
                 nbytes=end - begin,
                 storage_key=("file", file_key, begin) if end > begin else ("file", file_key, name),
-                tensor=partial(mapped.tensor, begin, shape, dtype),
-                release_hook=partial(mapped.release, begin, end),
+                tensor=partial(values.tensor, begin, end, shape, dtype),
             )
         )
     _check_no_overlap(path, ranges)

@@ -16,11 +16,11 @@ import torch
 from torch import nn
 
 from ..backends.torch.source import compact, from_module, quantization_bytes, storage_key, stored_numel
-from ..core.limits import MAX_DEPTH, MAX_METADATA_ITEMS, MAX_TENSORS
+from ..core.limits import MAX_DEPTH, MAX_EXPANDED_ITEMS, MAX_METADATA_ITEMS, MAX_TENSORS, shown
 from ..core.source import ModelSource
 from ..core.tree import PACKED_KEY, StoredTensor, build_source
 from ..dtypes import dtype_name
-from ..errors import CheckpointError
+from ..errors import CheckpointError, UnsupportedTensorError
 
 __all__ = [
     "CONFIG_KEYS",
@@ -74,15 +74,53 @@ def _contents(value: Any) -> tuple[int, int, str]:
     return tensors, sum(storages.values()), cut
 
 
+def expanded_size(value: Any, cap: int = MAX_EXPANDED_ITEMS) -> int:
+    """Items of `value` once every shared reference is expanded (what a JSON dump or a
+    recursive walk would visit), by dynamic programming over object ids: a list shared at
+    each of 28 levels costs 28 steps to find 2**28 items. Stops counting past `cap`; a
+    container inside itself counts as over `cap`."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        if not isinstance(item, (Mapping, list, tuple, set)) or (not done and id(item) in sizes):
+            continue
+        children = list(item.values()) if isinstance(item, Mapping) else list(item)
+        if not done:
+            if id(item) in active:
+                return cap + 1  # a cycle: endless when walked
+            active.add(id(item))
+            stack.append((item, True))
+            stack.extend((c, False) for c in children if isinstance(c, (Mapping, list, tuple, set)))
+            continue
+        active.discard(id(item))
+        total = 1 + sum(sizes.get(id(c), 0) if isinstance(c, (Mapping, list, tuple, set)) else 1 for c in children)
+        sizes[id(item)] = min(total, cap + 1)
+        if len(sizes) > cap:
+            return cap + 1
+    return sizes.get(id(value), 1)
+
+
 def _plain(value: Any, depth: int = 0) -> bool:
-    """JSON-like data (a config), nested at most 32 deep: a file cannot make this recurse without end."""
-    if depth > 32:
+    """JSON-like data (a config) at most 32 deep and MAX_EXPANDED_ITEMS items when shared
+    references are expanded: a file cannot make this, or anything printing it, run long."""
+    if expanded_size(value) > MAX_EXPANDED_ITEMS:
         return False
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return all(_plain(v, depth + 1) for v in value)
-    return isinstance(value, (bool, int, float, str)) or value is None
+    stack = [(value, depth)]
+    while stack:
+        item, d = stack.pop()
+        if d > 32:
+            return False
+        if isinstance(item, Mapping):
+            if not all(isinstance(k, str) for k in item):
+                return False
+            stack.extend((v, d + 1) for v in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, d + 1) for v in item)
+        elif not (isinstance(item, (bool, int, float, str)) or item is None):
+            return False
+    return True
 
 
 def _is_config(key: Any, value: Any) -> bool:
@@ -96,7 +134,7 @@ def describe(value: Any, key: Any = None) -> Any:
         return dict(value)
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.layout == torch.strided:
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.layout == torch.strided and not value.is_meta:
         return value.item()
     if isinstance(value, Mapping) and "param_groups" in value and "state" in value:
         n, nbytes, cut = _contents(value["state"])
@@ -172,10 +210,16 @@ def _flatten(weights: Mapping, origin: str, meta: dict[str, Any]) -> dict[str, t
         for k, v in mapping.items():
             name = f"{prefix}{k}"
             if isinstance(v, torch.Tensor):
+                if name in out:
+                    raise CheckpointError(
+                        f"{origin}: two tensors are named {shown(name)!r} (a dotted key and a nested dict); refused"
+                    )
                 out[name] = v
                 if len(out) > MAX_TENSORS:
                     raise CheckpointError(f"{origin}: more than {MAX_TENSORS:,} tensors, over the limit")
             elif (pair := unpacked(name, v)) is not None:
+                if any(p in out for p in pair):
+                    raise CheckpointError(f"{origin}: two tensors are named {shown(name)!r}; refused")
                 out.update(pair)
                 if len(out) > MAX_TENSORS:
                     raise CheckpointError(f"{origin}: more than {MAX_TENSORS:,} tensors, over the limit")
@@ -191,6 +235,43 @@ def _flatten(weights: Mapping, origin: str, meta: dict[str, Any]) -> dict[str, t
                 meta[name] = describe(v)
         stack.extend(reversed(items))  # depth first, in the file's order
     return out
+
+
+def _from_record(name: str, t: torch.Tensor, record: Any, origin: str) -> StoredTensor:
+    """A file's tensor known by its record (io/torch_file.py): `t` is a meta tensor with its
+    shape and strides; values are read from the file when asked for."""
+    from .torch_file import NoValues
+
+    if isinstance(record, NoValues):
+
+        def refuse() -> Any:
+            raise UnsupportedTensorError(
+                f"{origin}: tensor {shown(name)!r} is a {record.kind} tensor; "
+                "nbinspect lists it but does not read its values"
+            )
+
+        return StoredTensor(name, tuple(t.shape), dtype_name(t.dtype), 0, ("id", id(t)), refuse, numel=0)
+    view = compact(t)
+    numel = view.numel()
+    dims = tuple(sorted((n, s) for n, s in zip(record.shape, record.stride) if n > 1))
+    key = ("file", origin, record.storage.key, record.offset, dims, t.dtype) if numel else ("id", id(t))
+    narrow = [(0 if s == 0 else None) for s in record.stride]
+
+    def load() -> torch.Tensor:
+        values = record.values()
+        if any(n is not None for n in narrow):
+            values = values[tuple(slice(0, 1) if n == 0 else slice(None) for n in narrow)]
+        return values
+
+    return StoredTensor(
+        name=name,
+        shape=tuple(t.shape),
+        dtype=dtype_name(t.dtype),
+        nbytes=numel * t.element_size(),
+        storage_key=key,
+        tensor=load,
+        numel=numel,
+    )
 
 
 def _stored(name: str, t: torch.Tensor, release: Callable[[torch.Tensor], None] | None, stored: bool) -> StoredTensor:
@@ -218,6 +299,7 @@ def stored_tensors(
     release: Callable[[torch.Tensor], None] | None = None,
     *,
     stored: bool = False,
+    records: Mapping[int, tuple[torch.Tensor, Any]] | None = None,
 ) -> list[StoredTensor]:
     """The tensors of a (possibly nested) state_dict; non-tensor entries go to `meta`.
     `release(tensor)`, if given, drops a memory-mapped tensor's pages after use; `stored`
@@ -225,6 +307,11 @@ def stored_tensors(
     tensors = _flatten(weights, origin, meta)
     if not tensors:
         raise CheckpointError(f"{origin}: no tensors found; top-level keys: {sorted(map(str, weights))[:20]}")
+    if records is not None:
+        return [
+            _from_record(n, t, records[id(t)][1], origin) if id(t) in records else _stored(n, t, release, stored)
+            for n, t in tensors.items()
+        ]
     return [_stored(n, t, release, stored) for n, t in tensors.items()]
 
 

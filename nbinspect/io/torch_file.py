@@ -1,77 +1,619 @@
-"""``torch.save`` files (.pt, .pth, .bin, .ckpt): loaded safely and memory-mapped.
+"""``torch.save`` files (.pt, .pth, .bin, .ckpt) read without ``torch.load``.
 
-``weights_only=True`` lets the unpickler build tensors and plain containers only, so nothing
-in the file runs; a pickle that needs more is refused with an error naming what it wanted,
-unless the caller trusts the file. Zip-format files are memory-mapped (``mmap=True``): only
-the pages a loop touches are read, and ``drop_tensor_pages`` gives them back.
+The zip is read from its central directory (members counted, names and sizes checked,
+``data.pkl`` decompressed as a stream with a cap, storages must be stored uncompressed and
+hold exactly the bytes their pickle claims). ``data.pkl`` goes through the one restricted
+unpickler (``unpickle.py``) with the exact globals below, each mapped to a handler that
+checks its arguments: a tensor becomes a meta tensor (shape, strides, dtype, no memory)
+plus a :class:`Record` of where its bytes are in the file, proven to lie inside its
+storage. Values are read later with ``pread`` (``FileHandle``), one tensor at a time. Legacy
+tensor constructors (``torch.FloatTensor(4096)``, uninitialised memory), wrapper subclasses
+and anything else are refused. ``trust=True`` hands the file to ``torch.load`` instead.
 """
 
 from __future__ import annotations
 
-import pickle
-import pickletools
-import re
+import math
+import struct
 import warnings
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..core.limits import shown
+from ..core.limits import MAX_DIMS, MAX_PICKLE_BYTES, MAX_TENSOR_ELEMENTS, MAX_ZIP_MEMBERS, shown
 from ..errors import CheckpointError, UnsafeCheckpointError, first_line
+from .files import FileHandle
+from .unpickle import Handler, StateDict, unpickle
 
-__all__ = ["ZIP_MAGIC", "load_torch_file"]
+__all__ = ["ZIP_MAGIC", "NoValues", "Record", "TorchFile", "load_torch_file", "tensor_table", "zip_members"]
 
 ZIP_MAGIC = b"PK\x03\x04"
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")
+_MAX_NUMEL = MAX_TENSOR_ELEMENTS
 
 
-def _refusal(path: Path, what: str) -> UnsafeCheckpointError:
-    return UnsafeCheckpointError(
-        f"{shown(path)}: refused to unpickle: the file {what}, and loading it would run code from the file. "
-        "Nothing was run. If you trust this file, pass trust=True (--trust on the command line)"
+@dataclass(frozen=True)
+class Storage:
+    """A storage's bytes in the file: ``[offset, offset + nbytes)`` of `handle`."""
+
+    handle: FileHandle
+    key: str
+    offset: int
+    nbytes: int
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True)
+class Record:
+    """Where a tensor's elements are: a view (offset, strides in elements) of a storage."""
+
+    storage: Storage
+    offset: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+
+    def extent(self) -> int:
+        """Elements of the storage from `offset` the view can reach."""
+        if math.prod(self.shape) == 0:
+            return 0
+        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.stride))
+
+    def values(self) -> torch.Tensor:
+        """The tensor, read with pread into fresh memory (never more than the storage holds)."""
+        n = self.extent()
+        if n == 0:
+            return torch.empty(self.shape, dtype=self.dtype)
+        item = self.dtype.itemsize
+        raw = torch.empty(n * item, dtype=torch.uint8)
+        self.storage.handle.readinto(self.storage.offset + self.offset * item, raw.numpy().data)
+        return raw.view(self.dtype).as_strided(self.shape, self.stride)
+
+
+@dataclass(frozen=True)
+class NoValues:
+    """A tensor nbinspect lists but does not read (meta, sparse, nested): `kind` says which."""
+
+    kind: str
+
+
+# --- checks --------------------------------------------------------------------------------
+
+
+def _int(x: Any, what: str) -> int:
+    if type(x) is not int or not 0 <= x < 2**63:
+        raise ValueError(f"{what} {x!r:.40} is not a non-negative 64-bit integer")
+    return x
+
+
+def _dims(size: Any, what: str = "size") -> tuple[int, ...]:
+    if not isinstance(size, tuple | list) or len(size) > MAX_DIMS:
+        raise ValueError(f"{what} is not a tuple of at most {MAX_DIMS} integers")
+    return tuple(_int(d, what) for d in size)
+
+
+def _shape_stride(size: Any, stride: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    shape, strides = _dims(size), _dims(stride, "stride")
+    if len(shape) != len(strides):
+        raise ValueError("size and stride differ in length")
+    if math.prod(shape) > _MAX_NUMEL:
+        raise ValueError(f"a shape of {math.prod(shape):.3g} elements, over the limit of 2**50")
+    return shape, strides
+
+
+def _plain(state: Any, depth: int = 0) -> bool:
+    if depth > 16:
+        return False
+    if isinstance(state, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in state.items())
+    if isinstance(state, list | tuple):
+        return all(_plain(v, depth + 1) for v in state)
+    return state is None or isinstance(state, bool | int | float | str | bytes)
+
+
+class TorchFile:
+    """The handlers of one file, and the records of the tensors its pickle built."""
+
+    def __init__(self, handle: FileHandle, storages: dict[str, tuple[int, int]], where: str):
+        self.handle = handle
+        self.where = where
+        self.storages = storages  # key -> (offset in file, nbytes)
+        self.records: dict[int, tuple[torch.Tensor, Record | NoValues]] = {}
+        self.opened: dict[str, Storage] = {}
+
+    # persistent ids: ('storage', storage type, key, location, numel[, view metadata])
+    def persistent_load(self, pid: Any) -> Storage:
+        if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage"):
+            raise ValueError("a persistent id that is not a storage")
+        kind, key, location, numel = pid[1:5]
+        if len(pid) == 6 and pid[5] is not None:
+            raise ValueError("a legacy storage view, not supported")
+        if not isinstance(kind, _StorageType) or not isinstance(key, str) or not isinstance(location, str):
+            raise ValueError("a malformed storage id")
+        numel = _int(numel, "storage size")
+        if key not in self.storages:
+            raise ValueError(f"storage {key[:30]!r} is not in the file")
+        offset, nbytes = self.storages[key]
+        if numel * kind.dtype.itemsize != nbytes and not (kind.dtype == torch.uint8 and numel == nbytes):
+            raise ValueError(f"storage {key[:30]!r} claims {numel:,} elements, the file holds {nbytes:,} bytes")
+        found = self.opened.get(key)
+        if found is None:
+            found = self.opened[key] = Storage(self.handle, key, offset, nbytes, kind.dtype)
+        return found
+
+    def _tensor(self, storage: Any, offset: Any, size: Any, stride: Any, dtype: torch.dtype | None = None) -> Any:
+        if not isinstance(storage, Storage):
+            raise ValueError("a tensor without a storage")
+        dtype = dtype or storage.dtype
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError("a tensor without a dtype")
+        quantized = dtype in _QUANTIZED
+        if quantized and _QUANTIZED[dtype] is None:
+            raise ValueError(f"{dtype} tensors are not supported")
+        dtype = _QUANTIZED.get(dtype) or dtype  # quantized: the integers, scales come from _rebuild_qtensor
+        shape, strides = _shape_stride(size, stride)
+        record = Record(storage, _int(offset, "storage offset"), shape, strides, dtype)
+        if (record.offset + record.extent()) * dtype.itemsize > storage.nbytes and record.extent() > 0:
+            raise ValueError(
+                f"a tensor {list(shape)} at offset {record.offset:,} reaches past its storage "
+                f"of {storage.nbytes:,} bytes"
+            )
+        if math.prod(shape) == 1 and not quantized:  # a scalar (a step counter): read now, 1 element
+            return record.values()
+        return self._register(torch.empty_strided(shape, strides, dtype=dtype, device="meta"), record)
+
+    def _register(self, tensor: torch.Tensor, record: Record | NoValues) -> torch.Tensor:
+        self.records[id(tensor)] = (tensor, record)
+        return tensor
+
+    def rebuild_v2(self, storage, offset, size, stride, requires_grad=False, hooks=None, metadata=None):
+        _no_hooks(hooks)
+        return self._tensor(storage, offset, size, stride)
+
+    def rebuild_v3(self, storage, offset, size, stride, requires_grad, hooks, dtype, metadata=None):
+        _no_hooks(hooks)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError("a tensor without a dtype")
+        return self._tensor(storage, offset, size, stride, dtype)
+
+    def rebuild_legacy(self, storage, offset, size, stride):
+        return self._tensor(storage, offset, size, stride)
+
+    def parameter(self, data, requires_grad=True, hooks=None, state=None):
+        _no_hooks(hooks)
+        if not isinstance(data, torch.Tensor) or id(data) not in self.records:
+            raise ValueError("a Parameter of something that is not a tensor")
+        if state is not None and not _plain(state):
+            raise ValueError("a Parameter with state that is not plain data")
+        return data
+
+    def meta(self, dtype, size, stride, requires_grad=False):
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError("a meta tensor without a dtype")
+        shape, strides = _shape_stride(size, stride)
+        return self._register(torch.empty_strided(shape, strides, dtype=dtype, device="meta"), NoValues("meta"))
+
+    def no_values(self, kind: str, size: Any, dtype: Any) -> torch.Tensor:
+        shape, _ = _shape_stride(size, [0] * len(size) if isinstance(size, tuple | list) else size)
+        dtype = dtype if isinstance(dtype, torch.dtype) else torch.float32
+        return self._register(torch.empty(shape, dtype=dtype, device="meta"), NoValues(kind))
+
+    def sparse(self, layout, data):
+        if not isinstance(data, tuple) or len(data) < 3:
+            raise ValueError("a sparse tensor without indices, values and size")
+        values = data[1]
+        dtype = values.dtype if isinstance(values, torch.Tensor) else None
+        return self.no_values(f"sparse ({layout})", data[2], dtype)
+
+    def nested(self, buffer, sizes, strides, offsets):
+        dtype = buffer.dtype if isinstance(buffer, torch.Tensor) else None
+        n = _dims(sizes.shape if isinstance(sizes, torch.Tensor) else (), "sizes")
+        return self.no_values("nested", (n[0],) if n else (0,), dtype)
+
+    def qtensor(self, storage, offset, size, stride, qparams, requires_grad=False, hooks=None):
+        """A quantized tensor: read now (its scales and zero points are part of the tensor)."""
+        _no_hooks(hooks)
+        base = self._tensor(storage, offset, size, stride)
+        if not isinstance(qparams, tuple) or not qparams or not isinstance(qparams[0], _QScheme):
+            raise ValueError("malformed quantizer parameters")
+        values = self.values_of(base)
+        scheme = qparams[0].name
+        if scheme in ("per_tensor_affine", "per_tensor_symmetric") and len(qparams) == 3:
+            scale, zero = qparams[1], qparams[2]
+            if not isinstance(scale, float) or type(zero) is not int:
+                raise ValueError("malformed quantizer parameters")
+            q = torch._make_per_tensor_quantized_tensor(values, scale, zero)
+        elif (
+            scheme in ("per_channel_affine", "per_channel_symmetric", "per_channel_affine_float_qparams")
+            and len(qparams) == 4
+        ):
+            scales, zeros, axis = self.values_of(qparams[1]), self.values_of(qparams[2]), _int(qparams[3], "axis")
+            if axis >= max(values.dim(), 1) or scales.numel() != values.shape[axis] or zeros.numel() != scales.numel():
+                raise ValueError("per-channel scales do not match the tensor")
+            q = torch._make_per_channel_quantized_tensor(values, scales, zeros, axis)
+        else:
+            raise ValueError(f"quantization scheme {scheme!r} not supported")
+        return q
+
+    def values_of(self, tensor: Any) -> torch.Tensor:
+        entry = self.records.get(id(tensor)) if isinstance(tensor, torch.Tensor) else None
+        if entry is None or not isinstance(entry[1], Record):
+            raise ValueError("expected a stored tensor")
+        return entry[1].values()
+
+    def from_type(self, func, new_type, args, state):
+        if not isinstance(func, Handler) or func.reduce is None or not isinstance(args, tuple):
+            raise ValueError("_rebuild_from_type_v2 of something that is not a tensor rebuild")
+        if new_type not in (_TENSOR, _PARAMETER):
+            raise ValueError("a tensor subclass, which would need its code (pass trust=True)")
+        if state is not None and not _plain(state):
+            raise ValueError("tensor attributes that are not plain data")
+        return func.reduce(*args)
+
+    def device_from_cpu(self, data, dtype, device, requires_grad=False):
+        if not isinstance(data, torch.Tensor) or id(data) not in self.records:
+            raise ValueError("a device tensor without CPU data")
+        return data
+
+
+_QUANTIZED: dict[torch.dtype, torch.dtype | None] = {
+    torch.qint8: torch.int8,
+    torch.quint8: torch.uint8,
+    torch.qint32: torch.int32,
+    torch.quint4x2: None,
+    torch.quint2x4: None,
+}
+
+
+class _StorageType:
+    def __init__(self, dtype: torch.dtype):
+        self.dtype = dtype
+
+
+class _QScheme:
+    def __init__(self, name: str):
+        self.name = name
+
+
+class _Marker:
+    def __init__(self, name: str):
+        self.name = name
+
+
+_TENSOR, _PARAMETER = _Marker("torch.Tensor"), _Marker("torch.nn.parameter.Parameter")
+
+
+def _no_hooks(hooks: Any) -> None:
+    if hooks is not None and not (isinstance(hooks, dict) and not hooks):
+        raise ValueError("backward hooks in a file, which would be code")
+
+
+def _bytearray(data: Any = b"") -> bytearray:
+    if not isinstance(data, bytes):  # bytearray(10**9) would allocate from a claim
+        raise ValueError("bytearray of something other than bytes")
+    return bytearray(data)
+
+
+def _encode(text: Any, encoding: Any = "latin1") -> bytes:
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise ValueError("_codecs.encode other than a latin1 string")
+    return text.encode("latin-1")
+
+
+def _set(items: Any = ()) -> set:
+    if not isinstance(items, list | tuple):
+        raise ValueError("set of something other than a list")
+    return {i for i in items if hash(i) is not None}
+
+
+def _complex(real: Any = 0.0, imag: Any = 0.0) -> complex:
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (real, imag)):
+        raise ValueError("complex of something other than two numbers")
+    return complex(real, imag)
+
+
+def _size(dims: Any = ()) -> tuple[int, ...]:
+    return _dims(dims)
+
+
+def _device(kind: Any, index: Any = None) -> str:
+    if not isinstance(kind, str) or len(kind) > 64 or not (index is None or type(index) is int):
+        raise ValueError("a malformed device")
+    return kind if index is None else f"{kind}:{index}"
+
+
+def _layout(name: Any) -> str:
+    if not isinstance(name, str) or len(name) > 64:
+        raise ValueError("a malformed layout")
+    return name
+
+
+def _ordered_dict(items: Any = None) -> StateDict:
+    out = StateDict()
+    if items is not None:
+        if not isinstance(items, list):
+            raise ValueError("OrderedDict of something other than a list of pairs")
+        for pair in items:
+            if not (isinstance(pair, tuple | list) and len(pair) == 2):
+                raise ValueError("OrderedDict of something other than a list of pairs")
+            out[pair[0]] = pair[1]
+    return out
+
+
+_STORAGE_DTYPES = {
+    "Float": torch.float32, "Double": torch.float64, "Half": torch.float16, "BFloat16": torch.bfloat16,
+    "Long": torch.int64, "Int": torch.int32, "Short": torch.int16, "Char": torch.int8, "Byte": torch.uint8,
+    "Bool": torch.bool, "ComplexFloat": torch.complex64, "ComplexDouble": torch.complex128,
+    "QInt8": torch.qint8, "QUInt8": torch.quint8, "QInt32": torch.qint32, "QUInt4x2": torch.quint4x2,
+    "QUInt2x4": torch.quint2x4,
+}  # fmt: skip
+_QSCHEMES = (
+    "per_tensor_affine",
+    "per_tensor_symmetric",
+    "per_channel_affine",
+    "per_channel_symmetric",
+    "per_channel_affine_float_qparams",
+)
+
+
+def _data_table() -> dict[tuple[str, str], Any]:
+    """The globals that are data, the same for every file: dtypes, storage types, qschemes,
+    and the plain-data callables."""
+    table: dict[tuple[str, str], Any] = {}
+    for name in dir(torch):
+        value = getattr(torch, name, None)
+        if isinstance(value, torch.dtype):
+            table[("torch", name)] = value
+    for name, dtype in _STORAGE_DTYPES.items():
+        table[("torch", f"{name}Storage")] = _StorageType(dtype)
+        table[("torch.cuda", f"{name}Storage")] = _StorageType(dtype)
+    table[("torch", "UntypedStorage")] = _StorageType(torch.uint8)
+    table[("torch.storage", "UntypedStorage")] = _StorageType(torch.uint8)
+    for scheme in _QSCHEMES:
+        table[("torch", scheme)] = _QScheme(scheme)
+    table[("torch", "Tensor")] = _TENSOR
+    table[("torch._tensor", "Tensor")] = _TENSOR
+    table.update(
+        {
+            ("collections", "OrderedDict"): Handler("OrderedDict", reduce=_ordered_dict, newobj=_ordered_dict),
+            ("builtins", "set"): Handler("set", reduce=_set),
+            ("builtins", "complex"): Handler("complex", reduce=_complex),
+            ("builtins", "bytearray"): Handler("bytearray", reduce=_bytearray),
+            ("_codecs", "encode"): Handler("_codecs.encode", reduce=_encode),
+            ("torch", "Size"): Handler("torch.Size", reduce=_size),
+            ("torch", "device"): Handler("torch.device", reduce=_device),
+            ("torch.serialization", "_get_layout"): Handler("_get_layout", reduce=_layout),
+        }
     )
+    return table
 
 
-def _imports(path: Path) -> str | None:
-    """The first ``module.name`` a plain pickle imports when loaded, read from its opcodes
-    without running anything (pickletools only decodes); None if it imports nothing."""
-    strings: list[str] = []
+_DATA = _data_table()
+
+
+def tensor_table(ctx: TorchFile) -> dict[tuple[str, str], Any]:
+    """The exact globals a torch file may name, bound to `ctx` (see docs/security.md)."""
+    u = "torch._utils"
+    table = dict(_DATA)
+    table.update(
+        {
+            (u, "_rebuild_tensor_v2"): Handler("_rebuild_tensor_v2", reduce=ctx.rebuild_v2),
+            (u, "_rebuild_tensor_v3"): Handler("_rebuild_tensor_v3", reduce=ctx.rebuild_v3),
+            (u, "_rebuild_tensor"): Handler("_rebuild_tensor", reduce=ctx.rebuild_legacy),
+            (u, "_rebuild_parameter"): Handler("_rebuild_parameter", reduce=ctx.parameter),
+            (u, "_rebuild_parameter_with_state"): Handler("_rebuild_parameter_with_state", reduce=ctx.parameter),
+            (u, "_rebuild_qtensor"): Handler("_rebuild_qtensor", reduce=ctx.qtensor),
+            (u, "_rebuild_meta_tensor_no_storage"): Handler("_rebuild_meta_tensor_no_storage", reduce=ctx.meta),
+            (u, "_rebuild_sparse_tensor"): Handler("_rebuild_sparse_tensor", reduce=ctx.sparse),
+            (u, "_rebuild_nested_tensor"): Handler("_rebuild_nested_tensor", reduce=ctx.nested),
+            (u, "_rebuild_device_tensor_from_cpu_tensor"): Handler("_rebuild_device", reduce=ctx.device_from_cpu),
+            ("torch._tensor", "_rebuild_from_type_v2"): Handler("_rebuild_from_type_v2", reduce=ctx.from_type),
+            ("torch.nn.parameter", "Parameter"): Handler("Parameter", newobj=ctx.parameter, reduce=ctx.parameter),
+        }
+    )
+    return table
+
+
+# --- zip -----------------------------------------------------------------------------------
+
+
+def zip_members(handle: FileHandle) -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]]:
+    """The zip's central directory, checked: member count, names, no duplicates."""
+    where = handle.where
     try:
-        with open(path, "rb") as f:
-            for op, arg, _ in pickletools.genops(f):
-                if op.name == "GLOBAL":
-                    return str(arg).replace(" ", ".")
-                if op.name == "STACK_GLOBAL" and len(strings) >= 2:
-                    return f"{strings[-2]}.{strings[-1]}"
-                if isinstance(arg, str):
-                    strings.append(arg)
-    except Exception:  # damaged or truncated: whatever was found so far is the answer
-        return None
-    return None
+        fp = handle.fileobj()
+        end = zipfile._EndRecData(fp)  # type: ignore[attr-defined]  # the end record, read before the directory
+        if end is not None and end[zipfile._ECD_ENTRIES_TOTAL] > MAX_ZIP_MEMBERS:  # type: ignore[attr-defined]
+            raise CheckpointError(f"{where}: {end[4]:,} zip members, over the limit of {MAX_ZIP_MEMBERS:,}")
+        zf = zipfile.ZipFile(fp)
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error, NotImplementedError) as exc:
+        raise CheckpointError(
+            f"{where}: cannot read as a torch checkpoint or npz (not a readable zip: {first_line(exc)})"
+        ) from None
+    infos = zf.infolist()
+    if len(infos) > MAX_ZIP_MEMBERS:
+        raise CheckpointError(f"{where}: {len(infos):,} zip members, over the limit of {MAX_ZIP_MEMBERS:,}")
+    names = set()
+    for info in infos:
+        if len(info.filename) > 1024 or info.filename in names:
+            raise CheckpointError(f"{where}: a zip member name is duplicated or over 1,024 characters")
+        names.add(info.filename)
+        if info.flag_bits & 0x61:  # encrypted, compressed patched data, strong encryption
+            raise CheckpointError(f"{where}: zip member {shown(info.filename)!r} is encrypted or patched; refused")
+        if info.header_offset < 0 or info.header_offset + 30 + info.compress_size > handle.size:
+            raise CheckpointError(f"{where}: zip member {shown(info.filename)!r} lies outside the file")
+    return zf, infos
+
+
+def member_data_offset(handle: FileHandle, info: zipfile.ZipInfo) -> int:
+    """Where a member's (stored) bytes start, from its local header, checked against the file."""
+    head = handle.pread(info.header_offset, _LOCAL.size)
+    fields = _LOCAL.unpack(head)
+    if fields[0] != b"PK\x03\x04":
+        raise CheckpointError(f"{handle.where}: zip member {shown(info.filename)!r}: bad local header")
+    start = info.header_offset + _LOCAL.size + fields[-2] + fields[-1]
+    if start + info.compress_size > handle.size:
+        raise CheckpointError(f"{handle.where}: zip member {shown(info.filename)!r} lies outside the file")
+    return start
+
+
+def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, cap: int) -> bytes:
+    """A (small) member read whole: deflate or stored only, at most `cap` bytes decompressed."""
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise CheckpointError(
+            f"{where}: zip member {shown(info.filename)!r} uses compression {info.compress_type}; refused"
+        )
+    if info.file_size > cap:
+        raise CheckpointError(f"{where}: {shown(info.filename)!r} inflates to {info.file_size:,} bytes, over {cap:,}")
+    try:
+        with zf.open(info) as member:  # deflate is decompressed with max_length: bounded
+            data = member.read(cap + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, struct.error) as exc:
+        raise CheckpointError(
+            f"{where}: corrupt torch checkpoint (zip member {shown(info.filename)!r}: {first_line(exc)})"
+        ) from None
+    if len(data) > cap or len(data) != info.file_size:
+        raise CheckpointError(f"{where}: corrupt zip member {shown(info.filename)!r} (size differs from its header)")
+    return data
+
+
+def _read_zip(handle: FileHandle, where: str) -> tuple[Any, TorchFile]:
+    zf, infos = zip_members(handle)
+    pickles = [i for i in infos if i.filename.endswith("data.pkl") and i.filename.count("/") == 1]
+    if len(pickles) != 1:
+        raise CheckpointError(f"{where}: not a torch.save zip (no single <name>/data.pkl)")
+    prefix = pickles[0].filename.removesuffix("data.pkl")
+    storages: dict[str, tuple[int, int]] = {}
+    for info in infos:
+        name = info.filename
+        if name == prefix + "byteorder" and read_member(zf, info, where, 16) not in (b"little", b""):
+            raise CheckpointError(f"{where}: a big-endian torch file; not supported")
+        if not name.startswith(prefix + "data/"):
+            continue
+        key = name.removeprefix(prefix + "data/")
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+            raise CheckpointError(f"{where}: storage {shown(key)!r} is compressed; torch.save never does that")
+        storages[key] = (member_data_offset(handle, info), info.file_size)
+    data = read_member(zf, pickles[0], where, MAX_PICKLE_BYTES)
+    ctx = TorchFile(handle, storages, where)
+    return unpickle(data, where, tensor_table(ctx), ctx.persistent_load), ctx
+
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+
+
+def _read_legacy(handle: FileHandle, where: str) -> tuple[Any, TorchFile]:
+    """The pre-1.6 format: magic, protocol and system pickles, the object, the storage keys,
+    then each storage as an 8-byte element count and its bytes."""
+    from .unpickle import unpickle_stream
+
+    window = handle.pread(0, min(handle.size, MAX_PICKLE_BYTES))
+    pos = 0
+    magic, pos = unpickle_stream(window, pos, where, _DATA)
+    if magic != _LEGACY_MAGIC:
+        raise CheckpointError(f"{where}: not a torch checkpoint (a plain pickle without torch's magic number)")
+    _, pos = unpickle_stream(window, pos, where, _DATA)  # protocol version
+    _, pos = unpickle_stream(window, pos, where, _DATA)  # system info
+    pending: dict[str, tuple[_StorageType, int]] = {}
+    ctx = TorchFile(handle, {}, where)
+
+    def persistent(pid: Any) -> Any:
+        if not (isinstance(pid, tuple) and len(pid) == 6 and pid[0] == "storage" and isinstance(pid[1], _StorageType)):
+            raise ValueError("a persistent id that is not a storage")
+        if pid[5] is not None:
+            raise ValueError("a legacy storage view, not supported")
+        key = pid[2]
+        if not isinstance(key, str):
+            raise ValueError("a malformed storage id")
+        pending.setdefault(key, (pid[1], _int(pid[4], "storage size")))
+        return _Pending(key)
+
+    table = dict(_DATA)
+    placeholders: list[tuple[_Pending, tuple]] = []
+
+    def later(storage, offset, size, stride, *rest):
+        if not isinstance(storage, _Pending):
+            raise ValueError("a tensor without a storage")
+        t = torch.empty(0, device="meta")
+        placeholders.append((storage, (t, offset, size, stride)))
+        return t
+
+    table[("torch._utils", "_rebuild_tensor_v2")] = Handler("_rebuild_tensor_v2", reduce=later)
+    table[("torch._utils", "_rebuild_tensor")] = Handler("_rebuild_tensor", reduce=later)
+    table[("torch._utils", "_rebuild_parameter")] = Handler("_rebuild_parameter", reduce=lambda d, *a: d)
+    obj, pos = unpickle_stream(window, pos, where, table, persistent)
+    keys, pos = unpickle_stream(window, pos, where, _DATA)
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise CheckpointError(f"{where}: corrupt legacy torch file (storage keys)")
+    for key in keys:
+        if key not in pending:
+            raise CheckpointError(f"{where}: corrupt legacy torch file (unknown storage {shown(key)!r})")
+        kind, numel = pending[key]
+        (count,) = struct.unpack("<q", handle.pread(pos, 8))
+        nbytes = count * kind.dtype.itemsize
+        if count != numel or pos + 8 + nbytes > handle.size:
+            raise CheckpointError(f"{where}: corrupt legacy torch file (storage {shown(key)!r} size)")
+        ctx.storages[key] = (pos + 8, nbytes)
+        ctx.persistent_load(("storage", kind, key, "cpu", numel))
+        pos += 8 + nbytes
+    swap: dict[int, torch.Tensor] = {}
+    for pend, (t, offset, size, stride) in placeholders:
+        if pend.key not in ctx.opened:
+            raise CheckpointError(f"{where}: corrupt legacy torch file (storage {shown(pend.key)!r} missing)")
+        swap[id(t)] = ctx._tensor(ctx.opened[pend.key], offset, size, stride)
+    return _replace(obj, swap), ctx
+
+
+class _Pending:
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _replace(obj: Any, swap: dict[int, torch.Tensor]) -> Any:
+    """`obj` with each placeholder tensor swapped for the real record (legacy files)."""
+    stack, seen = [obj], set()
+    if id(obj) in swap:
+        return swap[id(obj)]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if id(v) in swap:
+                    item[k] = swap[id(v)]
+                elif isinstance(v, dict | list):
+                    stack.append(v)
+        elif isinstance(item, list):
+            for i, v in enumerate(item):
+                if id(v) in swap:
+                    item[i] = swap[id(v)]
+                elif isinstance(v, dict | list):
+                    stack.append(v)
+    return obj
+
+
+def read_torch(handle: FileHandle) -> tuple[Any, TorchFile]:
+    """(the unpickled object with meta tensors, the records of its tensors)."""
+    head = handle.pread(0, min(4, handle.size))
+    if head == ZIP_MAGIC:
+        return _read_zip(handle, handle.where)
+    return _read_legacy(handle, handle.where)
 
 
 def load_torch_file(path: Path, *, trust: bool = False) -> tuple[Any, bool]:
-    """(the unpickled object, whether its tensors are memory-mapped)."""
-    with open(path, "rb") as f:
-        mapped = f.read(4) == ZIP_MAGIC  # the legacy (pre-1.6) format cannot be mapped
+    """The whole object of a torch file the caller trusts (``torch.load``, may run its code)."""
+    if not trust:
+        raise UnsafeCheckpointError(f"{shown(path)}: torch.load is used only for trusted files")
     try:
-        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the outcome is what counts
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return torch.load(path, map_location="cpu", weights_only=not trust, mmap=mapped), mapped
-    except pickle.UnpicklingError as exc:
-        # The weights-only unpickler also fails on a corrupt byte stream ("Unsupported
-        # operand"): that is damage, not a request for code.
-        if not trust and "Weights only load failed" in str(exc) and "Unsupported operand" not in str(exc):
-            found = re.search(r"GLOBAL (\S+)", str(exc))
-            raise _refusal(
-                path, f"needs {found.group(1)}" if found else "needs objects outside torch's safe list"
-            ) from None
-        wanted = None if mapped or trust else _imports(path)  # a plain pickle the weights-only reader cannot parse
-        if wanted is not None and not wanted.startswith(("torch.", "collections.OrderedDict")):
-            raise _refusal(path, f"is a plain pickle that imports {wanted}") from None
-        detail = "invalid pickle opcode" if "Unsupported operand" in str(exc) else first_line(exc)
-        raise CheckpointError(f"{shown(path)}: corrupt torch checkpoint ({detail})") from None
-    except RecursionError:
-        raise CheckpointError(f"{shown(path)}: cannot read as a torch checkpoint (nested too deeply)") from None
-    except (RuntimeError, EOFError, ValueError, OSError, KeyError, AttributeError, ImportError) as exc:
+            return torch.load(path, map_location="cpu", weights_only=False), False
+    except Exception as exc:
         raise CheckpointError(f"{shown(path)}: cannot read as a torch checkpoint ({first_line(exc)})") from None

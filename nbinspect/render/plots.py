@@ -20,7 +20,7 @@ import pandas as pd
 from ..schema import STATS
 from .format import format_count
 
-__all__ = ["distribution_figure", "select_rows"]
+__all__ = ["distribution_figure", "figure_png", "select_rows"]
 
 _NAME_WIDTH = 36  # characters of a panel title; longer paths keep their tail
 
@@ -52,6 +52,13 @@ def _shown_subclass(figure: type) -> Any:
             display(Image(self._repr_png_()))
 
     return ShownFigure
+
+
+def figure_png(fig: Any, dpi: int = 72) -> bytes:
+    """`fig` as PNG bytes (for a saved notebook's static view), at `dpi`."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
 
 
 # Figures shown in the running cell (ids), emptied after each cell by an IPython event.

@@ -8,7 +8,15 @@ from typing import Any
 import pandas as pd
 
 from ..schema import UNKNOWN_TYPE
-from .format import format_bytes, format_count, format_percent, format_shape, is_missing, trainable_status
+from .format import (
+    format_bytes,
+    format_count,
+    format_flops,
+    format_percent,
+    format_shape,
+    is_missing,
+    trainable_status,
+)
 
 __all__ = ["health_block", "layer_tree", "summary", "table"]
 
@@ -99,6 +107,13 @@ def _summary_block(totals: Mapping[str, int]) -> str:
         ("Buffers", format_count(totals["buffer_numel"]), format_bytes(totals["buffer_bytes"])),
         ("Modules", format_count(totals["num_modules"]), ""),
     ]
+    flops = totals.get("flops")
+    if flops is not None:  # after a traced forward pass
+        lines.append(("FLOPs (forward)", format_flops(flops), "a multiply-add is 2"))
+    if totals.get("backward_flops") is not None:
+        lines.append(("FLOPs (backward)", format_flops(totals["backward_flops"]), ""))
+    if totals.get("activation_bytes") is not None:
+        lines.append(("Activations", "", f"{format_bytes(totals['activation_bytes'])} saved for backward"))
     return table(["Summary", "", ""], lines, [False, True, False])
 
 

@@ -7,7 +7,9 @@ turns them into the synced ``payload``; the front-end is one bundled ES module b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+import uuid
+from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
@@ -16,8 +18,9 @@ import traitlets
 from anywidget.experimental import command
 
 from .payload import histogram
+from .saved import offline_view, widget_placeholder
 
-__all__ = ["InspectWidget", "bundle_source"]
+__all__ = ["InspectWidget", "bundle_source", "in_kernel"]
 
 _BUNDLE = "widget.js"
 
@@ -33,6 +36,16 @@ def bundle_source() -> str:
     return path.read_text(encoding="utf-8")
 
 
+def in_kernel() -> bool:
+    """Whether IPython runs in a kernel (a notebook front-end shows the outputs)."""
+    if "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 class InspectWidget(anywidget.AnyWidget):
     """The module tree of one inspection. ``selected`` holds the dotted path of the row the
     user selected (a module, '' for the root, or a parameter/buffer), None for none; setting
@@ -42,11 +55,61 @@ class InspectWidget(anywidget.AnyWidget):
     payload = traitlets.Dict().tag(sync=True)
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
-    def __init__(self, payload: Mapping[str, Any], views: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        payload: Mapping[str, Any],
+        views: Any = None,
+        saved: Callable[[], tuple[str, bytes | None]] | None = None,
+        **kwargs: Any,
+    ):
         """`payload`: :func:`~nbinspect.render.payload.build_payload`'s; `views`: what it was
-        built with (``analyze.views.view_data``), for the full histograms asked for later."""
+        built with (``analyze.views.view_data``), for the full histograms asked for later;
+        `saved`: the text summary (and an optional PNG) a saved notebook shows without the
+        widget, asked for when the widget is displayed."""
         self._views = views
+        self._saved = saved
+        self._saved_ids: list[str] = []
         super().__init__(_esm=bundle_source(), payload=dict(payload), **kwargs)
+
+    def saved_bundle(self, key: str | None = None) -> dict[str, str]:
+        """The output a notebook keeps beside the widget's: the offline view of the payload and
+        the static summary as text/html (:func:`~nbinspect.render.saved.offline_view`), the
+        summary as text/plain."""
+        text, image = self._saved() if self._saved is not None else (repr(self), None)
+        name = self.payload.get("model", {}).get("name", "")
+        key = key or f"nbinspect-{uuid.uuid4().hex}"
+        return {
+            "text/html": offline_view(key, self.payload, bundle_source(), text, image, alt=name),
+            "text/plain": text,
+        }
+
+    def _ipython_display_(self) -> None:
+        """Two outputs in a notebook: the live widget and the saved view (read where the
+        widget cannot render: GitHub, nbconvert/nbviewer, a notebook reopened without its
+        kernel); a style in the second shows one of them. A terminal gets the text."""
+        from IPython.display import display
+
+        if not in_kernel():  # a terminal, or a shell without a front-end: the one bundle
+            data, _ = self._repr_mimebundle_()  # type: ignore[misc]  # anywidget returns (data, metadata)
+            display({**data, "text/plain": self._saved()[0] if self._saved else repr(self)}, raw=True)
+            return
+        # the widget first: the saved view's script, run when its output is inserted, finds
+        # the widget's output beside it and draws nothing while the live widget renders
+        data, _ = self._repr_mimebundle_()  # type: ignore[misc]  # anywidget returns (data, metadata)
+        name = self.payload.get("model", {}).get("name", "")
+        display({**data, "text/plain": widget_placeholder(name)}, raw=True)
+        key = f"nbinspect-{uuid.uuid4().hex}"
+        self._saved_ids.append(key)
+        display(self.saved_bundle(key), raw=True, display_id=key)
+
+    def _update_saved(self) -> None:
+        """Rewrite the saved outputs of every display of this widget (after the payload changed)."""
+        if not self._saved_ids:
+            return
+        from IPython.display import update_display
+
+        for key in self._saved_ids:
+            update_display(self.saved_bundle(key), raw=True, display_id=key)
 
     @command
     def _histogram(self, msg: Mapping[str, Any], buffers: list[bytes]) -> tuple[dict | None, list[bytes]]:

@@ -143,14 +143,21 @@ class ModelAnalysisManager:
         """Call after each ``optimizer.step()``. Returns ``{}`` between intervals and the
         metrics (flat ``{key: float}``) at each interval. `inputs` (a fixed batch) is what
         sparse-quality and activation metrics run the model on; `step` overrides the
-        manager's own count (a Trainer's global step)."""
+        manager's own count (a Trainer's global step). Never raises: a failure of the
+        analysis (a sparse or uninitialised parameter it cannot copy) is recorded in
+        ``errors`` and warned about, and training goes on."""
         self.step = self.step + 1 if step is None else int(step)
-        if self._snapshot is None:
-            self.snapshot(model)
+        try:
+            if self._snapshot is None:
+                self.snapshot(model)
+                return {}
+            if self.step % self.config.interval:
+                return {}
+            return self.measure(model, inputs, optimizer)
+        except Exception as exc:  # analysis must never break training
+            self._failed("step", exc)
+            self._snapshot = None
             return {}
-        if self.step % self.config.interval:
-            return {}
-        return self.measure(model, inputs, optimizer)
 
     def measure(
         self, model: nn.Module, inputs: Any = None, optimizer: torch.optim.Optimizer | None = None

@@ -21,7 +21,8 @@ from ..analyze.structure import layers, params, totals
 from ..analyze.views import view_data
 from ..backends import as_source
 from ..render.payload import build_payload, timeline
-from ..render.plots import _figure_class, _show_in_notebook
+from ..render.plots import _figure_class, _show_in_notebook, figure_png
+from ..render.text import table
 from ..render.widget import InspectWidget
 from ..schema import TRACK_HISTORY
 
@@ -60,11 +61,16 @@ def select_keys(keys: Sequence[str], metrics: Sequence[str] | str | None) -> lis
 
 
 def plot_history(
-    history: pd.DataFrame, metrics: Sequence[str] | str | None = None, *, cols: int = 3, logy: bool | None = None
+    history: pd.DataFrame,
+    metrics: Sequence[str] | str | None = None,
+    *,
+    cols: int = 3,
+    logy: bool | None = None,
+    show: bool = True,
 ) -> Any:
     """A matplotlib Figure: one small panel per metric over steps (shown once in the
-    notebook cell that drew it, like plot_distributions). `logy` draws a log scale
-    (default: for a positive metric that spans more than a factor of 20)."""
+    notebook cell that drew it, like plot_distributions; `show=False` does not). `logy`
+    draws a log scale (default: for a positive metric that spans more than a factor of 20)."""
     Figure = _figure_class()
     keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
     if history.empty:
@@ -89,7 +95,8 @@ def plot_history(
     for ax in axes[len(chosen) :]:
         ax.set_visible(False)
     fig.suptitle("Training dynamics", fontsize=10)
-    _show_in_notebook(fig)
+    if show:
+        _show_in_notebook(fig)
     return fig
 
 
@@ -120,8 +127,45 @@ class TrackWidget(InspectWidget):
         frames, timeline = self._state()
         views = view_data(frames)
         super().__init__(
-            build_payload(self._name, "torch", self._totals, frames, timeline=timeline, views=views), views
+            build_payload(self._name, "torch", self._totals, frames, timeline=timeline, views=views),
+            views,
+            saved=self._saved_view,
         )
+
+    def _saved_view(self) -> tuple[str, bytes | None]:
+        """What a saved notebook shows without the widget: the chosen curves at their last
+        measurement as a PNG, the last values and the model's parameter totals as text."""
+        history = self._manager.history
+        title = self.payload.get("timeline", {}).get("title", "")
+        heading = f"{self._name}: training dynamics, {title}"
+        lines = [heading, "=" * len(heading)]
+        chosen = self._chosen(history)
+        image = None
+        if not history.empty and chosen:
+            rows = []
+            for key in chosen:  # each metric's last measured value and its step
+                known = history[key].dropna()
+                value = f"{float(known.iloc[-1]):.4g}" if len(known) else ""
+                step = f"{int(history['step'].loc[known.index[-1]])}" if len(known) else ""
+                rows.append([key, value, step])
+            lines += ["", table(["Last values", "Value", "Step"], rows, [False, True, True])]
+            fig = plot_history(history, chosen, show=False)
+            image = figure_png(fig)
+        t = self._totals
+        lines += [
+            "",
+            f"Parameters {t['total_params']:,} ({t['trainable_params']:,} trainable), {t['num_modules']:,} modules",
+        ]
+        return "\n".join(lines), image
+
+    def _chosen(self, history: pd.DataFrame) -> list[str]:
+        keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
+        try:
+            return select_keys(keys, self._metrics) if keys else []
+        except ValueError:  # asked-for metrics not measured yet
+            return [
+                k for k in ([self._metrics] if isinstance(self._metrics, str) else self._metrics or []) if k in keys
+            ]
 
     def _state(self) -> tuple[dict[str, pd.DataFrame], dict]:
         frames = dict(self._structure)
@@ -129,13 +173,7 @@ class TrackWidget(InspectWidget):
         if change is not None:
             frames["compare"] = _with_tied_paths(change, self._structure["params"])
         history = self._manager.history
-        keys = [c for c in history.columns if c not in TRACK_HISTORY.names]
-        try:
-            chosen = select_keys(keys, self._metrics) if keys else []
-        except ValueError:  # asked-for metrics not measured yet
-            chosen = [
-                k for k in ([self._metrics] if isinstance(self._metrics, str) else self._metrics or []) if k in keys
-            ]
+        chosen = self._chosen(history)
         last = self._manager._rows[-1] if self._manager._rows else None
         title = f"steps {last['since_step']}→{last['step']}" if last else "waiting for the first measurement"
         return frames, timeline(history, chosen, title)
@@ -149,3 +187,4 @@ class TrackWidget(InspectWidget):
         frames, line = self._state()
         self._views = view_data(frames)
         self.payload = build_payload(self._name, "torch", self._totals, frames, timeline=line, views=self._views)
+        self._update_saved()  # the saved output follows: a notebook saved now shows this measurement

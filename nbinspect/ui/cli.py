@@ -6,6 +6,7 @@ Exit codes: 0 ok, 2 usage error (argparse), 1 any other error, printed as one li
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -17,7 +18,8 @@ from ..analyze.compare import DEFAULT_THRESHOLDS
 from ..backends.torch.skeleton import skeleton
 from ..comparison import compare
 from ..config_inspection import from_config, with_plan
-from ..core.limits import shown
+from ..core.limits import safe_text
+from ..core.output import check_not_input, write_output
 from ..errors import first_line_for
 from ..inspection import Inspection, inspect
 from ..io.checkpoint import load_checkpoint
@@ -109,6 +111,7 @@ def _inspection(args: argparse.Namespace) -> Inspection:
             args.config,
             optimizer=args.optimizer,
             precision=args.precision,
+            trust=args.trust,
             config_key=args.config_key,
             **plan,
         )
@@ -131,17 +134,23 @@ def _inspect(args: argparse.Namespace) -> None:
     if args.model or args.path is None:
         # the factory (--model, a config's) is the user's own module, found as `python -m` would find it
         sys.path.insert(0, os.getcwd())
+    inputs = [args.path, args.config]
+    for out in (args.json, args.html, args.model_info):
+        if out:
+            check_not_input(out, inputs)
     insp = _inspection(args)
-    print(insp.report(depth=args.depth, verbose=args.verbose))
+    _print(insp.report(depth=args.depth, verbose=args.verbose), args)
     if args.json:
-        insp.to_json(args.json)
+        write_output(args.json, insp.to_json())
     if args.html:
-        insp.to_html(args.html)
+        write_output(args.html, insp.to_html())
     if args.model_info:
-        insp.to_model_info(args.model_info)
+        write_output(args.model_info, json.dumps(insp.to_model_info(), indent=2, allow_nan=False) + "\n")
 
 
 def _compare(args: argparse.Namespace) -> None:
+    if args.json:
+        check_not_input(args.json, [args.a, args.b])
     a = load_checkpoint(args.a, trust=args.trust, key=args.key)
     b = load_checkpoint(args.b, trust=args.trust, key=args.key)
     result = compare(a, b, thresholds=args.thresholds)
@@ -150,9 +159,16 @@ def _compare(args: argparse.Namespace) -> None:
         parts.append("By module\n" + groups_table(result.by_module(), "Module", result.thresholds))
     if "layer" in args.by:
         parts.append("By layer\n" + groups_table(result.by_layer(), "Layer", result.thresholds))
-    print("\n\n".join(parts))
+    _print("\n\n".join(parts), args)
     if args.json:
-        result.to_json(args.json)
+        write_output(args.json, result.to_json())
+
+
+def _print(text: str, args: argparse.Namespace) -> None:
+    """The report on the terminal (or stderr when an output file goes to stdout): names and
+    metadata from a file are shown with their control characters escaped."""
+    stream = sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "html", None)) else sys.stdout
+    print("\n".join(safe_text(line) for line in text.split("\n")), file=stream)
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -187,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # the command's contract: one line, exit code 1
         message = first_line_for(exc, "--input-dtype")
-        print(f"nbinspect: error: {shown(message)}", file=sys.stderr)
+        print(f"nbinspect: error: {safe_text(message, 1000)}", file=sys.stderr)
         return 1
     return 0
 

@@ -243,7 +243,13 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
         if model is None:  # the config alone: built on meta, planned
             plan = {"batch_size": args.batch_size, "optimizer": args.optimizer, "precision": args.precision}
             result = from_config(
-                factory, config, input=model_input, input_dtype=dtype, config_key=args.config_key, **plan
+                factory,
+                config,
+                input=model_input,
+                input_dtype=dtype,
+                trust=args.trust,
+                config_key=args.config_key,
+                **plan,
             )
             return result, [result.memory]
         if factory is not None or config is not None:

@@ -20,7 +20,7 @@ def _require_chromium() -> None:
         return
     if os.environ.get("NBINSPECT_SKIP_BROWSER") and not os.environ.get("CI"):
         pytest.skip(f"no browser at {CHROMIUM} (NBINSPECT_SKIP_BROWSER is set)")
-    pytest.fail(f"no browser at {CHROMIUM}: install Debian's chromium (apt-get install -y chromium)")
+    pytest.fail(f"no browser at {CHROMIUM}: `make browser` finds or installs one (tests/support/chromium.py)")
 
 
 @pytest.fixture(scope="session")

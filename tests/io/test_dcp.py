@@ -62,7 +62,18 @@ def test_compare_a_dcp_folder_with_the_live_model(model, tmp_path):
 
 def test_metadata_that_needs_other_classes_is_refused(tmp_path):
     (tmp_path / ".metadata").write_bytes(pickle.dumps(collections.Counter(a=1)))
-    with pytest.raises(UnsafeCheckpointError, match=r"\.metadata: the DCP metadata needs collections\.Counter"):
+    with pytest.raises(
+        UnsafeCheckpointError, match=r"\.metadata: refused to unpickle: the file needs collections\.Counter"
+    ):
         nbinspect.load_checkpoint(tmp_path)
     with pytest.raises(CheckpointError, match="not DCP metadata"):
         nbinspect.load_checkpoint(tmp_path, trust=True)
+
+
+def test_one_element_tensors_are_read(tmp_path):
+    import torch.distributed.checkpoint as dcp
+
+    dcp.save({"a": torch.tensor([3.5]), "b": torch.arange(6.0).view(2, 3)}, checkpoint_id=str(tmp_path), no_dist=True)
+    source = nbinspect.load_checkpoint(tmp_path)
+    values = {t.name: t.values() for t in source.tensors}
+    assert torch.equal(values["a"], torch.tensor([3.5])) and torch.equal(values["b"], torch.arange(6.0).view(2, 3))

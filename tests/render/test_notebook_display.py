@@ -51,12 +51,13 @@ def test_an_assigned_figure_shows_once_and_again_when_asked(plotted):
 
 def test_a_saved_notebook_keeps_a_readable_view_of_the_widget():
     (shown,) = _run("insp = nbinspect.inspect(model)\ninsp")
-    (output,) = [o for o in shown if o.get("output_type") == "execute_result"]
-    data = output["data"]
-    assert "application/vnd.jupyter.widget-view+json" in data  # a live front-end shows the widget
-    page = data["text/html"]  # what GitHub and nbviewer show instead
+    widget, saved = [o for o in shown if o.get("output_type") == "display_data"]
+    assert "application/vnd.jupyter.widget-view+json" in widget["data"]  # a live front-end shows the widget
+    assert "text/html" not in widget["data"]  # nbconvert with widget state would drop it: it is beside
+    page = saved["data"]["text/html"]  # what GitHub, nbviewer and a reopened notebook show instead
     assert "Parameters" in page and "Layers (" in page and "interactive tree" in page
-    assert "<script" not in page
+    static = page.split('<div class="nbinspect-static">', 1)[1].split('<div class="nbinspect-data"', 1)[0]
+    assert "<script" not in static  # the summary itself needs no script
     # its columns line up only in a monospace font, which the <pre> names (nbconvert's HTML gave it the text font)
     assert "monospace" in page.split("<pre", 1)[1].split(">", 1)[0]
 
@@ -64,9 +65,9 @@ def test_a_saved_notebook_keeps_a_readable_view_of_the_widget():
 def test_the_magic_shows_the_model_then_a_readable_memory_plan():
     (shown,) = _run("%load_ext nbinspect\n%inspect_model model --input-shape 4,32 --batch-size 8 --optimizer adamw")
     displays = [o for o in shown if "data" in o]
-    assert len(displays) == 2, [list(o["data"]) for o in displays]
+    assert len(displays) == 3, [list(o["data"]) for o in displays]  # widget, saved view, plan
     assert "application/vnd.jupyter.widget-view+json" in displays[0]["data"]  # the model first
-    plan = displays[1]["data"]["text/html"]
+    plan = displays[2]["data"]["text/html"]
     assert "Training memory plan" in plan and "<NA>" not in plan
     first_row = plan.split("<tbody>")[1].split("</tr>")[0]
     assert ">total<" in first_row and ("KB" in first_row or "KiB" in first_row)  # total first, in units

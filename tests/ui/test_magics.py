@@ -106,7 +106,9 @@ def test_errors_in_a_cell_show_no_traceback(ip, capsys):
 
 
 def _shown(ip, cell: str, store_history: bool) -> tuple[int, int]:
-    """(explicit display() calls, values IPython's displayhook printed) while running `cell`."""
+    """(displayed outputs, values IPython's displayhook printed) while running `cell` (a
+    Result displays itself through ``_ipython_display_``: its showing as the cell's value is
+    a display too)."""
     from IPython.utils.capture import capture_output
 
     with capture_output() as cap:
@@ -118,10 +120,10 @@ def _shown(ip, cell: str, store_history: bool) -> tuple[int, int]:
 @pytest.mark.parametrize(
     ("cell", "expected"),
     [
-        ("%inspect_model nets[0]", (0, 1)),  # last expression: IPython shows the returned value
+        ("%inspect_model nets[0]", (1, 0)),  # last expression: IPython shows the returned value
         ("shown = %inspect_model nets[0]", (1, 0)),  # assigned: the magic displays it itself
         ("%inspect_model nets[0]\nx = 1", (1, 0)),  # not last: displayed by the magic
-        ("%inspect_model nets[0];", (0, 1)),  # IPython passes ';' into the magic and still shows Out
+        ("%inspect_model nets[0];", (1, 0)),  # IPython passes ';' into the magic and still shows Out
         ("%inspect_model nets[0] --text", (0, 0)),  # the printed text is the display
         ("kept_text = %inspect_model nets[0] --text", (0, 0)),
     ],

@@ -4,7 +4,8 @@ The config is keyword arguments for a factory (a dict, or a YAML/JSON file), or 
 Face ``config.json`` (it has a ``model_type``), which names its own transformers class. A
 config file may also name its factory (Hydra's ``_target_``, LightningCLI's
 ``_class_path``, jsonargparse's ``class_path`` with ``init_args``); the caller chose the
-file, so that factory is followed.
+file, but a file can come from anywhere: that factory is called only with ``trust=True``
+(``--trust``), the same rule as a checkpoint naming its factory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 from torch import nn
 
+from ...core.limits import safe_text
+from ...errors import UnsafeCheckpointError
 from .hf_config import hf_model, is_hf_config
 from .known_model import carried_config, recorded_factory
 from .meta_build import call_factory, factory_name
@@ -28,6 +31,8 @@ def meta_model(
     model: str | type | Callable[..., Any] | None,
     config: Mapping[str, Any] | str | os.PathLike | None,
     config_key: str | None = None,
+    *,
+    trust: bool = False,
 ) -> tuple[nn.Module, str]:
     """(the model `model` builds with `config` (its section `config_key`, or the one section
     that fits), parameters on meta; how it was built)."""
@@ -44,6 +49,12 @@ def meta_model(
             raise ValueError(
                 f"{where}: names no model (no _target_, _class_path or class_path, no Hugging Face model_type): "
                 "pass the factory, e.g. --model package.module:factory"
+            )
+        from_file = isinstance(config, (str, os.PathLike))  # a dict in memory is the caller's own
+        if from_file and not trust and not callable(model):  # the same rule as a checkpoint naming its factory
+            raise UnsafeCheckpointError(
+                f"{where}: names its factory {safe_text(str(model), 120)!r}; running code a config file names needs "
+                "trust=True (--trust on the command line), or pass the factory yourself (--model). Nothing was run"
             )
         kwargs = (carried_config(wrapped) or ("", {}))[1]
     build = resolve_factory(model)

@@ -10,7 +10,6 @@ untyped tree.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,10 @@ from typing import Any
 
 from torch import nn
 
-from ...errors import first_line
+from ...core.limits import MAX_CONFIG_BYTES, MAX_CONFIG_LAYERS, MAX_CONFIG_POSITIONS, shown
+from ...errors import CheckpointError, first_line
+from ...io.files import FileHandle
+from ...io.text import load_json
 from .meta_build import empty_weights
 
 __all__ = ["CONFIG_NAME", "UnknownArchitecture", "hf_model", "is_hf_config"]
@@ -30,16 +32,56 @@ class UnknownArchitecture(ValueError):
     """The config does not lead to a model transformers can build; the message says why."""
 
 
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "encoder_layers", "decoder_layers", "n_layers")
+_POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "n_ctx", "seq_length")
+
+
+def read_hf_config(path: str | os.PathLike) -> dict[str, Any]:
+    """The config.json at `path` (already confined by the caller), read within the limits:
+    at most MAX_CONFIG_BYTES, integers of at most 20 digits, nesting at most 64, and the
+    numbers a model build multiplies (layers, positions) within MAX_CONFIG_LAYERS and
+    MAX_CONFIG_POSITIONS, checked at every level (text_config & co.)."""
+    handle = FileHandle.open(path)
+    try:
+        doc = load_json(handle, MAX_CONFIG_BYTES, "config.json", allow_nan=True)
+    finally:
+        handle.close()
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{shown(path)}: config.json is not a JSON object")
+    stack: list[Any] = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                limit = (
+                    MAX_CONFIG_LAYERS if key in _LAYER_KEYS else MAX_CONFIG_POSITIONS if key in _POSITION_KEYS else None
+                )
+                if limit is not None and isinstance(value, int | float) and value > limit:
+                    raise CheckpointError(
+                        f"{shown(path)}: {key} = {value:.4g} is over the limit of {limit:,} for building the model"
+                    )
+                stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return doc
+
+
 def is_hf_config(path: str | os.PathLike) -> bool:
     """Whether `path` is a JSON file of a transformers config (it has a ``model_type``)."""
     path = Path(path)
     if path.suffix != ".json" or not path.is_file():
         return False
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        handle = FileHandle.open(path)
+    except CheckpointError:
         return False
-    return isinstance(doc, dict) and "model_type" in doc
+    try:
+        if handle.size > MAX_CONFIG_BYTES:
+            return False
+        head = handle.pread(0, handle.size)
+    finally:
+        handle.close()
+    return b'"model_type"' in head
 
 
 @contextlib.contextmanager
@@ -65,16 +107,22 @@ def hf_model(config_path: str | os.PathLike) -> tuple[nn.Module, str]:
         ) from None
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type")
+    try:
+        doc = read_hf_config(config_path)
+    except CheckpointError as exc:  # the weights are still read; the note says why there is no model
+        raise UnknownArchitecture(str(exc)) from None
+    model_type = doc.get("model_type")
     if model_type not in CONFIG_MAPPING:
         raise UnknownArchitecture(
-            f"{config_path}: transformers {transformers.__version__} does not know model_type {model_type!r}"
+            f"{shown(config_path)}: transformers {transformers.__version__} does not know model_type "
+            f"{shown(str(model_type), 60)!r}"
         )
     try:
         with _quiet(transformers):
-            # a folder's config.json by its folder, so name_or_path is what from_pretrained records
+            # the checked document, never the path: transformers would follow symlinks itself
             where = config_path.parent if config_path.name == CONFIG_NAME else config_path
-            config: Any = transformers.AutoConfig.from_pretrained(str(where), trust_remote_code=False)
+            config: Any = CONFIG_MAPPING[str(model_type)].from_dict(doc)
+            config._name_or_path = str(where)
     except Exception as exc:  # transformers' own words on why (bad values, remote code)
         raise UnknownArchitecture(f"{config_path}: transformers cannot read it: {first_line(exc)}") from None
     architecture = (getattr(config, "architectures", None) or [None])[0]

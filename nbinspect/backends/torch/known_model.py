@@ -23,7 +23,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ...core.limits import shown
 from ...core.source import ModelSource
+from ...io.files import Root
 from ...io.state_dict import CONFIG_KEYS
 from .attach import attach
 from .hf_config import CONFIG_NAME, UnknownArchitecture, hf_model, is_hf_config
@@ -65,7 +67,11 @@ def recorded_factory(metadata: Mapping[str, Any]) -> str | None:
 def _hf_config_for(path: Path | None) -> Path | None:
     if path is None:
         return None
-    config = (path if path.is_dir() else path.parent) / CONFIG_NAME
+    folder = path if path.is_dir() else path.parent
+    if not os.path.lexists(folder / CONFIG_NAME):
+        return None
+    Root(folder).resolve(CONFIG_NAME, shown(folder))  # a symlink out of the folder (or hub repo) is refused
+    config = folder / CONFIG_NAME
     return config if is_hf_config(config) else None
 
 

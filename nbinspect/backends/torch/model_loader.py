@@ -22,7 +22,6 @@ import torch
 from ...core.source import ModelSource, TensorEntry
 from ...core.tree import PACKED_KEY
 from ...dtypes import dtype_name
-from ...errors import first_line
 from ...io.state_dict import packed_weight_bias, unpacked
 from .meta_build import call_factory
 from .source import from_module
@@ -134,15 +133,16 @@ def read_config(config: Mapping[str, Any] | str | os.PathLike | None) -> dict[st
         return {}
     if isinstance(config, Mapping):
         return dict(config)
-    import yaml
+    from ...core.limits import MAX_YAML_BYTES
+    from ...io.files import FileHandle
+    from ...io.text import load_yaml, read_text
 
     path = Path(config)
+    handle = FileHandle.open(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read config ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML ({first_line(exc)})") from None
+        data = load_yaml(read_text(handle, MAX_YAML_BYTES, "config"), handle.where)
+    finally:
+        handle.close()
     if data is None:
         return {}
     if not isinstance(data, Mapping):
