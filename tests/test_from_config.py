@@ -264,7 +264,7 @@ def _nested(tmp_path, target: bool = True):
 def test_a_nested_config_section_is_found(tmp_path):
     from nbinspect.config_inspection import from_config
 
-    insp = from_config(config=_nested(tmp_path))
+    insp = from_config(config=_nested(tmp_path), trust=True)  # the file names its factory: issue 25
     assert insp.totals["total_params"] == 4 * 3 + 3
     assert "section 'model'" in insp.metadata["model"]
     assert insp.metadata["config"] == {"in_features": 4, "out_features": 3}
