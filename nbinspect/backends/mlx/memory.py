@@ -16,6 +16,7 @@ the temporaries inside layers that the per-call figure leaves out).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -113,3 +114,40 @@ def mlx_memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
         said["inputs"] = f"input arrays{batch}"
         inputs = result.totals["input_bytes"]
     return memory_frame(rows, said, inputs, source)
+
+
+def device_memory() -> dict[str, int]:
+    """MLX's allocator now: active, peak and cache bytes (``mx.get_active_memory`` & co.)."""
+    import mlx.core as mx
+
+    return {
+        "mlx_active_bytes": int(mx.get_active_memory()),
+        "mlx_peak_bytes": int(mx.get_peak_memory()),
+        "mlx_cache_bytes": int(mx.get_cache_memory()),
+    }
+
+
+def reset_peak_memory() -> None:
+    import mlx.core as mx
+
+    mx.reset_peak_memory()
+
+
+def on_device(device: Any) -> Any:
+    """A context running MLX work on `device` (an ``mx.Device``, ``mx.DeviceType`` or
+    ``"cpu"``/``"gpu"``); None: the default device. One ValueError for a device this MLX lacks."""
+    import contextlib
+
+    import mlx.core as mx
+
+    if device is None:
+        return contextlib.nullcontext()
+    if isinstance(device, str):
+        kinds = {"cpu": mx.cpu, "gpu": mx.gpu}
+        if device.lower() not in kinds:
+            raise ValueError(f"summary: device {device!r}: expected 'cpu', 'gpu' or an mx.Device")
+        device = kinds[device.lower()]
+    try:
+        return mx.stream(device)
+    except Exception as exc:
+        raise ValueError(f"summary: device {device!r} is not available in this MLX build ({exc})") from None
