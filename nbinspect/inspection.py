@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -16,7 +17,7 @@ from . import pipeline
 from .analyze.fold import Folds, fold_repeats
 from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
 from .analyze.stats import stats_frames
-from .backends import is_engine, on_receiving_rank
+from .backends import backend_named, is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
 from .core.output import write_output
@@ -183,7 +184,10 @@ class Inspection(Result):
     def to_model_info(self, path: str | Path | None = None) -> dict:
         """The ``model_info.json`` document other tools read (layout in
         ``render/model_info_json.py``); also written to `path` as JSON when given."""
-        document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io)
+        prefix = "torch."
+        with contextlib.suppress(ValueError):  # the backend spells its dtypes (unknown framework: torch's)
+            prefix = getattr(backend_named(self.framework), "dtype_prefix", prefix)
+        document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io, prefix)
         if path is not None:
             write_output(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
         return document

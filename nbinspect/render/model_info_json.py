@@ -9,8 +9,8 @@ children, e.g. ``Sequential``) also carries ``subtree_parameters``. ``trainable`
 whether any parameter of the subtree trains. A record lists the shapes and dtypes of its
 own parameters, its own buffers separately (``buffer_shapes``/``buffer_dtypes``, only when
 it has some: running statistics are not parameters), and its hyperparameters flattened in.
-Dtypes are written in the framework's own names (``"torch.float32"``,
-``"mlx.core.float32"``). A vLLM engine adds ``components`` (``name``, ``type``,
+Dtypes are written in the framework's own names (``"torch.float32"``; the backend's
+``dtype_prefix`` for others). A vLLM engine adds ``components`` (``name``, ``type``,
 ``description``, ``process``) and ``engine``; its ``input_info``/``output_info`` types are
 ``text_or_sampling_params`` and ``generated_text``.
 """
@@ -41,12 +41,10 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 _RESERVED = {"layer_index", "name", "type", "parameters", "trainable", "parameter_shapes", "parameter_dtypes"}
 
 
-_DTYPE_PREFIX = {"mlx": "mlx.core."}  # torch, vLLM and the rest: "torch."
-
-
-def _dtype_label(framework: str, name: Any) -> Any:
-    """A dtype in the framework's own spelling: ``torch.float32``, ``mlx.core.float32``."""
-    return None if is_missing(name) else f"{_DTYPE_PREFIX.get(framework, 'torch.')}{name}"
+def _dtype_label(prefix: str, name: Any) -> Any:
+    """A dtype in the framework's own spelling (`prefix`: the backend's ``dtype_prefix``):
+    ``torch.float32``, ``mlx.core.float32``."""
+    return None if is_missing(name) else f"{prefix}{name}"
 
 
 def _attributes(type_name: str, attrs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -62,7 +60,7 @@ def _attributes(type_name: str, attrs: Mapping[str, Any] | None) -> dict[str, An
     return {k: v for k, v in attrs.items() if k not in _RESERVED}
 
 
-def _layer(index: int, row: Mapping[str, Any], tensors: list[dict], framework: str) -> dict[str, Any]:
+def _layer(index: int, row: Mapping[str, Any], tensors: list[dict], prefix: str) -> dict[str, Any]:
     params = [t for t in tensors if t["kind"] == PARAMETER]
     buffers = [t for t in tensors if t["kind"] == BUFFER]
     record = {
@@ -72,22 +70,22 @@ def _layer(index: int, row: Mapping[str, Any], tensors: list[dict], framework: s
         "parameters": int(row["own_params"]),
         "trainable": bool(row["trainable_params"] > 0),
         "parameter_shapes": [t["shape"] for t in params],
-        "parameter_dtypes": [_dtype_label(framework, t["dtype"]) for t in params],
+        "parameter_dtypes": [_dtype_label(prefix, t["dtype"]) for t in params],
     }
     if not row["is_leaf"]:
         record["subtree_parameters"] = int(row["params"])
     if buffers:
         record["buffer_shapes"] = [t["shape"] for t in buffers]
-        record["buffer_dtypes"] = [_dtype_label(framework, t["dtype"]) for t in buffers]
+        record["buffer_dtypes"] = [_dtype_label(prefix, t["dtype"]) for t in buffers]
     return {**record, **_attributes(row["type"], row["attrs"])}
 
 
-def _tensor_info(records: Any, framework: str) -> dict[str, Any]:
+def _tensor_info(records: Any, prefix: str) -> dict[str, Any]:
     """``shape``/``dtype`` of the first tensor a traced pass took or returned (null until traced)."""
     first = next((r for r in records or () if "shape" in r), None)
     if first is None:
         return {"shape": None, "dtype": None}
-    return {"shape": list(first["shape"]), "dtype": _dtype_label(framework, first["dtype"])}
+    return {"shape": list(first["shape"]), "dtype": _dtype_label(prefix, first["dtype"])}
 
 
 _TEXT_TYPES = {"input": "text_or_sampling_params", "output": "generated_text"}  # the format's names
@@ -104,10 +102,15 @@ def _text_info(records: Any, kind: str) -> dict[str, Any]:
 
 
 def model_info_dict(
-    name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame], io: Mapping[str, Any]
+    name: str,
+    framework: str,
+    totals: Mapping[str, Any],
+    frames: Mapping[str, pd.DataFrame],
+    io: Mapping[str, Any],
+    dtype_prefix: str = "torch.",
 ) -> dict:
     """The ``model_info.json`` document of one inspection, from its ``layers`` and ``params``
-    frames (and a vLLM engine's ``components``)."""
+    frames (and a vLLM engine's ``components``); dtypes spelled with `dtype_prefix`."""
     layers, components = frames["layers"], frames.get("components")
     engine = components is not None  # a serving engine (vLLM)
     root_type = layers["type"].iloc[0] if len(layers) else None
@@ -119,9 +122,9 @@ def model_info_dict(
         "model_type": totals.get("architecture", root_type) if engine else root_type,
         "parameters": totals["total_params"],
         "trainable_parameters": totals["trainable_params"],
-        "input_info": _text_info(io.get("input"), "input") if engine else _tensor_info(io.get("input"), framework),
+        "input_info": _text_info(io.get("input"), "input") if engine else _tensor_info(io.get("input"), dtype_prefix),
         "output_info": (
-            _text_info(io.get("output"), "output") if engine else _tensor_info(io.get("output"), framework)
+            _text_info(io.get("output"), "output") if engine else _tensor_info(io.get("output"), dtype_prefix)
         ),
     }
     if engine:
@@ -132,6 +135,6 @@ def model_info_dict(
         ]
     root = [row for row in layers.to_dict("records")[:1] if not row["name"] and tensors.get("")]
     document["layers"] = [
-        _layer(i, row, tensors.get(row["name"], []), framework) for i, row in enumerate([*root, *rows])
+        _layer(i, row, tensors.get(row["name"], []), dtype_prefix) for i, row in enumerate([*root, *rows])
     ]
     return jsonable(document)
