@@ -266,7 +266,10 @@ def compare_frame(a: Any, b: Any, thresholds: Iterable[float] = DEFAULT_THRESHOL
     with torch.no_grad():
         for name, ta in in_a.items():
             tb = in_b.get(name)
-            extra = {"status": "removed"} if tb is None else _pair(ta, tb, thresholds, buffers, kernels, sides)
+            try:
+                extra = {"status": "removed"} if tb is None else _pair(ta, tb, thresholds, buffers, kernels, sides)
+            except ValueError as exc:  # one line naming both sides and the tensor
+                raise ValueError(f"{exc} ({src_a.name} vs {src_b.name})") from None
             rows.append({**_row(name, ta, tb), **extra})
     rows += [{**_row(name, None, tb), "status": "added"} for name, tb in in_b.items() if name not in in_a]
     frame = COMPARE.build(rows)

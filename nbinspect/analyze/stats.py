@@ -200,6 +200,9 @@ def _progress(total: int, progress: bool | None):
     )
 
 
+_BROADCAST_READ = 2**28  # elements of a broadcast view read as they repeat; larger: its stored elements
+
+
 def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, int]:
     """The entry's values as a dense real tensor, a note on what was done to them, and how
     many implicit zeros a sparse tensor adds."""
@@ -210,7 +213,7 @@ def _real_values(entry: TensorEntry) -> tuple[torch.Tensor | None, str | None, i
     t = entry.values()
     if not isinstance(t, torch.Tensor):
         return None, f"no values: {type(t).__name__} is not a tensor", 0
-    if t.layout == torch.strided and not t.is_meta and t.numel() and 0 in t.stride():
+    if t.layout == torch.strided and not t.is_meta and t.numel() > _BROADCAST_READ and 0 in t.stride():
         # a broadcast view (``zeros(1).expand(3 * 10**11)``): its stored elements, not 10**11 repeats
         stored = compact(t)
         values, note, implicit = _real_values_of(stored)

@@ -184,8 +184,8 @@ class TorchFile:
 
     def parameter(self, data, requires_grad=True, hooks=None, state=None):
         _no_hooks(hooks)
-        if not isinstance(data, torch.Tensor) or id(data) not in self.records:
-            raise ValueError("a Parameter of something that is not a tensor")
+        if not isinstance(data, torch.Tensor) or (data.is_meta and id(data) not in self.records):
+            raise ValueError("a Parameter of something that is not a tensor")  # tensors come only from handlers
         if state is not None and not _plain(state):
             raise ValueError("a Parameter with state that is not plain data")
         return data
@@ -202,11 +202,27 @@ class TorchFile:
         return self._register(torch.empty(shape, dtype=dtype, device="meta"), NoValues(kind))
 
     def sparse(self, layout, data):
+        """A sparse COO tensor: its indices and values are read now (they are in the file, so
+        bounded by it) and checked by torch's invariants; other sparse layouts are listed."""
         if not isinstance(data, tuple) or len(data) < 3:
             raise ValueError("a sparse tensor without indices, values and size")
-        values = data[1]
+        indices, values, size = data[0], data[1], data[2]
         dtype = values.dtype if isinstance(values, torch.Tensor) else None
-        return self.no_values(f"sparse ({layout})", data[2], dtype)
+        if layout != "torch.sparse_coo":
+            return self.no_values(f"sparse ({layout})", size, dtype)
+        shape, _ = _shape_stride(size, [0] * len(size) if isinstance(size, tuple | list) else size)
+        i, v = self._read(indices), self._read(values)
+        if i.dtype != torch.int64 or i.dim() != 2 or i.shape[0] != len(shape) or v.shape[0] != i.shape[1]:
+            raise ValueError("a sparse tensor whose indices do not match its values and size")
+        try:
+            return torch.sparse_coo_tensor(i, v, shape, check_invariants=True)
+        except RuntimeError as exc:
+            raise ValueError(f"a sparse tensor torch refuses ({str(exc).splitlines()[0][:120]})") from None
+
+    def _read(self, tensor: Any) -> torch.Tensor:
+        if isinstance(tensor, torch.Tensor) and not tensor.is_meta:
+            return tensor  # one element, already read
+        return self.values_of(tensor).contiguous()
 
     def nested(self, buffer, sizes, strides, offsets):
         dtype = buffer.dtype if isinstance(buffer, torch.Tensor) else None
@@ -254,7 +270,7 @@ class TorchFile:
         return func.reduce(*args)
 
     def device_from_cpu(self, data, dtype, device, requires_grad=False):
-        if not isinstance(data, torch.Tensor) or id(data) not in self.records:
+        if not isinstance(data, torch.Tensor) or (data.is_meta and id(data) not in self.records):
             raise ValueError("a device tensor without CPU data")
         return data
 

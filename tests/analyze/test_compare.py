@@ -139,8 +139,12 @@ def test_statuses_and_missing_values():
 
 def test_nan_is_a_change():
     a = torch.tensor([1.0, float("nan"), 3.0])
-    row = nbinspect.compare({"w": a}, {"w": a.clone()}).frame.iloc[0]
+    b = torch.tensor([1.0, 2.0, 3.0])
+    row = nbinspect.compare({"w": b}, {"w": a}).frame.iloc[0]
     assert row["status"] == "changed" and math.isnan(row["max_abs_delta"])
+    # the same bits on both sides (a file compared with itself) are no change (issue 25)
+    row = nbinspect.compare({"w": a}, {"w": a.clone()}).frame.iloc[0]
+    assert row["status"] == "same" and row["max_abs_delta"] == 0 and row["rel_change"] == 0
 
 
 def test_model_state_dict_and_files_agree(tmp_path):
