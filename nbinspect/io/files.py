@@ -26,11 +26,28 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from ..core.limits import MAX_PATH_BYTES, shown
 from ..errors import CheckpointError
 
-__all__ = ["FileHandle", "Root", "check_name"]
+__all__ = ["FileHandle", "Root", "check_name", "value_buffer"]
+
+_OWN_MAPPING = 1 << 20
+
+
+def value_buffer(nbytes: int) -> Any:
+    """A writable uint8 tensor of `nbytes` to read values into. From 1 MiB up it is its own
+    anonymous mapping (not a file: nothing can shrink under it), given back to the OS when
+    the tensor dies; from the heap, glibc would keep freed gigabytes of a streamed checkpoint."""
+    import mmap
+
+    import torch
+
+    if nbytes < _OWN_MAPPING:
+        return torch.empty(nbytes, dtype=torch.uint8)
+    return torch.frombuffer(mmap.mmap(-1, nbytes), dtype=torch.uint8)
+
 
 _HUB_SNAPSHOT = re.compile(r"^(?:models|datasets|spaces)--[^/]+$")
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)

@@ -28,7 +28,7 @@ from ..core.limits import MAX_DIMS, MAX_NPY_HEADER, check_tensor_name, shown
 from ..core.tree import StoredTensor
 from ..dtypes import dtype_name
 from ..errors import CheckpointError, first_line
-from .files import FileHandle
+from .files import FileHandle, value_buffer
 from .torch_file import member_data_offset, zip_members
 
 __all__ = ["is_npz", "read_npz"]
@@ -150,7 +150,7 @@ def _loader(
         if nbytes == 0:
             return _to_torch(np.empty(shape, dtype, order=order), bf16)
         if info.compress_type == zipfile.ZIP_STORED:
-            raw = np.empty(nbytes, np.uint8)
+            raw = value_buffer(nbytes).numpy()
             handle.readinto(member_data_offset(handle, info) + header_len, raw.data)
         else:
             data = _inflate(handle, info, header_len + nbytes, where)

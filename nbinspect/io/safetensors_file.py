@@ -20,7 +20,7 @@ from ..core.limits import MAX_DIMS, MAX_HEADER_BYTES, MAX_TENSORS, check_tensor_
 from ..core.tree import StoredTensor
 from ..dtypes import dtype_name
 from ..errors import CheckpointError, first_line
-from .files import FileHandle
+from .files import FileHandle, value_buffer
 from .text import parse_json
 
 __all__ = ["DTYPES", "read_safetensors"]
@@ -44,7 +44,7 @@ class _Values:
     def tensor(self, begin: int, end: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         if end == begin:
             return torch.empty(shape, dtype=dtype)
-        raw = torch.empty(end - begin, dtype=torch.uint8)
+        raw = value_buffer(end - begin)
         self.handle.readinto(self.data_start + begin, raw.numpy().data)
         return raw.view(dtype).view(shape)
 

@@ -25,7 +25,7 @@ import torch
 
 from ..core.limits import MAX_DIMS, MAX_PICKLE_BYTES, MAX_TENSOR_ELEMENTS, MAX_ZIP_MEMBERS, shown
 from ..errors import CheckpointError, UnsafeCheckpointError, first_line
-from .files import FileHandle
+from .files import FileHandle, value_buffer
 from .unpickle import Handler, StateDict, unpickle
 
 __all__ = ["ZIP_MAGIC", "NoValues", "Record", "TorchFile", "load_torch_file", "tensor_table", "zip_members"]
@@ -68,7 +68,7 @@ class Record:
         if n == 0:
             return torch.empty(self.shape, dtype=self.dtype)
         item = self.dtype.itemsize
-        raw = torch.empty(n * item, dtype=torch.uint8)
+        raw = value_buffer(n * item)
         self.storage.handle.readinto(self.storage.offset + self.offset * item, raw.numpy().data)
         return raw.view(self.dtype).as_strided(self.shape, self.stride)
 
