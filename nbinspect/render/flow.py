@@ -110,10 +110,16 @@ def _totals_text(totals: Mapping[str, Any]) -> str:
 _PLAN_HEADER = (["Component", "Size", "Bytes", "Share", "How"], [False, True, True, True, False])
 
 
+def _plan_label(row: Any) -> str:
+    """A component, or an input's name indented under 'inputs' (a plan without the column is older)."""
+    name = getattr(row, "input", None)
+    return row.component if name is None or is_missing(name) else f"  {name}"
+
+
 def _plan_rows(memory: pd.DataFrame, total_first: bool) -> list[list[str]]:
     whole = memory[memory["layer"].isna()]
     rows = [
-        [r.component, format_bytes(r.bytes), format_count(r.bytes), format_percent(r.share, 100), r.note]
+        [_plan_label(r), format_bytes(r.bytes), format_count(r.bytes), format_percent(r.share, 100), r.note]
         for r in whole.itertuples(index=False)
     ]
     return rows[-1:] + rows[:-1] if total_first else rows  # the planner puts the total last

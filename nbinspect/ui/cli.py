@@ -131,9 +131,9 @@ def _inspection(args: argparse.Namespace) -> Inspection:
 
 
 def _inspect(args: argparse.Namespace) -> None:
-    if args.model or args.path is None:
-        # the factory (--model, a config's) is the user's own module, found as `python -m` would find it
-        sys.path.insert(0, os.getcwd())
+    # a factory (--model, or one a file names and --trust or the project trusts) is the
+    # user's own module, found as `python -m` would find it; nothing else is imported from here
+    sys.path.insert(0, os.getcwd())
     inputs = [args.path, args.config]
     for out in (args.json, args.html, args.model_info):
         if out:

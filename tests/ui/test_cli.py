@@ -131,6 +131,10 @@ def test_refused_pickle_exit_code_and_trust(files, tmp_path):
     r = run("inspect", "evil.pt", cwd=tmp_path)
     assert r.returncode == 1 and "evil.Config" in r.stderr and "--trust" in r.stderr
     r = run("inspect", "evil.pt", "--trust", cwd=tmp_path)
+    # trusted: torch.load runs the file's code, its class found as `python -m` finds modules (the working directory)
+    assert r.returncode == 0 and re.search(r"(?m)^cfg +Config$", r.stdout), r.stderr
+    (tmp_path / "evil.py").unlink()
+    r = run("inspect", "evil.pt", "--trust", cwd=tmp_path)
     assert r.returncode == 1 and "No module named 'evil'" in r.stderr  # trusted, but its class must be importable
 
 

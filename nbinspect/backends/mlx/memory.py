@@ -21,10 +21,10 @@ from typing import Any
 import pandas as pd
 
 from ...core.inputs import split_input
-from ...core.memory import PlanOptions, adafactor_numel, memory_frame, notes
+from ...core.memory import PlanOptions, adafactor_numel, input_rows, memory_frame, notes
 from ...core.source import ModelSource
 from ...schema import PARAMETER
-from .trace import run_mlx_trace
+from .trace import mlx_dtype, run_mlx_trace
 
 __all__ = ["MLX_OPTIMIZERS", "MLX_PRECISIONS", "mlx_memory_plan"]
 
@@ -90,7 +90,7 @@ def mlx_memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
         plan, "MLX models have no buffers", "one per trainable parameter path",
         f"mlx.optimizers {optimizer} state, step and learning rate",
     )  # fmt: skip
-    inputs = None
+    inputs, per_input = None, None
     if plan.input is not None:
         dtypes = {t.dtype for t in source.tensors if t.dtype in _FLOATING}
         if dtypes and {_FLOATING[d] for d in dtypes} != {MLX_PRECISIONS[precision]}:
@@ -113,7 +113,8 @@ def mlx_memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
         )
         said["inputs"] = f"input arrays{batch}"
         inputs = result.totals["input_bytes"]
-    return memory_frame(rows, said, inputs, source)
+        per_input = input_rows(result.inputs, lambda name: mlx_dtype(name).size, 1.0)
+    return memory_frame(rows, said, inputs, source, per_input)
 
 
 def device_memory() -> dict[str, int]:

@@ -3,8 +3,8 @@
 # EXPECT-OUT: an inputs row per input: x_sig :: (?im)^\W*(inputs?\W+)?x_sig\W.*\d
 # EXPECT-OUT: an inputs row per input: geom :: (?im)^\W*(inputs?\W+)?geom\W.*\d
 # EXPECT-OUT: an inputs row per input: label :: (?im)^\W*(inputs?\W+)?label\W.*\d
-# EXPECT-OUT: x_sig (512, 2, 5160) float32 = 20.16 MiB (the document's Input Data) :: x_sig\W.*20\.16 MiB
-# EXPECT-OUT: geom (512, 3, 5160) float32 = 30.23 MiB (the document says 30.24) :: geom\W.*30\.23 MiB
+# EXPECT-OUT: x_sig (512, 2, 5160) float32 = 21,135,360 B, 20.16 MiB (the document's Input Data) :: x_sig\W.*(20\.16 MiB|21,135,360\b)
+# EXPECT-OUT: geom (512, 3, 5160) float32 = 31,703,040 B, 30.23 MiB (the document says 30.24 MB) :: geom\W.*(30\.23 MiB|31,703,040\b)
 # EXPECT-OUT: activations measured :: (?im)^\W*activations\W+[\d.]+ [KMGT]iB
 # EXPECT-OUT: precision stated with what is stored in which dtype :: (?i)fp32.*(master|stored)|(stored|kept).*fp32
 trap 'echo "FAILED($?): $BASH_COMMAND" >&2; FAILED=1' ERR
