@@ -101,7 +101,7 @@ def test_without_a_usable_optimizer_state_the_kinds_are_by_name(tmp_path):
     torch.manual_seed(0)
     model = WithBuffers()
     groups = [{"params": [model.embed.weight, model.head.weight]}, {"params": [model.embed.bias, model.head.bias]}]
-    two = torch.optim.Adam(groups + [{"params": list(model.norm.parameters())}])
+    two = torch.optim.Adam([*groups, {"params": list(model.norm.parameters())}])
     kinds, source = _kinds(_saved(tmp_path, model, two))
     assert kinds["freqs"] == PARAMETER and "param groups" in source.metadata["kinds"]  # the order is not the model's
 
