@@ -143,7 +143,12 @@ OPTIONS: dict[str, Option] = {
         Option(("--json",), "also write the JSON export to this path", metavar="OUT"),
         Option(("--html",), "also write a standalone HTML page (works offline) to this path", metavar="OUT"),
         Option(("--model-info",), "also write the model_info.json layout to this path", metavar="OUT"),
-        Option(("--trust",), "allow a pickle or a config that runs code (only for files you trust)", switch=True),
+        Option(
+            ("--trust",),
+            "allow a pickle or a config that runs code (only for files you trust); a project trusts its own "
+            "factories once with [tool.nbinspect] trust = [...] in pyproject.toml",
+            switch=True,
+        ),
         Option(
             ("--key",),
             "entry of a training checkpoint holding the weights (default: model_state_dict, state_dict, model, "
