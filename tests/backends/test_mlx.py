@@ -562,3 +562,35 @@ def test_every_mlx_frame_and_total_is_declared_in_the_schema(lm):
             schema.FRAME_KEYS[key].validate(frame)
         assert set(insp.totals) <= set(schema.TOTALS)
     schema.MEMORY.validate(nbinspect.memory(lm, input=(1, 5), input_dtype="int32"))
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_a_quantized_linear_counts_its_logical_weights_and_flops(bits):
+    """issue 26 (seed 003): a QuantizedLinear's packed uint32 words are 32 // bits weights each;
+    its per-group scales and biases are settings, not parameters."""
+    mx.random.seed(0)
+    model = nn.Sequential(nn.Linear(128, 128))
+    original = np.array(model.layers[0].weight)
+    nn.quantize(model, group_size=64, bits=bits)
+    insp = nbinspect.inspect(model, input=(1, 128), stats=False)
+    params = insp.params.set_index("name")
+    assert insp.totals["total_params"] == 128 * 128 + 128
+    assert params.loc["layers.0.weight", "numel"] == 128 * 128
+    assert list(params.loc["layers.0.weight", "shape"]) == [128, 128]
+    assert params.loc["layers.0.weight", "bytes"] == 128 * 128 * bits // 8  # the packed words
+    assert set(params.loc[["layers.0.scales", "layers.0.biases"], "kind"]) == {"buffer"}
+    assert insp.totals["flops"] == 2 * 128 * 128  # batch 1, as torch counts addmm (bias aside)
+    # the values read are the dequantized weights: unpacked by hand (each uint32 word holds
+    # 32 // bits codes, lowest bits first; weight = code * scale + bias per group of 64)
+    from nbinspect.backends.mlx.source import from_mlx_module
+
+    layer = model.layers[0]
+    words = np.array(layer.weight).astype(np.uint64)
+    codes = (words[..., None] >> (bits * np.arange(32 // bits, dtype=np.uint64))) & ((1 << bits) - 1)
+    codes = codes.reshape(128, 128).astype(np.float64)
+    scales = np.repeat(np.array(layer.scales, dtype=np.float64), 64, axis=1)
+    biases = np.repeat(np.array(layer.biases, dtype=np.float64), 64, axis=1)
+    weight = next(t for t in from_mlx_module(model).tensors if t.name == "layers.0.weight").values()
+    assert weight.shape == (128, 128)
+    np.testing.assert_allclose(weight.double().numpy(), codes * scales + biases, rtol=1e-6, atol=1e-7)
+    assert np.all(np.abs(weight.numpy() - original) <= np.abs(scales) + 1e-6)  # within a step of the original

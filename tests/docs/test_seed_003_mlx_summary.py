@@ -11,8 +11,8 @@ import pytest
 from . import harness
 from .conftest import run_snippet
 
-# issue 26 points not built yet: the snippet runs and names what is missing
-NOT_YET = {"003_x1_quantized": "quantized MLX layers: logical weights and quantized_matmul FLOPs (DESIGN §5.5)"}
+# issue 26 points not built yet: the snippet runs and names what is missing (none left)
+NOT_YET: dict[str, str] = {}
 SNIPPETS = [
     pytest.param(p, marks=pytest.mark.xfail(reason=NOT_YET[p.stem], strict=True)) if p.stem in NOT_YET else p
     for p in harness.snippets("003")
