@@ -87,10 +87,11 @@ def quantization(module: Any) -> str | None:
 def _dequantized(module: Any) -> torch.Tensor:
     import mlx.core as mx
 
-    mode = getattr(module, "mode", "affine")
-    biases = module.get("biases")
-    kwargs = {"mode": mode} if mode != "affine" else {}
-    return to_torch(mx.dequantize(module["weight"], module["scales"], biases, module.group_size, module.bits, **kwargs))
+    mode = str(getattr(module, "mode", "affine"))
+    weight, scales, biases = module["weight"], module["scales"], module.get("biases")
+    if mode == "affine":
+        return to_torch(mx.dequantize(weight, scales, biases, module.group_size, module.bits))
+    return to_torch(mx.dequantize(weight, scales, biases, module.group_size, module.bits, mode=mode))
 
 
 def _entry(path: str, owner: str, value: Any, trainable: set[int], module: Any) -> TensorEntry:
