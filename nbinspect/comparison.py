@@ -16,7 +16,8 @@ from .backends import ModelSource, as_source, on_receiving_rank, preorder
 from .render.compare_text import comparison_text
 from .render.display import DisplayFrame
 from .render.json_export import jsonable
-from .result import Result
+from .result import Result, input_paths
+from .terminal import safe_lines, safe_text
 
 __all__ = ["Comparison", "compare"]
 
@@ -37,6 +38,7 @@ class Comparison(Result):
         sources: tuple[ModelSource, ModelSource] | None = None,
         bins: int = 64,
         stats_a: pd.DataFrame | None = None,
+        inputs: tuple[str, ...] = (),
     ):
         self.name_a, self.name_b = name_a, name_b
         self.sides = (name_a, name_b)
@@ -48,6 +50,7 @@ class Comparison(Result):
         self._bins = bins
         self._side_stats = {} if stats_a is None else {"stats_a": stats_a}
         self._rollups: dict[str, pd.DataFrame] = {}
+        self.inputs = inputs
 
     def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
         """The frames plus each side's tensor statistics (the widget's before/after
@@ -94,7 +97,8 @@ class Comparison(Result):
     def summary(self, top: int = 10) -> str:
         """Text: status counts, overall and per-component change, the `top` most changed."""
         overall = self.by_module().head(1)
-        return comparison_text(self.name, self.frame, overall, self.by_component(), self.thresholds, top)
+        text = comparison_text(self.name, self.frame, overall, self.by_component(), self.thresholds, top)
+        return safe_lines(text)  # names from a file cannot drive a terminal
 
     def _saved_summary(self) -> str:
         return self.summary(top=5)
@@ -102,7 +106,7 @@ class Comparison(Result):
     def __repr__(self) -> str:
         counts = self.frame["status"].value_counts()
         return (
-            f"<Comparison {self.name_a} -> {self.name_b}: "
+            f"<Comparison {safe_text(self.name_a)} -> {safe_text(self.name_b)}: "
             + ", ".join(f"{int(n)} {s}" for s, n in counts.items())
             + ">"
         )
@@ -155,6 +159,7 @@ def compare(
         sources=(src_a, src_b),
         bins=bins,
         stats_a=stats_a,
+        inputs=input_paths(a, b),
     )
 
 

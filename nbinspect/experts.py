@@ -11,6 +11,7 @@ from .analyze import structure
 from .analyze.moe import expert_changes, expert_groups, moe_frame, moe_totals, split_experts
 from .backends import as_source, on_receiving_rank
 from .render.moe_text import moe_text
+from .terminal import safe_lines, safe_text
 
 __all__ = ["MixtureOfExperts", "expert_changes", "moe", "split_experts"]
 
@@ -25,12 +26,13 @@ class MixtureOfExperts:
         self.totals = MappingProxyType(totals)
 
     def __str__(self) -> str:
-        return moe_text(self.name, self.totals, self.frame)
+        return safe_lines(moe_text(self.name, self.totals, self.frame))
 
     def __repr__(self) -> str:
         t = self.totals
         activated = "unknown" if t["activated_params"] is None else f"{t['activated_params']:,}"
-        return f"<MixtureOfExperts {self.name}: {t['total_params']:,} parameters, {activated} activated per token>"
+        name = safe_text(self.name)
+        return f"<MixtureOfExperts {name}: {t['total_params']:,} parameters, {activated} activated per token>"
 
 
 @on_receiving_rank(0)

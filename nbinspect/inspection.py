@@ -20,7 +20,6 @@ from .analyze.stats import stats_frames
 from .backends import backend_named, is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
-from .core.output import write_output
 from .core.trace import TraceResult
 from .errors import TraceError
 from .render import json_export, text
@@ -30,7 +29,8 @@ from .render.engine_text import engine_label, engine_text
 from .render.flow import TextFrame, flow_text, memory_html, memory_text
 from .render.model_info_json import model_info_dict
 from .render.plots import distribution_figure
-from .result import Result
+from .result import Result, input_paths
+from .terminal import safe_lines, safe_text
 
 __all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
 
@@ -51,6 +51,7 @@ class Inspection(Result):
     io: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     # what a checkpoint file held besides weights (epoch, optimizer, load report)
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    inputs: tuple[str, ...] = ()  # the files it was read from (never an export's target)
 
     def __post_init__(self) -> None:
         # read-only views of copies: the caller's dicts may change later, this Inspection does not
@@ -156,7 +157,9 @@ class Inspection(Result):
         )
         if "components" in self.frames:  # a serving engine: its header first
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
-        return summary + "\n\n" + metadata_text(self.metadata, verbose) if self.metadata else summary
+        if self.metadata:
+            summary += "\n\n" + metadata_text(self.metadata, verbose)
+        return safe_lines(summary)  # names and metadata from a file cannot drive a terminal
 
     def _saved_summary(self) -> str:
         text = self.summary(depth=2)
@@ -167,7 +170,7 @@ class Inspection(Result):
     def __repr__(self) -> str:
         t = self.totals
         return (
-            f"<Inspection {self.name} ({self.framework}): {t['total_params']:,} parameters, "
+            f"<Inspection {safe_text(self.name)} ({self.framework}): {t['total_params']:,} parameters, "
             f"{t['num_modules']:,} modules, frames: {', '.join(self.frames)}>"
         )
 
@@ -189,7 +192,7 @@ class Inspection(Result):
             prefix = getattr(backend_named(self.framework), "dtype_prefix", prefix)
         document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io, prefix)
         if path is not None:
-            write_output(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
+            self._write(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
         return document
 
     def framework_label(self) -> str:
@@ -221,7 +224,9 @@ def inspect(
     if input is not None and is_engine(model):
         raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
     found = pipeline.read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
-    inspection = Inspection(found.name, found.framework, found.frames, found.totals, found.io, found.metadata)
+    inspection = Inspection(
+        found.name, found.framework, found.frames, found.totals, found.io, found.metadata, input_paths(model)
+    )
     if input is not None:
         inspection = with_forward(
             inspection, found.model, input, backward=backward, flops=flops, input_dtype=input_dtype

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,20 +14,23 @@ import pandas as pd
 
 from .analyze.views import ViewData, view_data
 from .core.gc_pause import gc_paused
-from .core.output import write_output
+from .core.output import check_not_input, write_output
 from .render.html import standalone_html
 from .render.payload import build_payload
 
 if TYPE_CHECKING:
     from .render.widget import InspectWidget
 
-__all__ = ["Result"]
+__all__ = ["Result", "input_paths"]
 
 
 class Result:
     """Base of :class:`~nbinspect.Inspection` and :class:`~nbinspect.Comparison`. Subclasses
     set ``name``, ``framework``, ``frames`` and ``totals`` and write ``summary()`` and
     ``to_dict()``; the ways of showing and exporting them live here, once."""
+
+    # the files or folders it was read from: an export never overwrites them (nor writes into them)
+    inputs: tuple[str, ...] = ()
 
     name: str
     framework: str
@@ -47,8 +51,13 @@ class Result:
         """The export document as JSON text; also written to `path` when given."""
         document = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            write_output(path, document + "\n")
+            self._write(path, document + "\n")
         return document
+
+    def _write(self, path: str | Path, text: str) -> None:
+        """Write an export atomically, refusing a path that is one of the inputs (or inside one)."""
+        check_not_input(path, self.inputs)
+        write_output(path, text)
 
     def framework_label(self) -> str:
         """What the widget shows beside the name (a subclass may say more than the framework)."""
@@ -123,5 +132,10 @@ class Result:
 
         page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix())
         if path is not None:
-            write_output(path, page)
+            self._write(path, page)
         return page
+
+
+def input_paths(*objects: object) -> tuple[str, ...]:
+    """The file-system paths among what a result was read from (models and state dicts are not)."""
+    return tuple(os.fspath(o) for o in objects if isinstance(o, (str, os.PathLike)))

@@ -14,8 +14,11 @@ import stat
 from pathlib import Path
 
 from ..errors import CheckpointError
+from ..terminal import safe_text
 
 __all__ = [
+    "MAX_BUILT_BUFFER_BYTES",
+    "MAX_BUILT_MODULES",
     "MAX_CHUNKS_PER_TENSOR",
     "MAX_CONFIG_BYTES",
     "MAX_CONFIG_LAYERS",
@@ -46,7 +49,6 @@ __all__ = [
     "check_tensor_name",
     "inside",
     "regular_file",
-    "safe_text",
     "shown",
 ]
 
@@ -67,6 +69,8 @@ MAX_NPY_HEADER = 64 * 2**10  # a .npy header, decompressed
 MAX_ZIP_MEMBERS = 2 * 250_000 + 16  # members of a zip (.pt, .npz)
 MAX_EXPANDED_ITEMS = 100_000  # items of a shared structure after expanding every shared reference
 MAX_FILE_MODULE_PATHS = 200_000  # module paths the tensor names of a file imply
+MAX_BUILT_MODULES = 200_000  # modules one model build from a config may create (DeepSeek-V3 unfused: ~63k)
+MAX_BUILT_BUFFER_BYTES = 256 * 2**20  # buffers a build computes for real (rotary/sinusoid tables: a few MB)
 MAX_NAME_CHARS = 1024  # characters of one tensor name
 MAX_NAME_DEPTH = 64  # dotted components of one tensor name
 MAX_DIMS = 64  # dimensions of one shape
@@ -77,35 +81,6 @@ MAX_CHUNKS_PER_TENSOR = 65_536  # DCP chunks of one tensor
 MAX_CONFIG_LAYERS = 1024  # num_hidden_layers & co. of a config.json (Llama 405B has 126)
 MAX_CONFIG_POSITIONS = 2**24  # max_position_embeddings & co. (Llama 4 Scout: 10.5M)
 MAX_ERROR_LINE = 300  # characters of a shown name inside one error line
-
-
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
-_CONTROLS.update({c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F]})
-
-
-def safe_text(text: object, limit: int | None = None) -> str:
-    """`text` as one line that cannot drive a terminal: C0/C1 controls (ESC, BEL, newline),
-    DEL, bidi overrides and lone surrogates are shown as escapes; longer than `limit`
-    characters, it is cut in the middle."""
-    s = text if isinstance(text, str) else str(text)
-    if _has_surrogates(s):
-        try:
-            s = s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a lone surrogate that is not an undecodable byte
-            s = s.encode("utf-8", "backslashreplace").decode("utf-8")
-    s = s.translate(_CONTROLS)
-    if limit is not None and len(s) > limit:
-        half = (limit - 1) // 2
-        s = f"{s[:half]}\u2026{s[-half:]}"
-    return s
-
-
-def _has_surrogates(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def shown(path: str | os.PathLike, limit: int | None = MAX_ERROR_LINE // 2) -> str:

@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.limits import safe_text
+from ..terminal import safe_text
 from ..errors import CheckpointError, first_line
 from .files import FileHandle
 from .text import read_text

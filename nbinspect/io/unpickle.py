@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.limits import MAX_DEPTH, MAX_NAME_CHARS, MAX_PICKLE_MEMO, MAX_PICKLE_STRING
 from ..errors import CheckpointError, UnsafeCheckpointError
+from ..terminal import safe_text
 
 __all__ = ["Handler", "StateDict", "unpickle", "unpickle_stream"]
 
@@ -344,8 +345,6 @@ class _Loop:
 
 
 def _short(text: str) -> str:
-    from ..core.limits import safe_text
-
     return safe_text(text, 80)
 
 

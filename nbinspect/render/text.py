@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..schema import UNKNOWN_TYPE
+from ..terminal import safe_text
 from .format import (
     format_bytes,
     format_count,
@@ -22,7 +23,9 @@ __all__ = ["health_block", "layer_tree", "summary", "table"]
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
-    """Columns padded to their widest cell; `right` says which are right-aligned."""
+    """Columns padded to their widest cell; `right` says which are right-aligned. Cells are
+    shown with control characters escaped (a name from a file stays on its row)."""
+    rows = [[safe_text(c) for c in r] for r in rows]
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
 
     def line(cells: Sequence[str]) -> str:

@@ -18,12 +18,12 @@ from ..analyze.compare import DEFAULT_THRESHOLDS
 from ..backends.torch.skeleton import skeleton
 from ..comparison import compare
 from ..config_inspection import from_config, with_plan
-from ..core.limits import safe_text
 from ..core.output import check_not_input, write_output
 from ..errors import first_line_for
 from ..inspection import Inspection, inspect
 from ..io.checkpoint import load_checkpoint
 from ..render.compare_text import groups_table
+from ..terminal import safe_lines, safe_text
 from .options import INSPECT, InputSpec, add_options, count
 
 __all__ = ["main"]
@@ -168,7 +168,7 @@ def _print(text: str, args: argparse.Namespace) -> None:
     """The report on the terminal (or stderr when an output file goes to stdout): names and
     metadata from a file are shown with their control characters escaped."""
     stream = sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "html", None)) else sys.stdout
-    print("\n".join(safe_text(line) for line in text.split("\n")), file=stream)
+    print(safe_lines(text), file=stream)
 
 
 def _run(args: argparse.Namespace) -> None:

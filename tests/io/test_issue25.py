@@ -12,6 +12,8 @@ import json
 import os
 import pickle
 import struct
+import subprocess
+import sys
 import time
 import warnings
 import zipfile
@@ -263,6 +265,84 @@ def test_config_json_asking_for_a_huge_model_is_not_built(tmp_path, key, value):
     assert [t.name for t in source.tensors] == ["w"] and "over the limit" in str(source.metadata.get("model"))
 
 
+_WHISPER = {
+    "model_type": "whisper", "encoder_layers": 1, "decoder_layers": 1, "d_model": 64, "vocab_size": 51865,
+    "encoder_attention_heads": 4, "decoder_attention_heads": 4, "num_mel_bins": 8,
+    "max_source_positions": 2**24, "max_target_positions": 2**24,
+}  # fmt: skip
+_MEASURE_BUILD = """
+import json, resource, sys, torch
+import nbinspect
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+insp = nbinspect.from_config(config=sys.argv[1])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with torch.device("meta"):  # the reference count: transformers itself, every tensor on meta
+    import transformers
+    config = transformers.AutoConfig.for_model(**json.load(open(sys.argv[1])))
+    reference = sum(p.numel() for p in transformers.AutoModel.from_config(config).parameters())
+print(json.dumps({"grew": (after - before) * 1024, "params": insp.totals["total_params"], "reference": reference,
+                  "note": str(insp.metadata.get("model", ""))}))
+"""
+
+
+def test_a_config_whose_derived_tables_are_gigabytes_is_built_within_the_bound(tmp_path):
+    """Whisper with 2**24 positions: its sinusoid tables took 10.9 GB and a minute to compute
+    (found by attacking this fix). The build charges each operation before it runs and,
+    over the budget, builds the structure wholly on meta: same parameter count, bounded memory."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_WHISPER))
+    run = subprocess.run([sys.executable, "-c", _MEASURE_BUILD, str(path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["params"] == found["reference"] > 2 * 2**24 * 64
+    assert found["grew"] < 2 * 2**30, found
+    assert "left on meta" in found["note"]
+
+
+def test_a_small_config_keeps_its_computed_buffers(tmp_path):
+    pytest.importorskip("transformers")
+    from nbinspect.backends.torch.hf_config import hf_model
+
+    config = {"model_type": "llama", "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4,
+              "num_hidden_layers": 2, "vocab_size": 64, "rope_theta": 10000.0}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    model, described = hf_model(tmp_path / "config.json")
+    inv_freq = dict(model.named_buffers())["rotary_emb.inv_freq"]
+    reference = 1.0 / (10000.0 ** (np.arange(0, 8, 2, dtype=np.float64) / 8))
+    assert not inv_freq.is_meta and np.allclose(inv_freq.double().numpy(), reference, rtol=1e-6)
+    assert all(p.is_meta for p in model.parameters()) and "left on meta" not in described
+
+
+def test_a_config_building_too_many_modules_stops(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from nbinspect.backends.torch import meta_build
+
+    monkeypatch.setattr(meta_build, "MAX_BUILT_MODULES", 50)
+    model = tmp_path / "model"
+    model.mkdir()
+    save_file({"w": torch.ones(2)}, model / "model.safetensors")
+    config = {"model_type": "llama", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+              "num_hidden_layers": 40, "vocab_size": 64}  # fmt: skip
+    (model / "config.json").write_text(json.dumps(config))
+    source = load_checkpoint(model)
+    assert [t.name for t in source.tensors] == ["w"] and "more than 50 modules" in str(source.metadata.get("model"))
+
+
+@pytest.mark.parametrize("architectures", [[5], [["GPT2Model"]], [{"a": 1}], ["__class__"]])
+def test_a_config_naming_no_class_is_a_note_not_a_crash(tmp_path, architectures):
+    pytest.importorskip("transformers")
+    model = tmp_path / "model"
+    model.mkdir()
+    save_file({"w": torch.ones(2)}, model / "model.safetensors")
+    config = {"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2, "vocab_size": 10, "n_positions": 8}
+    (model / "config.json").write_text(json.dumps({**config, "architectures": architectures}))
+    source = load_checkpoint(model)
+    assert [t.name for t in source.tensors] == ["w"]
+    note = str(source.metadata.get("model"))
+    assert "config.json" in note and "\n" not in note
+
+
 def test_shared_lists_in_a_checkpoint_config_are_not_walked(tmp_path):
     level: list = [1, 1]
     for _ in range(27):
@@ -441,6 +521,53 @@ def test_control_characters_are_escaped_on_the_terminal(tmp_path, capsys):
     assert cli(["inspect", str(tmp_path / "ctl.safetensors"), "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\\x1b" in out
+
+
+def _controls(text: str) -> set[str]:
+    return {c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) < 0xA0}
+
+
+def test_python_text_of_a_hostile_file_is_terminal_safe(tmp_path):
+    """print() of an Inspection, a Comparison and their reprs, not only the CLI: a file
+    named with, and holding names and metadata with, ESC/BEL shows them escaped, each name
+    still on its own row."""
+    evil = "\x1b[2J\x1b]52;c;cHduZWQ=\x07"
+    path = tmp_path / f"{evil}.safetensors"
+    save_file({f"{evil}\nlayer.weight": torch.ones(2), "ok.bias": torch.ones(2)}, path,
+              metadata={"note": "\x1b]0;owned\x07", evil: "x"})  # fmt: skip
+    insp = nbinspect.inspect(path)
+    comparison = nbinspect.compare(path, path)
+    texts = {
+        "summary": insp.summary(depth=None),
+        "repr": repr(insp),
+        "comparison": str(comparison),
+        "comparison repr": repr(comparison),
+    }
+    for what, text in texts.items():
+        assert _controls(text) == set(), what
+        assert "\\x1b" in text, what
+    rows = [line for line in texts["summary"].split("\n") if "layer" in line]
+    assert rows and all("\\x0alayer" in row for row in rows)  # the newline in the name is escaped in place
+
+
+def test_python_exports_never_overwrite_their_input(tmp_path):
+    path = tmp_path / "m.safetensors"
+    save_file({"w": torch.ones(2)}, path)
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    save_file({"w": torch.zeros(2)}, folder / "model.safetensors")
+    before = path.read_bytes(), (folder / "model.safetensors").read_bytes()
+    insp, comparison = nbinspect.inspect(path), nbinspect.compare(path, folder)
+    for write in (insp.to_json, insp.to_html, insp.to_model_info, comparison.to_json, comparison.to_html):
+        with pytest.raises(ValueError, match="is an input"):
+            write(path)
+    for write in (comparison.to_json, nbinspect.inspect(folder).to_html):
+        with pytest.raises(ValueError, match="is an input"):
+            write(folder / "report.json")
+    assert (path.read_bytes(), (folder / "model.safetensors").read_bytes()) == before
+    assert sorted(p.name for p in folder.iterdir()) == ["model.safetensors"]
+    insp.to_json(tmp_path / "report.json")  # anywhere else is fine
+    assert json.loads((tmp_path / "report.json").read_text())["model"]["name"] == "m.safetensors"
 
 
 def test_output_files_never_overwrite_the_input_and_dash_is_stdout(tmp_path, capsys):

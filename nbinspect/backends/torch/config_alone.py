@@ -19,9 +19,9 @@ from typing import Any
 
 from torch import nn
 
-from ...core.limits import safe_text
 from ...errors import UnsafeCheckpointError
 from ...io.project_trust import project_trust
+from ...terminal import safe_text
 from .hf_config import hf_model, is_hf_config
 from .known_model import carried_config, recorded_factory
 from .meta_build import call_factory, factory_name

@@ -21,7 +21,7 @@ from ...core.limits import MAX_CONFIG_BYTES, MAX_CONFIG_LAYERS, MAX_CONFIG_POSIT
 from ...errors import CheckpointError, first_line
 from ...io.files import FileHandle
 from ...io.text import load_json
-from .meta_build import empty_weights
+from .meta_build import build_on_meta
 
 __all__ = ["CONFIG_NAME", "UnknownArchitecture", "hf_model", "is_hf_config"]
 
@@ -126,20 +126,28 @@ def hf_model(config_path: str | os.PathLike) -> tuple[nn.Module, str]:
     except Exception as exc:  # transformers' own words on why (bad values, remote code)
         raise UnknownArchitecture(f"{config_path}: transformers cannot read it: {first_line(exc)}") from None
     architecture = (getattr(config, "architectures", None) or [None])[0]
+    if architecture is not None and not isinstance(architecture, str):
+        raise UnknownArchitecture(
+            f"{config_path}: architectures[0] is a {type(architecture).__name__}, not a class name"
+        )
     model_class: Any = getattr(transformers, architecture, None) if architecture else transformers.AutoModel
     if model_class is None or (architecture and not hasattr(model_class, "_from_config")):
         raise UnknownArchitecture(
-            f"{config_path}: transformers {transformers.__version__} has no model class {architecture!r}"
+            f"{config_path}: transformers {transformers.__version__} has no model class "
+            f"{shown(str(architecture), 60)!r}"
         )
+
+    def build() -> nn.Module:
+        if architecture:  # what AutoModel*.from_config calls once it has picked the class: applies the config's dtype
+            return model_class._from_config(config)
+        return model_class.from_config(config, trust_remote_code=False)
+
     try:
-        with empty_weights(), _quiet(transformers):
-            if architecture:
-                # what AutoModel*.from_config calls once it has picked the class: applies the config's dtype
-                model = model_class._from_config(config)
-            else:
-                model = model_class.from_config(config, trust_remote_code=False)
+        with _quiet(transformers):
+            model, note = build_on_meta(build)
     except Exception as exc:
         name = architecture or "AutoModel"
         raise UnknownArchitecture(f"{config_path}: transformers could not build {name}: {first_line(exc)}") from None
     model.eval()  # as from_pretrained leaves it
-    return model, f"{type(model).__name__} built from {config_path.name} (transformers {transformers.__version__})"
+    built = f"{type(model).__name__} built from {config_path.name} (transformers {transformers.__version__})"
+    return model, f"{built}; {note}" if note else built
