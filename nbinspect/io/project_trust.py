@@ -26,8 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..terminal import safe_text
 from ..errors import CheckpointError, first_line
+from ..terminal import safe_text
 from .files import FileHandle
 from .text import read_text
 
