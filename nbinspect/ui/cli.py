@@ -19,9 +19,10 @@ from ..backends.torch.skeleton import skeleton
 from ..comparison import compare
 from ..config_inspection import from_config, with_plan
 from ..core.output import check_not_input, write_output
-from ..errors import first_line_for
+from ..errors import CheckpointError, first_line_for
 from ..inspection import Inspection, inspect
 from ..io.checkpoint import load_checkpoint
+from ..io.project_trust import project_trust
 from ..render.compare_text import groups_table
 from ..terminal import safe_lines, safe_text
 from .options import INSPECT, InputSpec, add_options, count
@@ -130,10 +131,22 @@ def _inspection(args: argparse.Namespace) -> Inspection:
     return with_plan(insp, model, optimizer=args.optimizer, precision=args.precision, **plan)
 
 
+def _builds_user_code(args: argparse.Namespace) -> bool:
+    """Whether this command may import the user's own model code: --model, a config alone,
+    --trust, or a project that lists trusted factories. Only then is the working directory put
+    on the import path: elsewhere a downloaded folder's `yaml.py` or `numba.py` would shadow
+    what nbinspect imports later."""
+    if args.model or args.path is None or args.trust:
+        return True
+    try:
+        return bool(project_trust().entries)
+    except CheckpointError:  # a broken pyproject.toml trusts nothing; it is reported if a file names a factory
+        return False
+
+
 def _inspect(args: argparse.Namespace) -> None:
-    # a factory (--model, or one a file names and --trust or the project trusts) is the
-    # user's own module, found as `python -m` would find it; nothing else is imported from here
-    sys.path.insert(0, os.getcwd())
+    if _builds_user_code(args):  # the factory is the user's own module, found as `python -m` finds it
+        sys.path.insert(0, os.getcwd())
     inputs = [args.path, args.config]
     for out in (args.json, args.html, args.model_info):
         if out:
