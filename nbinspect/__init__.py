@@ -19,7 +19,7 @@ if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time the
     from .config_inspection import build_on_meta, from_config
     from .errors import CheckpointError, EngineError, TraceError, UnsafeCheckpointError
     from .experts import MixtureOfExperts, expert_changes, moe, split_experts
-    from .inspection import Inspection, health, inspect, memory, plot_distributions, trace
+    from .inspection import Inspection, health, inspect, locate, memory, plot_distributions, trace, value_grid
     from .io.checkpoint import load_checkpoint
     from .model_info import ModelInfo, dump_model_info
     from .render.json_export import json_schema
@@ -38,7 +38,10 @@ _LAZY = {
     **dict.fromkeys(("build_on_meta", "from_config"), ".config_inspection"),
     **dict.fromkeys(("CheckpointError", "EngineError", "TraceError", "UnsafeCheckpointError"), ".errors"),
     **dict.fromkeys(("MixtureOfExperts", "expert_changes", "moe", "split_experts"), ".experts"),
-    **dict.fromkeys(("Inspection", "health", "inspect", "memory", "plot_distributions", "trace"), ".inspection"),
+    **dict.fromkeys(
+        ("Inspection", "health", "inspect", "locate", "memory", "plot_distributions", "trace", "value_grid"),
+        ".inspection",
+    ),
     **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
     "json_schema": ".render.json_export",
     "load_checkpoint": ".io.checkpoint",
@@ -94,6 +97,7 @@ __all__ = [
     "layers",
     "load_checkpoint",
     "load_ipython_extension",
+    "locate",
     "memory",
     "mlx",
     "moe",
@@ -104,4 +108,5 @@ __all__ = [
     "totals",
     "trace",
     "track",
+    "value_grid",
 ]

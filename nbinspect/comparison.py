@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -12,6 +13,7 @@ import pandas as pd
 from .analyze import compare as _compare
 from .analyze import structure
 from .analyze.stats import stats
+from .analyze.value_view import DELTA, ValueAccess
 from .backends import ModelSource, as_source, on_receiving_rank, preorder
 from .render.compare_text import comparison_text
 from .render.display import DisplayFrame
@@ -51,6 +53,40 @@ class Comparison(Result):
         self._side_stats = {} if stats_a is None else {"stats_a": stats_a}
         self._rollups: dict[str, pd.DataFrame] = {}
         self.inputs = inputs
+        self.values = (
+            None
+            if sources is None
+            else ValueAccess(
+                dict(zip(("a", "b"), sources)),
+                {side: partial(self._side_stats_frame, f"stats_{side}") for side in ("a", "b")},
+            )
+        )
+
+    def _side_stats_frame(self, key: str) -> pd.DataFrame:
+        return self._widget_frames()[key]
+
+    def locate(
+        self,
+        what: str | list[str],
+        *,
+        first: int = 10,
+        side: str = DELTA,
+        tensors: list[str] | None = None,
+        k: float | None = None,
+    ) -> pd.DataFrame:
+        """Where the bad values are (schema.LOCATE) in Δ = b − a (`side` "delta", the tensors
+        both sides hold with one shape) or in side "a" or "b"; see :meth:`Inspection.locate`."""
+        if self.values is None:
+            raise ValueError(f"{self.name}: no values to locate in (a comparison rebuilt without its sources)")
+        if side not in (DELTA, "a", "b"):
+            raise ValueError(f"side must be 'delta', 'a' or 'b', not {side!r}")
+        frame = self.values.locate(what, first=first, side=side, tensors=tensors, k=k)
+        shown = DisplayFrame(frame)
+        shown.attrs["skipped"] = frame.attrs["skipped"]
+        return shown
+
+    def _value_access(self) -> ValueAccess | None:
+        return self.values
 
     def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
         """The frames plus each side's tensor statistics (the widget's before/after

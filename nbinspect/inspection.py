@@ -11,12 +11,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from . import pipeline
 from .analyze.fold import Folds, fold_repeats
 from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
 from .analyze.stats import stats_frames
+from .analyze.value_view import ValueAccess
 from .backends import backend_named, is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
@@ -32,7 +34,17 @@ from .render.plots import distribution_figure
 from .result import Result, input_paths
 from .terminal import safe_lines, safe_text
 
-__all__ = ["Inspection", "health", "inspect", "memory", "plot_distributions", "trace", "with_memory"]
+__all__ = [
+    "Inspection",
+    "health",
+    "inspect",
+    "locate",
+    "memory",
+    "plot_distributions",
+    "trace",
+    "value_grid",
+    "with_memory",
+]
 
 _I = TypeVar("_I", bound="Inspection")  # a copy keeps its class (mlx.ModelSummary stays one)
 
@@ -52,6 +64,8 @@ class Inspection(Result):
     # what a checkpoint file held besides weights (epoch, optimizer, load report)
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     inputs: tuple[str, ...] = ()  # the files it was read from (never an export's target)
+    # the values behind the frames (the widget's value view, locate); None for an engine
+    values: ValueAccess | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # read-only views of copies: the caller's dicts may change later, this Inspection does not
@@ -195,6 +209,25 @@ class Inspection(Result):
             self._write(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
         return document
 
+    def locate(
+        self, what: str | list[str], *, first: int = 10, tensors: list[str] | None = None, k: float | None = None
+    ) -> pd.DataFrame:
+        """Where the bad values are (schema.LOCATE), exactly: `what` is "nan", "inf",
+        "outliers" (|x| > k·std, k = 6 by default), "zero_rows" (dead output units),
+        "zero_columns" (dead input features), "dead" (both) or a list of them; the first
+        `first` hits per tensor and kind are listed, ``total`` counts them all. Tensors the
+        statistics clear are not read; those without values (meta, a deleted model) are in
+        ``frame.attrs["skipped"]``."""
+        if self.values is None:
+            raise ValueError(f"{self.name}: no values to locate in (an engine, or a result rebuilt without its model)")
+        frame = self.values.locate(what, first=first, tensors=tensors, k=k)
+        shown = DisplayFrame(frame)
+        shown.attrs["skipped"] = frame.attrs["skipped"]
+        return shown
+
+    def _value_access(self) -> ValueAccess | None:
+        return self.values
+
     def framework_label(self) -> str:
         """The framework, or for a vLLM engine its one-line header (shown beside the name)."""
         return engine_label(self.totals) if "components" in self.frames else self.framework
@@ -227,6 +260,9 @@ def inspect(
     inspection = Inspection(
         found.name, found.framework, found.frames, found.totals, found.io, found.metadata, input_paths(model)
     )
+    if found.source is not None:
+        frames = inspection.frames
+        inspection.values = ValueAccess({None: found.source}, {None: lambda: frames.get("stats")})
     if input is not None:
         inspection = with_forward(
             inspection, found.model, input, backward=backward, flops=flops, input_dtype=input_dtype
@@ -296,6 +332,64 @@ def health(obj: Any, *, exploding: float | None = None, vanishing: float | None 
         vanishing=defaults.vanishing if vanishing is None else vanishing,
     )
     return health_frame(insp.stats, insp.params, insp.layers["name"].tolist(), limits)
+
+
+def locate(
+    obj: Any, what: str | list[str], *, first: int = 10, k: float | None = None, **options: Any
+) -> pd.DataFrame | None:
+    """Where the bad values are (schema.LOCATE): ``obj.locate(...)`` for an Inspection or a
+    Comparison (`options`: ``tensors``, ``side``); for a model, state_dict or checkpoint path,
+    without computing statistics first. A model sharded over ranks (DTensor) is a
+    collective: call it on every rank; each scans its own block and rank 0 receives the
+    frame (None on the others). See :meth:`Inspection.locate` for `what`."""
+    from .analyze.locate import locate_sharded
+    from .analyze.values import OUTLIER_SIGMA
+    from .backends import as_source
+    from .backends.torch.values import tensor_bands
+
+    if isinstance(obj, Result):
+        return obj.locate(what, first=first, k=k, **options)  # type: ignore[attr-defined]  # both results have it
+    source = as_source(obj)
+    if source.collective is not None:
+
+        def bands_of(t: Any) -> Any:
+            return lambda name, plane, n: tensor_bands(
+                t, plane, (0, plane.size(tuple(t.shape))[0]), (0, plane.size(tuple(t.shape))[1]), n
+            )
+
+        return locate_sharded(source, what, bands_of, first=first, k=OUTLIER_SIGMA if k is None else k)
+    return Inspection(source.name, source.framework, {}, {}, values=ValueAccess({None: source})).locate(
+        what, first=first, k=k, **options
+    )
+
+
+def value_grid(obj: Any, tensor: str, **request: Any) -> dict[str, Any] | None:
+    """One tensor's values at screen resolution, as the widget's heatmap gets them: the
+    header (blocks, colour limits, NaN/±Inf counts, ...) and 2-D numpy arrays ``index``
+    (palette index), ``flags``, ``value`` (block mean, or the value itself when ``exact``)
+    and ``absmax``. `request`: ``rows``/``cols`` ([start, stop) of the picture), ``height``/
+    ``width`` (pixels), ``plane``, ``stat`` ("mean" or "absmax"), ``limit``, ``side`` (a
+    Comparison's "a", "b", "delta"). A model sharded over ranks is a collective: call it on
+    every rank; each rank reduces its own block and rank 0 receives the merged grid."""
+    from .backends import as_source
+
+    if isinstance(obj, Result):
+        access = obj._value_access()
+        if access is None:
+            raise ValueError(f"{obj.name}: no values behind this result")
+    else:
+        access = ValueAccess({None: as_source(obj)}, collective=True)
+        obj = access._sides[None].source()
+    header, buffers = access.region({"tensor": tensor, **request})
+    collective = getattr(obj, "collective", None)
+    if collective is not None and not collective.receives():
+        return None
+    if header["state"] != "ok":
+        raise ValueError(f"{tensor}: {header['state']}: {header['message']}")
+    h, w = header["grid"]
+    kinds = (("index", np.uint8), ("flags", np.uint8), ("value", np.float64), ("absmax", np.float32))
+    arrays = {key: np.frombuffer(b, dtype).reshape(h, w) for (key, dtype), b in zip(kinds, buffers)}
+    return {"header": {k: v for k, v in header.items() if k not in ("palette", "special", "flags")}, **arrays}
 
 
 @on_receiving_rank(0)

@@ -47,6 +47,7 @@ class Found:
     io: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     model: Any = None  # the live model, when there is one to trace
+    source: ModelSource | None = None  # where the values are (the value view, locate)
 
 
 def read(model: Any, request: Request = Request(), name: str | None = None) -> Found:
@@ -61,7 +62,7 @@ def read(model: Any, request: Request = Request(), name: str | None = None) -> F
         raise TypeError("sample_input= is a prompt for a vLLM engine; a torch model takes input=")
     source = as_source(model, name)
     found = Found(source.name, source.framework, _frames(source, request), structure.totals(source))
-    found.metadata, found.model = dict(source.metadata), source.model
+    found.metadata, found.model, found.source = dict(source.metadata), source.model, source
     groups = expert_groups(source)
     if groups:  # a mixture of experts: what one token uses, beside the total
         moe = moe_totals(found.totals["total_params"], groups)

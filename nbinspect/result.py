@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ class Result:
     frames: Mapping[str, pd.DataFrame]
     totals: Mapping[str, Any]
     sides: tuple[str, str] | None = None  # a comparison's two sides, named in the widget's title
+    _last_widget: weakref.ref | None = None  # the widget shown last (its heatmap pictures)
 
     def summary(self) -> str:
         raise NotImplementedError
@@ -67,7 +69,11 @@ class Result:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
-        return InspectWidget(self._payload(), self._views, saved=lambda: (self._saved_summary(), None))
+        widget = InspectWidget(
+            self._payload(), self._views, saved=lambda: (self._saved_summary(), None), values=self._value_access()
+        )
+        self._last_widget = weakref.ref(widget)  # its heatmaps go into to_html's page
+        return widget
 
     def show(self) -> InspectWidget:
         """Display the widget in the notebook and return it."""
@@ -76,6 +82,10 @@ class Result:
         w = self.widget()
         display(w)
         return w
+
+    def _value_access(self) -> Any:
+        """What answers the value view's region requests (``analyze.value_view.ValueAccess``), or None."""
+        return None
 
     def _widget_frames(self) -> Mapping[str, pd.DataFrame]:
         """The frames the widget and the standalone page show."""
@@ -130,7 +140,9 @@ class Result:
         also written to `path` when given."""
         from .render.widget import bundle_source
 
-        page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix())
+        widget = self._last_widget() if self._last_widget is not None else None
+        figures = list(widget.pictures.values()) if widget is not None else []
+        page = standalone_html(self._payload(), bundle_source(), f"{self.name} — nbinspect", self._appendix(), figures)
         if path is not None:
             self._write(path, page)
         return page

@@ -39,6 +39,7 @@ __all__ = [
     "FRAME_KEYS",
     "HEALTH",
     "LAYERS",
+    "LOCATE",
     "MEMORY",
     "MEMORY_COMPONENTS",
     "MOE",
@@ -463,6 +464,23 @@ TRACK_HISTORY = FrameSchema(
     "missing where a metric did not report at that step.",
 )
 
+LOCATE = FrameSchema(
+    "locate",
+    (
+        Column("tensor", "string", "tensor path (the first path of a tied storage)"),
+        Column("what", "string", "'nan', 'posinf', 'neginf', 'zero_row', 'zero_column' or 'outlier'"),
+        Column(
+            "index",
+            "object",
+            "tuple of ints in the tensor's shape; rows and columns: the index of the row (column) axes",
+        ),
+        Column("value", "float64", "the value (NaN, ±Inf, the outlier); missing for rows and columns"),
+        Column("rank", "Int64", "0, 1, ...: position among this tensor's hits of this kind, in index order"),
+        Column("total", "Int64", "hits of this kind in the tensor, exact (also when only the first are listed)"),
+    ),
+    "Where the bad values are (Inspection.locate, Comparison.locate on b - a), first N per tensor and kind.",
+)
+
 FRAMES: dict[str, FrameSchema] = {
     f.name: f
     for f in (
@@ -478,6 +496,7 @@ FRAMES: dict[str, FrameSchema] = {
         ENGINE_COMPONENTS,
         MOE,
         EXPERT_CHANGES,
+        LOCATE,
     )
 }
 # The frames an Inspection or Comparison holds, by key, and the schema each follows (a test

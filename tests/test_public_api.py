@@ -28,6 +28,7 @@ EXPECTED = {
     "json_schema",
     "layers",
     "load_ipython_extension",
+    "locate",
     "memory",
     "mlx",
     "params",
@@ -37,6 +38,7 @@ EXPECTED = {
     "trace",
     "TraceError",
     "track",
+    "value_grid",
 }
 
 

@@ -6,6 +6,9 @@ import { formatBytes, formatCount, formatShape, formatStat, trainableStatus } fr
 import { chart } from "./histogram";
 import type { Hist } from "./payload";
 import type { Tree, TreeNode } from "./tree";
+import { type ValueFetchers, valuePanel } from "./values_panel";
+
+export type { ValueFetchers };
 
 /** Fetches a row's full-resolution histogram from the kernel; absent on a static page. */
 export type HistFetcher = (name: string, kind: "tensor" | "module") => Promise<Hist | null>;
@@ -14,6 +17,7 @@ export interface DetailOptions {
   log: boolean;
   onLog(log: boolean): void;
   fetchHist?: HistFetcher;
+  values?: ValueFetchers;
 }
 
 const STAT_LABELS: Record<string, string> = {
@@ -152,9 +156,12 @@ export function renderDetail(panel: HTMLElement, tree: Tree, node: TreeNode | nu
       ),
     );
   }
+  const values = valuePanel(tree, node, opts.values);
+  if (values) panel.append(values.el);
   const tensors = tensorTable(tree, node);
   if (tensors) panel.append(tensors);
   return () => {
     cancelled = true;
+    values?.destroy();
   };
 }

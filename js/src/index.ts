@@ -3,6 +3,7 @@
 import type { AnyWidget, Experimental, RenderProps } from "@anywidget/types";
 import type { HistFetcher } from "./detail";
 import { h } from "./dom";
+import type { LocateFetcher, LocateRow, RegionFetcher, RegionHeader } from "./heatmap";
 import { type Hist, PAYLOAD_VERSION, type Payload } from "./payload";
 import { Timeline } from "./timeline";
 import { TreeView } from "./view";
@@ -32,6 +33,17 @@ function fetcher(invoke: Experimental["invoke"] | undefined): HistFetcher | unde
       cache.set(key, hit);
     }
     return hit;
+  };
+}
+
+/** The value view's region and locate requests (`_region`, `_locate`); none on a static page. */
+function valueFetchers(invoke: Experimental["invoke"] | undefined): { region?: RegionFetcher; locate?: LocateFetcher } {
+  if (!invoke) return {};
+  const signal = () => AbortSignal.timeout(15000); // the first region may load numba (~0.5 s) and read a file
+  return {
+    region: (req) => invoke<RegionHeader>("_region", req, { signal: signal() }),
+    locate: (tensor, side) =>
+      invoke<LocateRow[] | null>("_locate", { tensor, side }, { signal: signal() }).then(([rows]) => rows ?? []),
   };
 }
 
@@ -68,6 +80,7 @@ function render({ model, el, experimental }: Props): () => void {
           model.save_changes();
         },
         fetchHist: fetcher(experimental?.invoke),
+        values: valueFetchers(experimental?.invoke),
       });
       view.selectPath(model.get("selected"));
     }

@@ -7,7 +7,7 @@
 
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
 import { COLUMNS, type Column, defaultColumns } from "./columns";
-import { type HistFetcher, renderDetail } from "./detail";
+import { type HistFetcher, renderDetail, type ValueFetchers } from "./detail";
 import { button, h } from "./dom";
 import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row } from "./flatten";
 import type { Payload } from "./payload";
@@ -23,6 +23,8 @@ let instances = 0;
 export interface ViewOptions {
   onSelect(path: string): void;
   fetchHist?: HistFetcher;
+  /** The value view's requests to the kernel (js/src/heatmap.ts). */
+  values?: ValueFetchers;
 }
 
 export interface ViewState {
@@ -394,6 +396,7 @@ export class TreeView {
       log,
       onLog: (on) => this.update({ log: on }),
       fetchHist: this.opts.fetchHist,
+      values: this.opts.values,
     });
   }
 

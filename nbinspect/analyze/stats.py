@@ -9,6 +9,7 @@ once. Nothing in the model changes.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -181,7 +182,10 @@ def _skipped(exc: Exception) -> str:
 def _watched() -> bool:
     """Whether someone watches a progress bar: a terminal on stderr, or a notebook (one text
     output updated in place, emptied at the end: core/progress.py). Redirected output (logs,
-    pipes, the CLI's captured stderr) gets no bar."""
+    pipes, the CLI's captured stderr) gets no bar, nor anything run with NBINSPECT_PROGRESS=0
+    (executed notebooks whose outputs are compared: a bar appears only when the work is slow)."""
+    if os.environ.get("NBINSPECT_PROGRESS") == "0":
+        return False
     return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 

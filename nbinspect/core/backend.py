@@ -11,13 +11,14 @@ watch calls made inside a block, plan training memory and read a region of one t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import numpy as np
 
 from .memory import PlanOptions
+from .plane import Plane
 from .source import ModelSource, TensorEntry
 from .trace import TraceResult
 
@@ -56,4 +57,16 @@ class Backend(Protocol):
 
     def read_region(self, entry: TensorEntry, index: tuple[slice | int, ...]) -> np.ndarray:
         """The values of `entry` at `index` as a float64 array (a region only: never more)."""
+        ...
+
+    def value_state(self, entry: TensorEntry) -> str | None:
+        """None when `entry` has values to read, else why not (meta, fake, lazy)."""
+        ...
+
+    def plane_bands(
+        self, entry: TensorEntry, plane: Plane, rows: tuple[int, int], cols: tuple[int, int], band_rows: int
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Rows [r0, r1) x columns [c0, c1) of `entry` laid out on `plane`, as (first row,
+        2-D float32/float64 numpy array with contiguous rows) bands of `band_rows` rows, in
+        order: the whole region is never converted at once (``backends/torch/values.py``)."""
         ...

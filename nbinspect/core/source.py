@@ -33,6 +33,9 @@ class TensorEntry:
     storage_key: Hashable  # equal keys mean the same elements in memory
     tensor: Any = field(default=None, repr=False, compare=False)  # a tensor, or a loader for one
     release_hook: Any = field(default=None, repr=False, compare=False)  # drops file pages, if mapped
+    # (i0, i1) -> the tensor's slice [i0:i1] along its first axis, reading only those bytes:
+    # a file source's way to show a zoomed region without reading the whole tensor.
+    rows: Any = field(default=None, repr=False, compare=False)
 
     def values(self) -> Any:
         """The tensor's values: the tensor itself, or loaded on demand by a lazy source."""

@@ -44,6 +44,7 @@ class StoredTensor:
     release_hook: Callable[[], None] | None = field(default=None, repr=False)
     numel: int | None = None  # elements stored, when not the shape's product (a broadcast view)
     kind: str | None = None  # PARAMETER or BUFFER when the file says (its optimizer state); else guessed by name
+    rows: Callable[[int, int], Any] | None = field(default=None, repr=False)  # see TensorEntry.rows
 
 
 def natural_key(name: str) -> tuple:
@@ -98,6 +99,7 @@ def build_source(
             storage_key=t.storage_key,
             tensor=t.tensor,
             release_hook=t.release_hook,
+            rows=t.rows,
         )
         for t in stored
     )

@@ -102,7 +102,8 @@ def _npy_header(data: bytes | bytearray, where: str) -> tuple[np.dtype, tuple[in
         else:
             raise ValueError(f"unknown .npy format version {version}")
     except Exception as exc:  # ast.literal_eval of a crafted header: ValueError, SyntaxError, MemoryError, ...
-        raise CheckpointError(f"{where}: corrupt .npy header ({shown(first_line(exc), 120)})") from None
+        why = "not a literal dict" if "malformed node" in str(exc) else shown(first_line(exc), 120)
+        raise CheckpointError(f"{where}: corrupt .npy header ({why})") from None
     if (
         not isinstance(shape, tuple)
         or len(shape) > MAX_DIMS
@@ -162,6 +163,24 @@ def _loader(
     return load
 
 
+def _rows_reader(
+    handle: FileHandle, info: zipfile.ZipInfo, header_len: int, dtype: np.dtype, shape: tuple[int, ...], bf16: bool
+) -> Callable[[int, int], torch.Tensor] | None:
+    """Rows [i0, i1) along the first axis of a stored (uncompressed) C-order array, reading
+    only their bytes; None for other members (they are read whole)."""
+    if info.compress_type != zipfile.ZIP_STORED or not shape:
+        return None
+    row = math.prod(shape[1:]) * dtype.itemsize
+
+    def rows(i0: int, i1: int) -> torch.Tensor:
+        raw = value_buffer((i1 - i0) * row).numpy()
+        if raw.size:
+            handle.readinto(member_data_offset(handle, info) + header_len + i0 * row, raw.data)
+        return _to_torch(raw.view(dtype).reshape((i1 - i0, *shape[1:])), bf16)
+
+    return rows
+
+
 def read_npz(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, Any]]:
     """The arrays of an npz file (values lazy), in file order."""
     path = handle.path
@@ -203,6 +222,7 @@ def read_npz(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, Any]]:
                 nbytes=nbytes,
                 storage_key=("file", str(path), name),
                 tensor=_loader(handle, info, header_len, dtype, shape, order, bf16, where),
+                rows=None if fortran else _rows_reader(handle, info, header_len, dtype, shape, bf16),
             )
         )
     return stored, {}

@@ -48,6 +48,11 @@ class _Values:
         self.handle.readinto(self.data_start + begin, raw.numpy().data)
         return raw.view(dtype).view(shape)
 
+    def rows(self, begin: int, shape: tuple[int, ...], dtype: torch.dtype, i0: int, i1: int) -> torch.Tensor:
+        """Rows [i0, i1) along the first axis: only their bytes are read."""
+        row = math.prod(shape[1:]) * dtype.itemsize
+        return self.tensor(begin + i0 * row, begin + i1 * row, (i1 - i0, *shape[1:]), dtype)
+
 
 def _header(handle: FileHandle) -> tuple[dict[str, Any], int, int]:
     """(header dict, data start offset, data length)."""
@@ -158,6 +163,7 @@ def read_safetensors(handle: FileHandle) -> tuple[list[StoredTensor], dict[str, 
                 nbytes=end - begin,
                 storage_key=("file", file_key, begin) if end > begin else ("file", file_key, name),
                 tensor=partial(values.tensor, begin, end, shape, dtype),
+                rows=partial(values.rows, begin, shape, dtype) if shape else None,
             )
         )
     _check_no_overlap(path, ranges)

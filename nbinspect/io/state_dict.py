@@ -286,6 +286,7 @@ def _from_record(name: str, t: torch.Tensor, record: Any, origin: str) -> Stored
         storage_key=key,
         tensor=load,
         numel=numel,
+        rows=record.rows if record.shape and record.dtype == t.dtype and all(n is None for n in narrow) else None,
     )
 
 

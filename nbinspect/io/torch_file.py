@@ -72,6 +72,13 @@ class Record:
         self.storage.handle.readinto(self.storage.offset + self.offset * item, raw.numpy().data)
         return raw.view(self.dtype).as_strided(self.shape, self.stride)
 
+    def rows(self, i0: int, i1: int) -> torch.Tensor:
+        """The slice [i0:i1] along the first axis, reading only the bytes it reaches."""
+        part = Record(
+            self.storage, self.offset + i0 * self.stride[0], (i1 - i0, *self.shape[1:]), self.stride, self.dtype
+        )
+        return part.values()
+
 
 @dataclass(frozen=True)
 class NoValues:

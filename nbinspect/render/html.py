@@ -6,6 +6,7 @@ and renders it against a small in-page model that holds the payload.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -77,9 +78,22 @@ def _script_safe(text: str) -> str:
     return _CLOSE.sub(r"<\\/\1", text).replace("<!--", "<\\!--")
 
 
-def standalone_html(payload: Mapping[str, Any], bundle: str, title: str, appendix: Sequence[str] = ()) -> str:
+def standalone_html(
+    payload: Mapping[str, Any],
+    bundle: str,
+    title: str,
+    appendix: Sequence[str] = (),
+    figures: Sequence[tuple[bytes, str]] = (),
+) -> str:
     """The page: `payload` (JSON-safe, see :mod:`nbinspect.render.payload`) rendered by `bundle`,
-    then the `appendix` texts (memory plan, flow) as preformatted blocks."""
+    then the `appendix` texts (memory plan, flow) as preformatted blocks and the `figures`
+    (PNG, label: the value view's heatmaps last shown in the notebook) as images."""
     data = json.dumps(payload, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
     blocks = "".join(f'<pre class="nbinspect-text">{html.escape(text)}</pre>\n' for text in appendix)
+    blocks += "".join(
+        f'<figure class="nbinspect-heatmap"><img src="data:image/png;base64,{base64.b64encode(png).decode()}"'
+        f' alt="{html.escape(label)}" style="image-rendering:pixelated;max-width:100%">'
+        f"<figcaption>{html.escape(label)}</figcaption></figure>\n"
+        for png, label in figures
+    )
     return _PAGE.format(title=html.escape(title), payload=data, bundle=_script_safe(bundle), appendix=blocks)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .display import saved_view
@@ -88,7 +88,13 @@ def widget_placeholder(name: str) -> str:
 
 
 def offline_view(
-    key: str, payload: Mapping[str, Any], bundle: str, text: str, image_png: bytes | None = None, alt: str = ""
+    key: str,
+    payload: Mapping[str, Any],
+    bundle: str,
+    text: str,
+    image_png: bytes | None = None,
+    alt: str = "",
+    figures: Sequence[tuple[bytes, str]] = (),
 ) -> str:
     """The saved output's HTML: static block (`image_png` above `text`), the offline view
     of `payload` rendered by `bundle` where scripts run, and the style pairing it with the
@@ -97,6 +103,12 @@ def offline_view(
     if image_png is not None:
         encoded = base64.b64encode(image_png).decode("ascii")
         image = f'<img src="data:image/png;base64,{encoded}" alt="{html.escape(alt)}" style="max-width:100%">'
+    for png, label in figures:  # the value view's heatmaps that were open, as last drawn
+        encoded = base64.b64encode(png).decode("ascii")
+        image += (
+            f'<figure class="nbinspect-heatmap"><img src="data:image/png;base64,{encoded}" alt="{html.escape(label)}"'
+            f' style="max-width:100%;image-rendering:pixelated"><figcaption>{html.escape(label)}</figcaption></figure>'
+        )
     data = json.dumps(payload, allow_nan=False, separators=(",", ":"))
     return (
         f'<div id="{key}" class="nbinspect-saved">'

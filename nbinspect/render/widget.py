@@ -11,14 +11,26 @@ import sys
 import uuid
 from collections.abc import Callable, Mapping
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import anywidget
 import traitlets
 from anywidget.experimental import command
 
 from .payload import histogram
+from .png import palette_png
 from .saved import offline_view, widget_placeholder
+
+
+class Values(Protocol):
+    """What answers the value view (``analyze.value_view.ValueAccess``)."""
+
+    def region(self, request: Mapping[str, Any]) -> tuple[dict, list[bytes]]: ...
+
+    def locate_rows(self, request: Mapping[str, Any]) -> list[dict]: ...
+
+
+KEPT_PICTURES = 8  # heatmaps a saved notebook keeps as images (the last shown of each tensor)
 
 __all__ = ["InspectWidget", "bundle_source", "in_kernel"]
 
@@ -60,13 +72,21 @@ class InspectWidget(anywidget.AnyWidget):
         payload: Mapping[str, Any],
         views: Any = None,
         saved: Callable[[], tuple[str, bytes | None]] | None = None,
+        values: Values | None = None,
         **kwargs: Any,
     ):
         """`payload`: :func:`~nbinspect.render.payload.build_payload`'s; `views`: what it was
         built with (``analyze.views.view_data``), for the full histograms asked for later;
         `saved`: the text summary (and an optional PNG) a saved notebook shows without the
-        widget, asked for when the widget is displayed."""
+        widget, asked for when the widget is displayed; `values`: answers the value view's
+        requests (``analyze.value_view.ValueAccess``), None where there are no
+        values to read."""
         self._views = views
+        self._values = values
+        # the last picture of each heatmap: (palette index, grid, palette, label), encoded as a PNG
+        # only when the saved output is written (not on every request of a zoom)
+        self._pictures: dict[tuple[str, str | None], tuple[bytes, tuple[int, int], list[str], str]] = {}
+        self._saved_pending = False
         self._saved = saved
         self._saved_ids: list[str] = []
         super().__init__(_esm=bundle_source(), payload=dict(payload), **kwargs)
@@ -78,8 +98,9 @@ class InspectWidget(anywidget.AnyWidget):
         text, image = self._saved() if self._saved is not None else (repr(self), None)
         name = self.payload.get("model", {}).get("name", "")
         key = key or f"nbinspect-{uuid.uuid4().hex}"
+        figures = list(self.pictures.values())  # PNGs made now, once per saved output
         return {
-            "text/html": offline_view(key, self.payload, bundle_source(), text, image, alt=name),
+            "text/html": offline_view(key, self.payload, bundle_source(), text, image, alt=name, figures=figures),
             "text/plain": text,
         }
 
@@ -117,6 +138,55 @@ class InspectWidget(anywidget.AnyWidget):
         if self._views is None:
             return None, []
         return histogram(self._views, str(msg.get("name", "")), str(msg.get("kind", "tensor"))), []
+
+    @command
+    def _region(self, msg: Mapping[str, Any], buffers: list[bytes]) -> tuple[dict | None, list[bytes]]:
+        """One region of a tensor's values at screen resolution (js/src/heatmap.ts asks)."""
+        if self._values is None:
+            return {"seq": msg.get("seq"), "state": "unavailable", "message": "no values behind this view"}, []
+        header, out = self._values.region(msg)
+        if header.get("state") == "ok" and msg.get("keep", True):
+            self._keep_picture(header, out[0], str(msg.get("label") or header["tensor"]))
+        return header, out
+
+    @command
+    def _locate(self, msg: Mapping[str, Any], buffers: list[bytes]) -> tuple[list | None, list[bytes]]:
+        """The bad values of one tensor (NaN, ±Inf, outliers, zero rows and columns), first
+        few of each kind: the list under its heatmap, each hit a button that shows it."""
+        rows = self._values.locate_rows(msg) if self._values is not None else None
+        return rows, []
+
+    @property
+    def pictures(self) -> dict[tuple[str, str | None], tuple[bytes, str]]:
+        """(tensor, side) -> (PNG, label) of the last picture of each heatmap shown."""
+        import numpy as np
+
+        return {
+            key: (palette_png(np.frombuffer(index, np.uint8).reshape(grid), palette), label)
+            for key, (index, grid, palette, label) in self._pictures.items()
+        }
+
+    def _keep_picture(self, header: Mapping[str, Any], index: bytes, label: str) -> None:
+        """Keep the picture for the saved notebook; rewrite the saved output soon (once per
+        second at most: a zoom sends many requests)."""
+        key = (str(header["tensor"]), header.get("side"))
+        self._pictures.pop(key, None)
+        self._pictures[key] = (index, tuple(header["grid"]), header["palette"], label)
+        while len(self._pictures) > KEPT_PICTURES:
+            self._pictures.pop(next(iter(self._pictures)))
+        if not self._saved_ids or self._saved_pending:
+            return
+        self._saved_pending = True
+        try:
+            import asyncio
+
+            asyncio.get_running_loop().call_later(1.0, self._flush_saved)
+        except RuntimeError:  # no running event loop (a test calling the command): now
+            self._flush_saved()
+
+    def _flush_saved(self) -> None:
+        self._saved_pending = False
+        self._update_saved()
 
     def __repr__(self) -> str:
         model = self.payload.get("model", {})

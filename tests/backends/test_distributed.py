@@ -244,3 +244,79 @@ def test_a_dcp_folder_written_by_both_ranks_reads_in_one_process(ranks, dcp_fold
 def test_without_a_process_group_distributed_says_what_is_missing():
     with pytest.raises(ValueError, match=r"needs torch\.distributed initialised \(init_process_group\) on every rank"):
         nbinspect.distributed(nn.Linear(2, 2))
+
+
+def _locate_on_rank(rank: int):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    torch.manual_seed(0)
+    m = nn.Module()
+    m.rows = nn.Linear(6, 7, bias=False)  # Shard(0): rows 0-3 on rank 0, 4-6 on rank 1
+    m.cols = nn.Linear(5, 4, bias=False)  # Shard(1): columns split
+    m.bias = nn.Parameter(torch.randn(9))  # replicated
+    with torch.no_grad():
+        m.rows.weight[5, 2] = math.nan
+        m.rows.weight[1].zero_()
+        m.cols.weight[2].zero_()  # dead across both column shards
+        m.cols.weight[0, :3] = 0.0  # zero on rank 0's columns only: not dead
+        m.cols.weight[3, 4] = -math.inf
+        m.cols.weight[:, 1] = 0.0  # a dead column (input feature 1)
+        m.bias[4] = math.inf
+    whole = {n: p.detach().clone() for n, p in m.named_parameters()}
+    mesh = init_device_mesh("cpu", (2,))
+    m.rows.weight = nn.Parameter(distribute_tensor(m.rows.weight.detach(), mesh, [Shard(0)]))
+    m.cols.weight = nn.Parameter(distribute_tensor(m.cols.weight.detach(), mesh, [Shard(1)]))
+    m.bias = nn.Parameter(distribute_tensor(m.bias.detach(), mesh, [Replicate()]))
+    frame = nbinspect.locate(m, ["nan", "inf", "dead"])
+    grids = {  # each rank reduces its own block; rank 0 gets the merged picture
+        "rows.weight": nbinspect.value_grid(m, "rows.weight"),
+        "cols.weight": nbinspect.value_grid(m, "cols.weight", height=2, width=2),
+        "bias": nbinspect.value_grid(m, "bias", height=1, width=4),
+    }
+    insp = nbinspect.inspect(m, stats=False)  # a widget's requests reach one rank only
+    states = None
+    if insp is not None:
+        states = {name: insp.values.region({"tensor": name})[0] for name in ("rows.weight", "bias")}
+        states = {name: (h["state"], h["message"], h.get("counts")) for name, h in states.items()}
+    return frame, whole, states, grids
+
+
+def test_locate_on_a_sharded_model_is_global_and_exact(tmp_path):
+    (frame, whole, states, grids), (other, _, _, other_grids) = run_on_ranks(_locate_on_rank, tmp_path)
+    assert other is None  # rank 0 receives
+    got = {(r.tensor, r.what, r.index, r.total) for r in frame.itertuples()}
+    want = set()
+    for name, t in whole.items():
+        x = t.double().numpy()
+        for what, hits in (
+            ("nan", np.argwhere(np.isnan(x))),
+            ("posinf", np.argwhere(np.isposinf(x))),
+            ("neginf", np.argwhere(np.isneginf(x))),
+        ):
+            want |= {(name, what, tuple(int(i) for i in h), len(hits)) for h in hits}
+        if x.ndim == 2:
+            rows = np.flatnonzero(np.all(x == 0, axis=1))
+            cols = np.flatnonzero(np.all(x == 0, axis=0))
+            want |= {(name, "zero_row", (int(r),), len(rows)) for r in rows}
+            want |= {(name, "zero_column", (int(c),), len(cols)) for c in cols}
+    assert got == want
+    assert ("cols.weight", "zero_row", (2,), 1) in got and ("rows.weight", "nan", (5, 2), 1) in got
+    # the widget on rank 0: a replicated tensor it holds whole, a sharded one it cannot show
+    assert states["bias"][0] == "ok" and states["bias"][2]["posinf"] == 1
+    assert states["rows.weight"][0] == "unavailable" and "this rank holds 0–3, 0–5" in states["rows.weight"][1]
+    # the merged pictures: exact values, and block means of the finite values (float64 reference)
+    assert set(other_grids.values()) == {None}
+    rows = grids["rows.weight"]
+    assert rows["header"]["exact"] and rows["header"]["counts"]["nan"] == 1
+    np.testing.assert_array_equal(rows["value"], whole["rows.weight"].double().numpy())
+    cols = grids["cols.weight"]
+    assert cols["header"]["block"] == [2, 3] and cols["header"]["counts"]["neginf"] == 1
+    x = whole["cols.weight"].double().numpy()
+    for i in range(2):
+        for j in range(2):
+            block = x[2 * i : 2 * i + 2, 3 * j : 3 * j + 3]
+            assert cols["value"][i, j] == pytest.approx(block[np.isfinite(block)].mean(), rel=1e-6)
+    bias = whole["bias"].double().numpy()
+    assert grids["bias"]["header"]["counts"]["posinf"] == 1 and grids["bias"]["header"]["grid"] == [1, 3]
+    assert grids["bias"]["value"][0, 0] == pytest.approx(bias[0:3].mean(), rel=1e-6)

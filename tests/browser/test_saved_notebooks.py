@@ -69,10 +69,10 @@ def test_the_saved_outputs_carry_the_summary_and_nothing_stale(saved):
     assert "data:image/png;base64," in track_html and "steps 4→6" in track_html  # the last measurement
 
 
-def _html(nb, sanitize_like_github: bool = False) -> str:
+def _html(nb, sanitize_like_github: bool = False, dark: bool = False) -> str:
     from nbconvert import HTMLExporter
 
-    page, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    page, _ = HTMLExporter(template_name="lab", theme="dark" if dark else "light").from_notebook_node(nb)
     if sanitize_like_github:  # GitHub drops scripts and styles (with their contents)
         page = re.sub(r"<script\b.*?</script>", "", page, flags=re.DOTALL | re.IGNORECASE)
         page = re.sub(r"<style\b.*?</style>", "", page, flags=re.DOTALL | re.IGNORECASE)
@@ -124,7 +124,7 @@ def test_nbconvert_html_shows_the_offline_views(saved, state, width, dark, tmp_p
     if state == "without-widget-state":
         del nb.metadata["widgets"]
     path = tmp_path / "nb.html"
-    path.write_text(_html(nb), encoding="utf-8")
+    path.write_text(_html(nb, dark=dark), encoding="utf-8")  # nbconvert's dark theme, the page in dark mode
     context, page = _open(browser, path, width=width, dark=dark)
     try:
         views = page.locator(".nbinspect-saved .nbinspect-view")

@@ -105,6 +105,17 @@ class Ranks:
     def add_up(self, sums: list[float], maxima: list[float]) -> tuple[list, list]:
         return all_reduce_sums(self.source, sums, maxima)
 
+    def gather(self, obj: Any) -> list[Any]:
+        """Every rank's `obj` (picklable), in rank order, on every rank."""
+        dist = _dist()
+        out: list[Any] = [None] * dist.get_world_size(self.source.group)
+        dist.all_gather_object(out, obj, group=self.source.group)
+        return out
+
+    def part(self, name: str) -> LocalPart | None:
+        """Where this rank's contribution to tensor `name` sits in the global tensor."""
+        return self.source.parts.get(name)
+
 
 def _moments(row: list[float], bins: int) -> Moments:
     """A rank's Moments from its gathered row of :data:`SCALARS` (its histogram comes in round two)."""

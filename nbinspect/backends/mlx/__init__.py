@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..torch.source import read_region
+from ..torch.values import plane_bands, value_state
 from .memory import mlx_memory_plan
 from .source import from_mlx_module, is_mlx_module, mlx_dtype_name
 from .trace import mlx_dtype, run_mlx_trace, watch_mlx
@@ -28,7 +29,9 @@ class MlxBackend:
     trace = staticmethod(run_mlx_trace)
     watch = staticmethod(watch_mlx)
     plan_memory = staticmethod(mlx_memory_plan)
-    read_region = staticmethod(read_region)  # an MLX entry's values() are a torch view of the array
+    read_region = staticmethod(read_region)
+    value_state = staticmethod(value_state)
+    plane_bands = staticmethod(plane_bands)  # an MLX entry's values() are a torch view of the array
     zeros = staticmethod(_zeros)
 
 

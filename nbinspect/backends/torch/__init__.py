@@ -8,6 +8,7 @@ from typing import Any
 from .memory import memory_plan
 from .source import from_module, read_region
 from .trace import run_trace
+from .values import plane_bands, value_state
 from .watch import watch
 
 __all__ = ["BACKEND"]
@@ -31,6 +32,8 @@ class TorchBackend:
     watch = staticmethod(watch)
     plan_memory = staticmethod(memory_plan)
     read_region = staticmethod(read_region)
+    value_state = staticmethod(value_state)
+    plane_bands = staticmethod(plane_bands)
     zeros = staticmethod(_zeros)
 
 
