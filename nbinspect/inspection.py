@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -18,7 +19,7 @@ from .analyze.fold import Folds, fold_repeats
 from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
 from .analyze.stats import stats_frames
 from .analyze.value_view import ValueAccess
-from .backends import is_engine, on_receiving_rank
+from .backends import backend_named, is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
 from .core.trace import TraceResult
@@ -158,7 +159,7 @@ class Inspection(Result):
     def report(self, depth: int | None = 3, verbose: bool = False) -> str:
         """Everything as text: the summary, the memory plan and the traced flow when present;
         `verbose` shows every module (tree, memory) and lists every tensor."""
-        parts = [self.summary(depth=None if verbose else depth)]
+        parts = [self.summary(depth=None if verbose else depth, verbose=verbose)]
         if "memory" in self.frames:
             parts.append(memory_text(self.frames["memory"], top=None if verbose else 10))
         if "flow" in self.frames:
@@ -171,8 +172,9 @@ class Inspection(Result):
         # the health frame, computed once and cached, rather than again by the payload
         return {**self.frames, "health": self.health} if "stats" in self.frames else self.frames
 
-    def summary(self, depth: int | None = 3) -> str:
-        """The text summary; `depth` limits the layer tree (None shows every level)."""
+    def summary(self, depth: int | None = 3, verbose: bool = False) -> str:
+        """The text summary; `depth` limits the layer tree (None shows every level);
+        `verbose` shows every metadata entry (else the first 60)."""
         found = self.problems()
         problems = text.health_block(problem_tensors(self.health, self._tied()), found) if found else None
         layers = self.layers
@@ -182,7 +184,7 @@ class Inspection(Result):
         if "components" in self.frames:  # a serving engine: its header first
             summary = engine_text(self.name, self.totals, self.io, self.frames) + "\n\n" + summary
         if self.metadata:
-            summary += "\n\n" + metadata_text(self.metadata)
+            summary += "\n\n" + metadata_text(self.metadata, verbose)
         return safe_lines(summary)  # names and metadata from a file cannot drive a terminal
 
     def _saved_summary(self) -> str:
@@ -211,7 +213,10 @@ class Inspection(Result):
     def to_model_info(self, path: str | Path | None = None) -> dict:
         """The ``model_info.json`` document other tools read (layout in
         ``render/model_info_json.py``); also written to `path` as JSON when given."""
-        document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io)
+        prefix = "torch."
+        with contextlib.suppress(ValueError):  # the backend spells its dtypes (unknown framework: torch's)
+            prefix = getattr(backend_named(self.framework), "dtype_prefix", prefix)
+        document = model_info_dict(self.name, self.framework, self.totals, self.frames, self.io, prefix)
         if path is not None:
             self._write(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
         return document

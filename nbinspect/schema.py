@@ -331,9 +331,11 @@ MEMORY = FrameSchema(
         Column("bytes", "Int64", "bytes for the batch size, optimizer and precision planned"),
         Column("share", "float64", "percent of the total"),
         Column("note", "string", "how the whole-model figure was obtained; missing on per-module rows"),
+        Column("input", "string", "the model argument an 'inputs' row is for ('x', 'args[0]'); missing on other rows"),
     ),
-    "Training memory plan: one whole-model row per component (layer missing), then per-module "
-    "rows (the module's own parameters and saved tensors) that sum to the whole-model row.",
+    "Training memory plan: one whole-model row per component (layer and input missing), after the "
+    "'inputs' row one row per model input (input set) that sum to it, then per-module rows (the "
+    "module's own parameters and saved tensors) that sum to the whole-model row.",
 )
 
 COMPARE_STATUSES = ("same", "changed", "dtype_changed", "reshaped", "added", "removed")

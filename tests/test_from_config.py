@@ -182,7 +182,8 @@ def test_command_sizes_a_model_from_its_config(folder, tmp_path):
     out = r.stdout
     assert out.startswith("Net (torch)\n")
     assert re.search(rf"\nParameters +{hand_count(100, 32, 3, 7):,}  112.0 KiB\n", out)
-    assert "model  build with cfg.yaml, parameters on meta" in out
+    assert re.search(r"\nmodel +build with cfg.yaml, parameters on meta\n", out)
+    assert re.search(r"\nconfig\.\w+ +\S", out)  # the keyword arguments used, one row each (issue 26)
     assert str(expected.memory) in out  # the plan with its total
     assert "at batch 16, measured on fake tensors" in out
     calls = len(expected.frames["flow"])
@@ -243,3 +244,57 @@ def test_magic_sizes_a_model_from_its_config(folder, capsys):
             shell.run_line_magic("inspect_model", f"--model cfgmodels:Net --config {folder / 'bogus.yaml'}")
     finally:
         InteractiveShell.clear_instance()
+
+
+# ---------------------------------------------------------------- issue 26: a project's nested config
+
+
+def _nested(tmp_path, target: bool = True):
+    import yaml
+
+    model = {"in_features": 4, "out_features": 3}
+    if target:
+        model["_target_"] = "torch.nn.Linear"
+    data = {"model": model, "data": {"path": "x.h5", "batch_size": 8}, "training": {"lr": 1e-3}}
+    path = tmp_path / ("default.yaml" if target else "plain.yaml")
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_a_nested_config_section_is_found(tmp_path):
+    from nbinspect.config_inspection import from_config
+
+    insp = from_config(config=_nested(tmp_path), trust=True)  # the file names its factory: issue 25
+    assert insp.totals["total_params"] == 4 * 3 + 3
+    assert "section 'model'" in insp.metadata["model"]
+    assert insp.metadata["config"] == {"in_features": 4, "out_features": 3}
+    plain = from_config("torch.nn:Linear", _nested(tmp_path, target=False))
+    assert plain.totals["total_params"] == 15
+    keyed = from_config("torch.nn:Linear", _nested(tmp_path, target=False), config_key="model")
+    assert keyed.totals["total_params"] == 15
+
+
+def test_a_nested_config_names_what_is_wrong(tmp_path):
+    import yaml
+
+    from nbinspect.backends.torch.model_loader import select_section
+    from nbinspect.config_inspection import from_config
+
+    with pytest.raises(ValueError, match=r"no section 'modle' \(its keys: data, model, training\)"):
+        from_config("torch.nn:Linear", _nested(tmp_path, target=False), config_key="modle")
+    two = {"teacher": {"in_features": 2, "out_features": 2}, "student": {"in_features": 2, "out_features": 1}}
+    with pytest.raises(ValueError, match="choose one with --config-key"):
+        select_section(two, torch.nn.Linear, None, "two.yaml")
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(two), encoding="utf-8")
+    assert from_config("torch.nn:Linear", path, config_key="student").totals["total_params"] == 3
+
+
+def test_precision_says_what_is_stored_in_which_dtype():
+    """Issue 26: 'parameters in amp-bf16' sat on fp32 bytes."""
+    model = torch.nn.Linear(10, 10)
+    for precision, size, words in (("amp-bf16", 4, ("float32", "bfloat16")), ("bf16", 2, ("bfloat16",))):
+        plan = nbinspect.memory(model, precision=precision)
+        row = plan[plan["layer"].isna()].set_index("component").loc["parameters"]
+        assert row["bytes"] == size * 110
+        assert all(w in row["note"] for w in words), row["note"]

@@ -25,8 +25,8 @@ def test_replace_changes_the_fields_given_and_shares_the_frames():
 
 def test_a_copy_keeps_the_subclass():
     model = examples.build("mlp")
-    summary = nbinspect.mlx.summary(model, (32,), batch_size=2)  # a ModelSummary, traced
+    summary = nbinspect.mlx.summary(model, (32,), batch_size=2).inspection  # a SummaryInspection, traced
     planned = with_memory(summary, nbinspect.memory(model, batch_size=2))
-    assert type(planned) is nbinspect.mlx.ModelSummary  # was a plain Inspection: print() lost the table
+    assert type(planned) is nbinspect.mlx.SummaryInspection  # was a plain Inspection: print() lost the table
     assert str(planned) == str(summary) and "memory" in planned.frames and "memory" not in summary.frames
     assert planned.io == summary.io and planned.frames["flow"] is summary.frames["flow"]

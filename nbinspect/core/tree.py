@@ -43,6 +43,7 @@ class StoredTensor:
     tensor: Any = field(repr=False)  # a tensor, or a zero-argument loader for one
     release_hook: Callable[[], None] | None = field(default=None, repr=False)
     numel: int | None = None  # elements stored, when not the shape's product (a broadcast view)
+    kind: str | None = None  # PARAMETER or BUFFER when the file says (its optimizer state); else guessed by name
     rows: Callable[[int, int], Any] | None = field(default=None, repr=False)  # see TensorEntry.rows
 
 
@@ -86,7 +87,7 @@ def build_source(
         TensorEntry(
             name=t.name,
             module=parent_path(t.name) or "",
-            kind=(kind := _kind(t, quantized)),
+            kind=(kind := t.kind or _kind(t, quantized)),
             shape=t.shape,
             dtype=t.dtype,
             device="cpu",

@@ -23,6 +23,7 @@ from ..errors import CheckpointError
 from .dcp import METADATA_FILE, read_dcp
 from .files import FileHandle, Root, check_name
 from .npz_file import is_npz, read_npz
+from .optimizer_kinds import optimizer_shapes, with_optimizer_kinds
 from .safetensors_file import read_safetensors
 from .state_dict import describe, from_mapping, split_checkpoint, stored_tensors
 from .text import load_json
@@ -68,6 +69,9 @@ def _read_file(handle: FileHandle, trust: bool, key: str | None) -> tuple[list[S
                 "not a state_dict"
             )
         stored = stored_tensors(weights, meta, where, None, stored=True, records=records)
+        stored, kinds = with_optimizer_kinds(stored, *optimizer_shapes(obj))
+        if kinds:
+            meta["kinds"] = kinds
         return stored, {"format": "torch", **meta}, False
     raise CheckpointError(
         f"{where}: not a checkpoint format nbinspect reads (torch.save zip or pickle, safetensors, npz, "

@@ -123,13 +123,26 @@ def _plain(value: Any, depth: int = 0) -> bool:
     return True
 
 
+# plain data beside the weights (normalisation statistics, class names, a schedule) is shown
+# as it is up to this many items; a longer list (a loss history) is summarised
+MAX_SHOWN_ITEMS = 1_000
+
+
 def _is_config(key: Any, value: Any) -> bool:
     return key in CONFIG_KEYS and isinstance(value, Mapping) and _plain(value)
 
 
+def _is_small_data(value: Any) -> bool:
+    return (
+        isinstance(value, (Mapping, list, tuple))
+        and expanded_size(value, MAX_SHOWN_ITEMS) <= MAX_SHOWN_ITEMS
+        and _plain(value)
+    )
+
+
 def describe(value: Any, key: Any = None) -> Any:
     """A short, JSON-friendly description of a non-weight checkpoint entry (a config entry
-    of plain data is kept as it is)."""
+    of plain data, and any other plain data of at most MAX_SHOWN_ITEMS items, is kept as it is)."""
     if _is_config(key, value):
         return dict(value)
     if isinstance(value, (bool, int, float, str)) or value is None:
@@ -143,6 +156,8 @@ def describe(value: Any, key: Any = None) -> Any:
         hyper = {k: v for k, v in first.items() if isinstance(v, (int, float, str)) and k != "params"}
         count = len(groups) if isinstance(groups, (list, tuple)) else "?"
         return f"optimizer state: {count} param group(s), {n} tensors, {nbytes:,} bytes; {hyper}" + _cut(cut)
+    if _is_small_data(value):
+        return dict(value) if isinstance(value, Mapping) else list(value)
     if isinstance(value, (Mapping, list, tuple)):
         n, nbytes, cut = _contents(value)
         kind = "dict" if isinstance(value, Mapping) else type(value).__name__

@@ -13,19 +13,28 @@ from .text import table
 __all__ = ["metadata_text", "tensor_listing"]
 
 
-def _short(value: Any, limit: int = 100) -> str:
-    """A carried config (a dict, possibly long) in at most `limit` characters; other values as they are."""
-    if not isinstance(value, (Mapping, list, tuple)):
-        return str(value)
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+MAX_ROWS = 60  # metadata rows shown without --verbose
 
 
-def metadata_text(metadata: Mapping[str, Any]) -> str:
-    """The checkpoint's non-weight entries (epoch, optimizer, ...) and the load report."""
-    rows = [[str(k), _short(v)] for k, v in metadata.items() if k != "load_report"]
-    title = "Model" if set(metadata) <= {"model"} else "Checkpoint"  # a model built from a config alone
+def _rows(key: str, value: Any, depth: int = 0) -> list[list[str]]:
+    """A plain dict flattened to ``a.b.c  value`` rows; every value in full (never cut)."""
+    if isinstance(value, Mapping) and value and depth < 32:
+        return [row for k, v in value.items() for row in _rows(f"{key}.{k}", v, depth + 1)]
+    return [[key, " ".join(str(value).split())]]
+
+
+def metadata_text(metadata: Mapping[str, Any], verbose: bool = False) -> str:
+    """The checkpoint's non-weight entries (epoch, optimizer, the carried config and
+    normalisation statistics flattened to one row per value, in full) and the load report;
+    the first 60 rows unless `verbose`."""
+    rows = [row for k, v in metadata.items() if k != "load_report" for row in _rows(str(k), v)]
+    more = len(rows) - MAX_ROWS if not verbose and len(rows) > MAX_ROWS else 0
+    if more:
+        rows = rows[:MAX_ROWS]
+    title = "Model" if set(metadata) <= {"model", "config"} else "Checkpoint"  # a model built from a config alone
     parts = [table([title, ""], rows, [False, False])] if rows else []
+    if more:
+        parts[0] += f"\n({more} more entries: --verbose shows them)"
     if "load_report" in metadata:
         parts.append("Loading into the model\n" + str(metadata["load_report"]))
     return "\n\n".join(parts)

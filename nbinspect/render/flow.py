@@ -113,11 +113,17 @@ _MODULE_HEADER = ["Module", "Size", "Repeats"]
 _PLAN_HEADER = (["Component", "Size", "Bytes", "Share", "How"], [False, True, True, True, False])
 
 
+def _plan_label(row: Any) -> str:
+    """A component, or an input's name indented under 'inputs' (a plan without the column is older)."""
+    name = getattr(row, "input", None)
+    return row.component if name is None or is_missing(name) else f"  {name}"
+
+
 def _plan_rows(memory: pd.DataFrame) -> list[list[str]]:
     """The whole-model rows, the total last (it sums the rows above it)."""
     whole = memory[memory["layer"].isna()]
     return [
-        [r.component, format_bytes(r.bytes), format_count(r.bytes), format_percent(r.share, 100), r.note]
+        [_plan_label(r), format_bytes(r.bytes), format_count(r.bytes), format_percent(r.share, 100), r.note]
         for r in whole.itertuples(index=False)
     ]
 

@@ -2,11 +2,17 @@
 
 Top level: ``model_name``, ``framework``, ``model_type``, ``parameters``,
 ``trainable_parameters``, ``input_info``, ``output_info`` and ``layers`` (every module in
-pre-order, root excluded). A layer carries ``parameters`` and ``trainable`` for its whole
-subtree (as ``module.parameters()`` counts them), the shapes and dtypes of its own
-parameters, its own buffers separately (``buffer_shapes``/``buffer_dtypes``, only when it
-has some: running statistics are not parameters), and its hyperparameters flattened in.
-Dtypes are written as ``"torch.float32"``. A vLLM engine adds ``components`` and ``engine``.
+pre-order; the root only when it owns tensors itself, e.g. a ViT's ``cls_token``: then a
+first record named ``""``). A layer's ``parameters`` are its own (a tied tensor counted at
+its first owner), so the records sum to the model's count; a container (a module with
+children, e.g. ``Sequential``) also carries ``subtree_parameters``. ``trainable`` says
+whether any parameter of the subtree trains. A record lists the shapes and dtypes of its
+own parameters, its own buffers separately (``buffer_shapes``/``buffer_dtypes``, only when
+it has some: running statistics are not parameters), and its hyperparameters flattened in.
+Dtypes are written in the framework's own names (``"torch.float32"``; the backend's
+``dtype_prefix`` for others). A vLLM engine adds ``components`` (``name``, ``type``,
+``description``, ``process``) and ``engine``; its ``input_info``/``output_info`` types are
+``text_or_sampling_params`` and ``generated_text``.
 """
 
 from __future__ import annotations
@@ -35,12 +41,17 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 _RESERVED = {"layer_index", "name", "type", "parameters", "trainable", "parameter_shapes", "parameter_dtypes"}
 
 
-def _torch_dtype(name: Any) -> Any:
-    return None if is_missing(name) else f"torch.{name}"
+def _dtype_label(prefix: str, name: Any) -> Any:
+    """A dtype in the framework's own spelling (`prefix`: the backend's ``dtype_prefix``):
+    ``torch.float32``, ``mlx.core.float32``."""
+    return None if is_missing(name) else f"{prefix}{name}"
 
 
 def _attributes(type_name: str, attrs: Mapping[str, Any] | None) -> dict[str, Any]:
-    attrs = attrs or {}
+    attrs = dict(attrs or {})
+    if "input_dims" in attrs and "in_features" not in attrs:  # MLX's Linear: the format's names
+        attrs["in_features"] = attrs.pop("input_dims")
+        attrs["out_features"] = attrs.pop("output_dims", None)
     if type_name == "Sequential":
         return {"num_layers": attrs.get("length")}
     fields = _FIELDS.get(type_name)
@@ -49,46 +60,57 @@ def _attributes(type_name: str, attrs: Mapping[str, Any] | None) -> dict[str, An
     return {k: v for k, v in attrs.items() if k not in _RESERVED}
 
 
-def _layer(index: int, row: Mapping[str, Any], tensors: list[dict]) -> dict[str, Any]:
+def _layer(index: int, row: Mapping[str, Any], tensors: list[dict], prefix: str) -> dict[str, Any]:
     params = [t for t in tensors if t["kind"] == PARAMETER]
     buffers = [t for t in tensors if t["kind"] == BUFFER]
     record = {
         "layer_index": index,
         "name": row["name"],
         "type": row["type"],
-        "parameters": int(row["params"]),
+        "parameters": int(row["own_params"]),
         "trainable": bool(row["trainable_params"] > 0),
         "parameter_shapes": [t["shape"] for t in params],
-        "parameter_dtypes": [_torch_dtype(t["dtype"]) for t in params],
+        "parameter_dtypes": [_dtype_label(prefix, t["dtype"]) for t in params],
     }
+    if not row["is_leaf"]:
+        record["subtree_parameters"] = int(row["params"])
     if buffers:
         record["buffer_shapes"] = [t["shape"] for t in buffers]
-        record["buffer_dtypes"] = [_torch_dtype(t["dtype"]) for t in buffers]
+        record["buffer_dtypes"] = [_dtype_label(prefix, t["dtype"]) for t in buffers]
     return {**record, **_attributes(row["type"], row["attrs"])}
 
 
-def _tensor_info(records: Any) -> dict[str, Any]:
+def _tensor_info(records: Any, prefix: str) -> dict[str, Any]:
     """``shape``/``dtype`` of the first tensor a traced pass took or returned (null until traced)."""
     first = next((r for r in records or () if "shape" in r), None)
     if first is None:
         return {"shape": None, "dtype": None}
-    return {"shape": list(first["shape"]), "dtype": _torch_dtype(first["dtype"])}
+    return {"shape": list(first["shape"]), "dtype": _dtype_label(prefix, first["dtype"])}
+
+
+_TEXT_TYPES = {"input": "text_or_sampling_params", "output": "generated_text"}  # the format's names
+_COMPONENT_KEYS = {"component": "name", "detail": "description"}
 
 
 def _text_info(records: Any, kind: str) -> dict[str, Any]:
     """An engine's sample generation: the prompt, or the generated text, with token counts."""
     record = next(iter(records or ()), None) or {}
-    out: dict[str, Any] = {"type": "text", f"sample_{kind}": record.get("value")}
+    out: dict[str, Any] = {"type": _TEXT_TYPES[kind], f"sample_{kind}": record.get("value")}
     if kind == "output":
         out["num_outputs"] = len(records or ())
     return out | {k: v for k, v in record.items() if k not in ("path", "type", "value")}
 
 
 def model_info_dict(
-    name: str, framework: str, totals: Mapping[str, Any], frames: Mapping[str, pd.DataFrame], io: Mapping[str, Any]
+    name: str,
+    framework: str,
+    totals: Mapping[str, Any],
+    frames: Mapping[str, pd.DataFrame],
+    io: Mapping[str, Any],
+    dtype_prefix: str = "torch.",
 ) -> dict:
     """The ``model_info.json`` document of one inspection, from its ``layers`` and ``params``
-    frames (and a vLLM engine's ``components``)."""
+    frames (and a vLLM engine's ``components``); dtypes spelled with `dtype_prefix`."""
     layers, components = frames["layers"], frames.get("components")
     engine = components is not None  # a serving engine (vLLM)
     root_type = layers["type"].iloc[0] if len(layers) else None
@@ -100,11 +122,19 @@ def model_info_dict(
         "model_type": totals.get("architecture", root_type) if engine else root_type,
         "parameters": totals["total_params"],
         "trainable_parameters": totals["trainable_params"],
-        "input_info": _text_info(io.get("input"), "input") if engine else _tensor_info(io.get("input")),
-        "output_info": _text_info(io.get("output"), "output") if engine else _tensor_info(io.get("output")),
+        "input_info": _text_info(io.get("input"), "input") if engine else _tensor_info(io.get("input"), dtype_prefix),
+        "output_info": (
+            _text_info(io.get("output"), "output") if engine else _tensor_info(io.get("output"), dtype_prefix)
+        ),
     }
     if engine:
         document["engine"] = {k: totals.get(k) for k in ENGINE_TOTALS}
-        document["components"] = [] if components is None else components.to_dict("records")
-    document["layers"] = [_layer(i, row, tensors.get(row["name"], [])) for i, row in enumerate(rows)]
+        document["components"] = [
+            {_COMPONENT_KEYS.get(k, k): v for k, v in c.items()}
+            for c in ([] if components is None else components.to_dict("records"))
+        ]
+    root = [row for row in layers.to_dict("records")[:1] if not row["name"] and tensors.get("")]
+    document["layers"] = [
+        _layer(i, row, tensors.get(row["name"], []), dtype_prefix) for i, row in enumerate([*root, *rows])
+    ]
     return jsonable(document)

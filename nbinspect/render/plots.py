@@ -126,20 +126,22 @@ def _panel(ax: Any, row: Any, log: bool) -> None:
         ax.axvline(row.mean, color="#c44e52", linewidth=0.8)
     if log:
         ax.set_yscale("log")
-    text = "\n".join(
+    # the statistics go on one line above the axes, under the title: never over the bars
+    text = " · ".join(
         f"{k} {v:.3g}" for k, v in (("mean", row.mean), ("std", row.std), ("min", row.min), ("max", row.max))
     )
-    ax.text(
-        0.98,
-        0.95,
+    ax.annotate(
         text,
-        ha="right",
-        va="top",
-        fontsize=6,
+        xy=(0, 1),
+        xycoords="axes fraction",
+        xytext=(0, 2),
+        textcoords="offset points",
+        ha="left",
+        va="bottom",
+        fontsize=5.5,
         family="monospace",
-        transform=ax.transAxes,
-        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "linewidth": 0},
     )
+    ax.set_title(_short(row.name), fontsize=8, loc="left", pad=10)
     finite = int(row.numel) - int(row.nan) - int(row.inf)
     detail = f"{row.dtype}, {format_count(row.numel)} values"
     if row.hist_sample < finite:
@@ -164,7 +166,7 @@ def distribution_figure(
     dpi: int = 100,
 ) -> Any:
     """A matplotlib Figure with one histogram panel per row of a stats frame (mean line,
-    mean/std/min/max in the corner), `per_page` panels per page; also saved to `path`
+    mean/std/min/max on a line above the panel), `per_page` panels per page; also saved to `path`
     (format from its suffix, PNG by default) when given. See :func:`select_rows` for the
     choice of rows; `page` (from 1) walks through the rest."""
     Figure = _figure_class()

@@ -9,7 +9,8 @@
 A :class:`ParameterSnapshot` is an immutable copy of the trainable weights at one step; a
 :class:`ParameterDelta` is W_new − W_old, streamed tensor by tensor into the comparison
 engine's frame and mergeable Moments. :class:`MetricComputer` plugins turn a delta into
-named numbers; :class:`ModelAnalysisManager` runs them every `interval` steps. Trainer
+named numbers (called with keywords: ``compute(self, delta, context, **kwargs)`` works);
+:class:`ModelAnalysisManager` runs them every `interval` steps. Trainer
 callbacks live in :mod:`nbinspect.track.integrations` (imported only when used).
 """
 
@@ -20,12 +21,14 @@ from .change import ParameterChangeMetrics
 from .config import AnalysisConfig
 from .delta import ArchitectureChanged, ParameterDelta
 from .gradient import GradientMetrics, OptimizerStateMetrics
-from .manager import ModelAnalysisManager, TrackingWarning
-from .metric import AnalysisContext, MetricComputer
+from .legacy import ParamChangeTracker, SparseQualityAnalyzer
+from .manager import KEY_ALIASES, ModelAnalysisManager, TrackingWarning
+from .metric import AnalysisContext, MetricComputer, call_compute
 from .snapshot import ParameterSnapshot
 from .sparse import SparseQualityMetrics
 
 __all__ = [
+    "KEY_ALIASES",
     "ActivationMetrics",
     "AnalysisConfig",
     "AnalysisContext",
@@ -34,9 +37,12 @@ __all__ = [
     "MetricComputer",
     "ModelAnalysisManager",
     "OptimizerStateMetrics",
+    "ParamChangeTracker",
     "ParameterChangeMetrics",
     "ParameterDelta",
     "ParameterSnapshot",
+    "SparseQualityAnalyzer",
     "SparseQualityMetrics",
     "TrackingWarning",
+    "call_compute",
 ]

@@ -2,14 +2,21 @@
 
 One forward pass on the given inputs, watched by forward hooks on the activation modules
 (removed however the pass ends), in eval mode inside :func:`.forward.preserved`: nothing
-about the model changes. A unit is a feature of the output (the channel of a 4-D or 3-D
-convolution output with channels first, the last dimension otherwise); it is *dead* when
-it is never positive on any input of the batch. Bounded activations (Tanh, Sigmoid,
-Hardtanh, ReLU6) are *saturated* where the output lies within 1% of the range of a bound.
+about the model changes. Watched are torch's activation classes and any module without
+parameters whose class name says it is an element-wise activation (transformers'
+``SiLUActivation``, ``GELUActivation``, ``NewGELUActivation``, ...).
+
+Both figures are defined through the activation's derivative f′, taken with one
+``torch.autograd.grad`` of the module on the input it was called with: an element is
+*saturated* where |f′(x)| < 1e-2 (no gradient flows back through it), and a unit (a feature
+of the output: the channel of a 3-D or 4-D output with channels first, the last dimension
+otherwise) is *dead* when it is saturated on every input of the batch. For ReLU that is
+"never positive"; for SiLU and GELU the flat negative tail; for tanh and sigmoid both tails.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -20,58 +27,57 @@ from .forward import preserved, run
 from .metric import AnalysisContext, MetricComputer, module_key
 from .snapshot import ParameterSnapshot
 
-__all__ = ["ActivationMetrics"]
+__all__ = ["SATURATED_BELOW", "ActivationMetrics", "is_activation"]
 
-_RECTIFIERS = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.ELU, nn.CELU, nn.SELU, nn.Mish, nn.Softplus)
-_BOUNDED = (nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Hardsigmoid)
+SATURATED_BELOW = 1e-2  # |f'(x)| below this: the element passes (almost) no gradient
+
+_TORCH_ACTIVATIONS = (
+    nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.ELU, nn.CELU, nn.SELU, nn.Mish, nn.Softplus,
+    nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Hardsigmoid, nn.Hardswish, nn.Softsign, nn.Tanhshrink,
+)  # fmt: skip
+_NAMED = re.compile(r"(?i)(silu|swish|gelu|relu|elu|mish|softplus|tanh|sigmoid|activation)")
 
 
-def _bounds(module: nn.Module) -> tuple[float, float] | None:
-    if isinstance(module, (nn.Sigmoid, nn.Hardsigmoid)):
-        return 0.0, 1.0
-    if isinstance(module, nn.Tanh):
-        return -1.0, 1.0
-    if isinstance(module, nn.Hardtanh):  # ReLU6 is a Hardtanh(0, 6)
-        return float(module.min_val), float(module.max_val)
-    return None
+def is_activation(module: nn.Module) -> bool:
+    """An element-wise activation: one of torch's, or a module without parameters whose
+    class name says so."""
+    if isinstance(module, _TORCH_ACTIVATIONS):
+        return True
+    return bool(_NAMED.search(type(module).__name__)) and next(module.parameters(recurse=True), None) is None
 
 
 class _Watch:
-    """Per module: the largest output of each unit over every call (rectifiers), and
-    saturated counts (bounded activations)."""
+    """Per module: whether each unit ever passed a gradient (|f′| ≥ 1e-2) over every call,
+    and the saturated element count."""
 
-    def __init__(self, bounds: tuple[float, float] | None):
-        self.bounds = bounds
-        self.unit_max: torch.Tensor | None = None
+    def __init__(self) -> None:
+        self.alive: torch.Tensor | None = None
         self.saturated = 0
         self.elements = 0
 
-    def add(self, x: torch.Tensor) -> None:
-        """One call's output, units in the last dimension."""
-        x = x.detach().float()
-        per_unit = x.reshape(-1, x.shape[-1]).amax(0) if x.dim() else x.reshape(1)
-        self.unit_max = per_unit if self.unit_max is None else torch.maximum(self.unit_max, per_unit)
-        if self.bounds is not None:
-            lo, hi = self.bounds
-            margin = 0.01 * (hi - lo)
-            self.saturated += int(((x <= lo + margin) | (x >= hi - margin)).sum())
-            self.elements += x.numel()
+    def add(self, saturated: torch.Tensor) -> None:
+        """One call's saturation mask, units in the last dimension."""
+        per_unit = (~saturated).reshape(-1, saturated.shape[-1]).any(0) if saturated.dim() else ~saturated.reshape(1)
+        self.alive = per_unit if self.alive is None else self.alive | per_unit
+        self.saturated += int(saturated.sum())
+        self.elements += saturated.numel()
 
 
 class ActivationMetrics(MetricComputer):
     """``activation/dead_fraction`` (share of units of all activation modules that are
-    dead), ``activation/saturated_fraction`` (share of bounded activations' outputs that
-    are saturated) and per module ``activation/<module>/dead`` and ``.../saturated``.
+    dead), ``activation/saturated_fraction`` (share of all activation outputs that are
+    saturated) and per module ``activation/<module>/dead`` and ``.../saturated``.
     `channels_first` reads 3-D and 4-D outputs as (batch, channels, ...): set it for CNNs."""
 
     name = "activation"
+    needs_inputs = True
 
     def __init__(self, channels_first: bool = False):
         self.channels_first = channels_first
 
     def compute(self, delta: ParameterDelta, snapshot: ParameterSnapshot, context: AnalysisContext) -> dict[str, float]:
         model = context.model
-        watches = {n: _Watch(_bounds(m)) for n, m in model.named_modules() if isinstance(m, _RECTIFIERS + _BOUNDED)}
+        watches = {n: _Watch() for n, m in model.named_modules() if is_activation(m)}
         if not watches:
             return {}
         modules = dict(model.named_modules())
@@ -87,15 +93,13 @@ class ActivationMetrics(MetricComputer):
         out: dict[str, float] = {}
         dead = units = saturated = elements = 0
         for name, w in watches.items():
-            if w.unit_max is None:
+            if w.alive is None or not w.elements:
                 continue
-            if w.bounds is None:  # a rectifier: dead units
-                d = int((w.unit_max <= 0).sum())
-                out[f"activation/{module_key(name)}/dead"] = d / w.unit_max.numel()
-                dead, units = dead + d, units + w.unit_max.numel()
-            elif w.elements:
-                out[f"activation/{module_key(name)}/saturated"] = w.saturated / w.elements
-                saturated, elements = saturated + w.saturated, elements + w.elements
+            d = int((~w.alive).sum())
+            out[f"activation/{module_key(name)}/dead"] = d / w.alive.numel()
+            out[f"activation/{module_key(name)}/saturated"] = w.saturated / w.elements
+            dead, units = dead + d, units + w.alive.numel()
+            saturated, elements = saturated + w.saturated, elements + w.elements
         if units:
             out["activation/dead_fraction"] = dead / units
         if elements:
@@ -106,8 +110,16 @@ class ActivationMetrics(MetricComputer):
         channels_first = self.channels_first
 
         def hook(module: nn.Module, args: Any, output: Any) -> None:
-            if not isinstance(output, torch.Tensor) or not output.is_floating_point() or output.numel() == 0:
+            x = args[0] if args else None
+            if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() == 0:
                 return
-            watch.add(output.movedim(1, -1) if channels_first and output.dim() in (3, 4) else output)
+            if not isinstance(output, torch.Tensor) or output.shape != x.shape:
+                return  # not element-wise
+            with torch.enable_grad():
+                x = x.detach().requires_grad_(True)
+                # forward(), not the hooks again; a clone, as inplace=True would write into x
+                (slope,) = torch.autograd.grad(module.forward(x.clone()).sum(), x)
+            saturated = slope.detach().abs() < SATURATED_BELOW
+            watch.add(saturated.movedim(1, -1) if channels_first and saturated.dim() in (3, 4) else saturated)
 
         return hook

@@ -48,13 +48,14 @@ class AnalysisConfig:
     param_change_thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
     param_change_per_layer: bool = False  # param_change/layer_N/...
     param_change_track_components: bool = False  # param_change/attn.q/..., mlp.up, norm, ...
-    sparse_quality_enabled: bool = False  # needs `inputs` at on_optimizer_step
+    sparse_quality_enabled: bool = True  # needs `inputs` at on_optimizer_step (skipped, said once, without)
     sparse_quality_thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
     sparse_quality_include_random: bool = True  # the same at equal sparsity with a random mask
     sparse_quality_seed: int = 0  # seed of the random masks (a private generator)
     gradient_enabled: bool = False  # gradient norms and update-to-weight ratios
     gradient_per_module: bool = True
     optimizer_state_enabled: bool = False  # Adam moments and effective step size (needs `optimizer`)
+    momentum_enabled: bool = False  # the original framework's name for optimizer-state metrics
     activation_enabled: bool = False  # dead and saturated units (needs `inputs`)
 
     def __post_init__(self) -> None:
@@ -87,7 +88,7 @@ class AnalysisConfig:
     @classmethod
     def minimal(cls, **overrides: Any) -> AnalysisConfig:
         """Parameter-change metrics only, every 1,000 steps: costs next to nothing."""
-        return replace(cls(interval=1000), **overrides)
+        return replace(cls(interval=1000, sparse_quality_enabled=False), **overrides)
 
     @classmethod
     def comprehensive(cls, **overrides: Any) -> AnalysisConfig:

@@ -50,8 +50,8 @@ class ArchitectureChanged(ValueError):
 
 
 def _check_same(snapshot: ParameterSnapshot, live: Mapping[str, torch.Tensor]) -> None:
-    added = [n for n in live if n not in snapshot.tensors]
-    removed = [n for n in snapshot.tensors if n not in live]
+    added = [n for n in live if n not in snapshot._flat]
+    removed = [n for n in snapshot._flat if n not in live]
     reshaped = [n for n, p in live.items() if n in snapshot.shapes and p.shape != snapshot.shapes[n]]
     if added or removed or reshaped:
         found = (("added", added), ("removed", removed), ("reshaped", reshaped))
@@ -190,7 +190,7 @@ class ParameterDelta:
     ) -> ParameterDelta:
         """The delta from snapshot `old` to `new` (a model as it is now, or a later snapshot)."""
         if isinstance(new, ParameterSnapshot):
-            live: dict[str, torch.Tensor] = {n: new[n] for n in new.tensors}
+            live: dict[str, torch.Tensor] = {n: new.stored(n).view(new.shapes[n]) for n in new._flat}
             step = new.step if step is None else step
         else:
             live = dict(trainable_parameters(new))
@@ -198,10 +198,10 @@ class ParameterDelta:
         limits = sorted(float(t) for t in thresholds)
         scratch = Scratch(CHUNK)
         # A tracker measures again every interval: loading the kernels once pays off.
-        k = fused.kernels(sum(old.tensors[n].nbytes + p.nbytes for n, p in live.items()), recurring=True)
+        k = fused.kernels(sum(old._flat[n].nbytes + p.nbytes for n, p in live.items()), recurring=True)
         rows, moments = [], {}
         with torch.no_grad():
-            pairs = {name: (old.tensors[name], p.detach().reshape(-1)) for name, p in live.items()}
+            pairs = {name: (old._flat[name], p.detach().reshape(-1)) for name, p in live.items()}
             done = _fused_changes(k, pairs, limits, scratch) if k is not None else {}
             for name, p in live.items():
                 a, b = pairs[name]
@@ -293,7 +293,7 @@ class ParameterDelta:
         the model as it is when iterated: iterate before the next optimizer step."""
         with torch.no_grad():
             for name, p in self._new.items():
-                old = self._old.tensors[name].to(device=p.device, dtype=dtype)
+                old = self._old._flat[name].to(device=p.device, dtype=dtype)
                 yield name, (p.detach().reshape(-1).to(dtype) - old).view(p.shape)
 
     def old(self, name: str) -> torch.Tensor:

@@ -21,7 +21,11 @@ from torch.func import functional_call
 from ..backends.torch import trace
 from ..core.inputs import split_input, tensors_in
 
-__all__ = ["logits", "preserved", "run"]
+__all__ = ["INPUTS_ARE", "check_inputs", "logits", "preserved", "run"]
+
+INPUTS_ARE = (
+    "the batch the model is called with (a tensor, a tuple of positional arguments or a dict of keyword arguments)"
+)
 
 
 @contextlib.contextmanager
@@ -29,6 +33,22 @@ def preserved(model: nn.Module) -> Iterator[None]:
     modules = [m for _, m in trace.named_modules_of(model)]
     with torch.no_grad(), trace.preserved(modules, trace.tensors_of(modules), training=False, real=True):
         yield
+
+
+def check_inputs(inputs: Any) -> None:
+    """Refuse an `inputs` that cannot be what the model is called with (a function, a
+    generator, a number) with one message saying what it must be."""
+    import inspect
+
+    what = None
+    if inspect.isgenerator(inputs) or inspect.isasyncgen(inputs):
+        what = "a generator — pass one batch from it"
+    elif callable(inputs) and not isinstance(inputs, (torch.Tensor, nn.Module)):
+        what = f"a function ({getattr(inputs, '__name__', type(inputs).__name__)}) — pass its result"
+    elif isinstance(inputs, (int, float, complex, str, bytes)) and not isinstance(inputs, bool):
+        what = f"a {type(inputs).__name__}"
+    if what is not None:
+        raise TypeError(f"inputs= must be {INPUTS_ARE}, got {what}")
 
 
 def run(model: nn.Module, inputs: Any, params: Mapping[str, torch.Tensor] | None = None) -> Any:

@@ -33,15 +33,16 @@ from torch import nn
 
 from ..schema import TRACK_HISTORY
 from .activation import ActivationMetrics
-from .change import ParameterChangeMetrics
+from .change import KEY_ALIASES, ParameterChangeMetrics
 from .config import AnalysisConfig
 from .delta import ArchitectureChanged, ParameterDelta
+from .forward import INPUTS_ARE, check_inputs
 from .gradient import GradientMetrics, OptimizerStateMetrics
-from .metric import AnalysisContext, MetricComputer
+from .metric import AnalysisContext, MetricComputer, call_compute
 from .snapshot import ParameterSnapshot
 from .sparse import SparseQualityMetrics
 
-__all__ = ["ModelAnalysisManager", "TrackingWarning"]
+__all__ = ["KEY_ALIASES", "ModelAnalysisManager", "TrackingWarning"]
 
 log = logging.getLogger("nbinspect.track")
 
@@ -70,6 +71,8 @@ class ModelAnalysisManager:
         self._model: weakref.ref[nn.Module] | None = None
         self._views: weakref.WeakSet = weakref.WeakSet()
         self._warned_architecture = False
+        self.skipped: dict[str, int] = {}  # metric name -> measurements it was skipped (no or wrong inputs)
+        self._said: set[tuple[str, str]] = set()  # (what, error type) already reported once
 
     @classmethod
     def create(cls, config: AnalysisConfig | None = None) -> ModelAnalysisManager:
@@ -84,7 +87,7 @@ class ModelAnalysisManager:
             )
         if c.gradient_enabled:
             metrics.append(GradientMetrics(c.gradient_per_module))
-        if c.optimizer_state_enabled:
+        if c.optimizer_state_enabled or c.momentum_enabled:
             metrics.append(OptimizerStateMetrics())
         if c.activation_enabled:
             metrics.append(ActivationMetrics())
@@ -177,12 +180,19 @@ class ModelAnalysisManager:
             return {}
         context = AnalysisContext(model, self.step, inputs, optimizer)
         out: dict[str, float] = {}
+        unusable = self._inputs_problem(inputs)
         for metric in self.metrics:
+            name = getattr(metric, "name", type(metric).__name__)
+            if unusable is not None and getattr(metric, "needs_inputs", False):
+                self.skipped[name] = self.skipped.get(name, 0) + 1
+                continue
             try:
-                values = metric.compute(delta, self._snapshot, context)
+                values = call_compute(metric, delta, self._snapshot, context)
                 out.update({str(k): float(v) for k, v in values.items()})
             except Exception as exc:
-                self._failed(getattr(metric, "name", type(metric).__name__), exc)
+                said = (name, type(exc).__name__)
+                self._failed(name, exc, warn=said not in self._said, log_it=said not in self._said)
+                self._said.add(said)
         self.last_change = delta.frame
         del delta  # it holds the old snapshot: let it go before the new one is taken
         self.snapshot(model)
@@ -194,14 +204,43 @@ class ModelAnalysisManager:
             view.refresh()
         return out
 
+    def _inputs_problem(self, inputs: Any) -> str | None:
+        """Why the metrics that run the model cannot run now (said once per manager), or None."""
+        needing = [getattr(m, "name", type(m).__name__) for m in self.metrics if getattr(m, "needs_inputs", False)]
+        if not needing:
+            return None
+        if inputs is None:
+            if ("inputs", "none") not in self._said:
+                self._said.add(("inputs", "none"))
+                what = " and ".join("sparse quality" if n == "sparse" else n for n in needing)
+                flags = ", ".join(f"{'sparse_quality' if n == 'sparse' else n}_enabled=False" for n in needing)
+                warnings.warn(
+                    f"nbinspect.track: {what} skipped: on_optimizer_step() got no inputs= ({INPUTS_ARE}); "
+                    f"{flags} silences this (later skips are counted in manager.skipped)",
+                    TrackingWarning,
+                    stacklevel=4,
+                )
+            return "no inputs"
+        try:
+            check_inputs(inputs)
+        except TypeError as exc:
+            if ("inputs", "wrong") not in self._said:
+                self._said.add(("inputs", "wrong"))
+                self._failed(", ".join(needing), exc)
+            else:
+                self.errors.append({"step": self.step, "metric": ", ".join(needing), "error": f"TypeError: {exc}"})
+            return "wrong inputs"
+        return None
+
     def _thresholds(self) -> tuple[float, ...]:
         wanted = {t for m in self.metrics for t in getattr(m, "delta_thresholds", ())}
         return tuple(sorted(wanted | set(self.config.param_change_thresholds)))
 
-    def _failed(self, name: str, exc: Exception, warn: bool = True) -> None:
+    def _failed(self, name: str, exc: Exception, warn: bool = True, log_it: bool = True) -> None:
         message = f"{type(exc).__name__}: {exc}"
         self.errors.append({"step": self.step, "metric": name, "error": message})
-        log.warning("nbinspect.track: %s failed at step %d: %s", name, self.step, message)
+        if log_it:
+            log.warning("nbinspect.track: %s failed at step %d: %s", name, self.step, message)
         if warn:
             warnings.warn(
                 f"nbinspect.track: {name} failed at step {self.step}: {message}", TrackingWarning, stacklevel=3
@@ -247,7 +286,22 @@ class ModelAnalysisManager:
         """A matplotlib figure of `metrics` (keys or glob patterns) over steps."""
         from .views import plot_history
 
-        return plot_history(self.history, metrics, **kwargs)
+        return plot_history(self.history, self._aliased(metrics), **kwargs)
+
+    def _aliased(self, metrics: Sequence[str] | str | None) -> Sequence[str] | str | None:
+        """Old key names (``.../mean_abs``) read as the current ones (``.../mean_abs_delta``)."""
+        if metrics is None:
+            return None
+        known = set(self.metric_keys())
+
+        def one(key: str) -> str:
+            if key in known:
+                return key
+            head, _, last = key.rpartition("/")
+            new = f"{head}/{KEY_ALIASES[last]}" if last in KEY_ALIASES else key
+            return new if new in known else key
+
+        return one(metrics) if isinstance(metrics, str) else [one(k) for k in metrics]
 
     def widget(self, model: nn.Module | None = None, metrics: Sequence[str] | str | None = None):
         """A live view: the module tree coloured by how much each part moved in the last
@@ -257,7 +311,7 @@ class ModelAnalysisManager:
         model = model if model is not None else self.model
         if model is None:
             raise ValueError("widget(): no model seen yet: pass the model, widget(model)")
-        view = TrackWidget(self, model, metrics)
+        view = TrackWidget(self, model, self._aliased(metrics))
         self._views.add(view)
         return view
 

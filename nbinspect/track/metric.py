@@ -8,6 +8,8 @@ Keys are ``"<family>/<what>"``; thresholds are written as Python's ``f"{t:g}"``.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +20,7 @@ from torch import nn
 from .delta import ParameterDelta
 from .snapshot import ParameterSnapshot
 
-__all__ = ["AnalysisContext", "MetricComputer", "at", "module_key"]
+__all__ = ["AnalysisContext", "MetricComputer", "at", "call_compute", "module_key"]
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,16 @@ class AnalysisContext:
 
 
 class MetricComputer(ABC):
-    """Base class of the metric plugins. Subclasses set `name` and implement compute()."""
+    """Base class of the metric plugins. Subclasses set `name` and implement compute().
+
+    The manager calls ``compute(delta=..., snapshot=..., context=...)`` with keywords, so a
+    plugin may take only what it needs (``compute(self, delta, context, **kwargs)``,
+    ``compute(self, **kwargs)``); a plugin whose parameters have other names is called
+    positionally (see :func:`call_compute`). `needs_inputs` marks plugins that run the model
+    on the measurement's `inputs`: without them (or with a wrong `inputs`) they are skipped."""
 
     name: str = "metric"
+    needs_inputs: bool = False
 
     @abstractmethod
     def compute(self, delta: ParameterDelta, snapshot: ParameterSnapshot, context: AnalysisContext) -> dict[str, float]:
@@ -43,6 +52,38 @@ class MetricComputer(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+_ARGUMENTS = ("delta", "snapshot", "context")
+
+
+@functools.lru_cache(maxsize=256)
+def _keywords(cls: Any) -> tuple[str, ...] | None:
+    """The keywords `cls.compute` takes (all three when it takes ``**kwargs``), or None to
+    call it positionally (a plugin whose parameters have other names)."""
+    try:
+        parameters = list(inspect.signature(cls.compute).parameters.values())[1:]  # without self
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return _ARGUMENTS
+    named = tuple(
+        p.name for p in parameters if p.name in _ARGUMENTS and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+    return named or None
+
+
+def call_compute(
+    metric: Any, delta: ParameterDelta, snapshot: ParameterSnapshot, context: AnalysisContext
+) -> dict[str, float]:
+    """``metric.compute`` called as its signature asks: with keywords when it takes
+    ``**kwargs`` or names any of delta/snapshot/context (only those it names), else
+    positionally (delta, snapshot, context)."""
+    values = {"delta": delta, "snapshot": snapshot, "context": context}
+    names = _keywords(type(metric))  # type: ignore[arg-type]  # cached per class (classes hash)
+    if names is None:
+        return metric.compute(delta, snapshot, context)
+    return metric.compute(**{n: values[n] for n in names})
 
 
 def at(threshold: float) -> str:

@@ -1,9 +1,12 @@
 """An immutable copy of a model's trainable parameters at one step: :class:`ParameterSnapshot`.
 
 The copies never alias the live tensors (they are new storage, on the chosen device and in
-the chosen dtype) and cannot be changed in place: they are made as inference tensors, which
-torch refuses to modify outside inference mode. The squared L2 norm of each copy is taken
-while its chunks are still in cache, so relative changes later cost no extra pass.
+the chosen dtype) and cannot be changed from outside: ``snapshot[name]`` and
+``snapshot.tensors[name]`` hand out a fresh copy each time (one tensor at a time), so an
+in-place write (``add_``, ``copy_``, ``.data.add_``) changes that copy, never the snapshot.
+The stored copies (inference tensors) are private to the delta and sparse-quality code. The
+squared L2 norm of each copy is taken while its chunks are still in cache, so relative
+changes later cost no extra pass.
 """
 
 from __future__ import annotations
@@ -48,12 +51,31 @@ def _copy(p: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tuple[to
     return out, norm_sq
 
 
+class _Copies(Mapping[str, torch.Tensor]):
+    """A read-only view of the stored flat copies that hands out a copy of each on access."""
+
+    def __init__(self, flat: Mapping[str, torch.Tensor]):
+        self._flat = flat
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self._flat[name].clone()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._flat)
+
+    def __len__(self) -> int:
+        return len(self._flat)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._flat
+
+
 @dataclass(frozen=True)
 class ParameterSnapshot:
     """The trainable parameters of a model at `step`, copied flat (1-D) to `device` in `dtype`."""
 
     step: int
-    tensors: Mapping[str, torch.Tensor]  # name -> flat copy (read-only mapping of inference tensors)
+    _flat: Mapping[str, torch.Tensor]  # name -> the stored flat copy (private: delta.py, sparse.py)
     shapes: Mapping[str, torch.Size]
     norms_sq: Mapping[str, float]  # name -> squared L2 norm of the copy, in float64
     dtype: torch.dtype
@@ -75,23 +97,34 @@ class ParameterSnapshot:
         return cls(step, MappingProxyType(tensors), MappingProxyType(shapes), MappingProxyType(norms), dtype, device)
 
     @property
+    def tensors(self) -> Mapping[str, torch.Tensor]:
+        """name -> flat (1-D) values; each access returns a new copy, so writing into it
+        leaves the snapshot as it was."""
+        return _Copies(self._flat)
+
+    @property
     def names(self) -> list[str]:
-        return list(self.tensors)
+        return list(self._flat)
 
     @property
     def numel(self) -> int:
-        return sum(t.numel() for t in self.tensors.values())
+        return sum(t.numel() for t in self._flat.values())
 
     @property
     def nbytes(self) -> int:
         """Memory the snapshot holds: elements times the snapshot dtype's size."""
-        return sum(t.nbytes for t in self.tensors.values())
+        return sum(t.nbytes for t in self._flat.values())
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        """The copy of one parameter in its original shape (a view of the read-only copy)."""
-        return self.tensors[name].view(self.shapes[name])
+        """A copy of one parameter's stored values in its original shape (writing into it
+        does not change the snapshot)."""
+        return self._flat[name].clone().view(self.shapes[name])
+
+    def stored(self, name: str) -> torch.Tensor:
+        """The stored flat copy itself, without copying (read-only use inside nbinspect)."""
+        return self._flat[name]
 
     def __repr__(self) -> str:
         size = self.nbytes / 2**20
-        what = f"{len(self.tensors)} tensors, {self.numel:,} values, {size:.1f} MiB {self.dtype}"
+        what = f"{len(self._flat)} tensors, {self.numel:,} values, {size:.1f} MiB {self.dtype}"
         return f"<ParameterSnapshot step {self.step}: {what}>"

@@ -42,10 +42,13 @@ def output_agreement(full: torch.Tensor, other: torch.Tensor) -> dict[str, float
 class SparseQualityMetrics(MetricComputer):
     """``sparse/kl_at_T``, ``sparse/cosine_at_T``, ``sparse/mse_at_T``,
     ``sparse/top1_agree_at_T``, ``sparse/kept_ratio_at_T`` and, with `include_random`, the
-    same with a random mask at equal sparsity (``..._random``). Needs `inputs`; holds one
-    masked copy of the trainable parameters while it runs."""
+    same with a random mask at equal sparsity (``..._random``), and
+    ``sparse/unchanged_ratio_at_T`` (1 − kept ratio, the document's name). Needs `inputs`;
+    holds one masked copy of the trainable parameters while it runs. Cost: 1 + 2·len(thresholds)
+    forward passes with the random baseline (7 for 3 thresholds; the original document said 3)."""
 
     name = "sparse"
+    needs_inputs = True
 
     def __init__(self, thresholds: Iterable[float] = DEFAULT_THRESHOLDS, include_random: bool = True, seed: int = 0):
         self.thresholds = tuple(sorted(float(t) for t in thresholds))
@@ -62,7 +65,7 @@ class SparseQualityMetrics(MetricComputer):
             for t in self.thresholds:
                 magnitude, random, kept, total = {}, {}, 0, 0
                 for name, p in live.items():
-                    old = snapshot[name].to(device=p.device, dtype=p.dtype)
+                    old = snapshot.stored(name).view(p.shape).to(device=p.device, dtype=p.dtype)
                     mask = (p.float() - old.float()).abs_() > t
                     magnitude[name] = torch.where(mask, p, old)
                     k = int(mask.sum())
@@ -73,6 +76,7 @@ class SparseQualityMetrics(MetricComputer):
                         random[name] = torch.where(pick.view(mask.shape).to(p.device), p, old)
                 suffix = at(t)
                 out[f"sparse/kept_ratio_{suffix}"] = kept / total if total else 1.0
+                out[f"sparse/unchanged_ratio_{suffix}"] = 1.0 - out[f"sparse/kept_ratio_{suffix}"]
                 scores = output_agreement(full, logits(run(model, context.inputs, magnitude)))
                 out.update({f"sparse/{k}_{suffix}": v for k, v in scores.items()})
                 if self.include_random:

@@ -19,12 +19,13 @@ from ..backends.torch.skeleton import skeleton
 from ..comparison import compare
 from ..config_inspection import from_config, with_plan
 from ..core.output import check_not_input, write_output
-from ..errors import first_line_for
+from ..errors import CheckpointError, first_line_for
 from ..inspection import Inspection, inspect
 from ..io.checkpoint import load_checkpoint
+from ..io.project_trust import project_trust
 from ..render.compare_text import groups_table
 from ..terminal import safe_lines, safe_text
-from .options import INSPECT, add_options, count
+from .options import INSPECT, InputSpec, add_options, count
 
 __all__ = ["main"]
 
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         help="checkpoint file, *.index.json, or folder (with a Hugging Face config.json its model is built); "
         "leave out to size a model from --model/--config alone",
     )
+    ins.add_argument("--checkpoint", dest="checkpoint", metavar="PATH", help="the checkpoint, as the positional PATH")
     add_options(ins, *INSPECT)
     ins.add_argument(
         "--verbose",
@@ -79,27 +81,71 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _model_input(specs: list[InputSpec] | None, shape: tuple[int, ...] | None, dtype: Any) -> Any:
+    """What the trace is called with: the --input specs (named ones as keyword arguments,
+    unnamed ones positional, in order), or --input-shape."""
+    if not specs:
+        return shape
+    import torch
+
+    def value(spec: InputSpec) -> Any:
+        kind = spec.dtype or dtype
+        return spec.shape if kind is None else torch.zeros(spec.shape, dtype=kind)
+
+    named = {s.name: value(s) for s in specs if s.name}
+    positional = [value(s) for s in specs if not s.name]
+    if named and positional:
+        raise ValueError("--input: name every input (NAME=SHAPE) or none; a model is called with one or the other")
+    if named:
+        return named
+    return positional[0] if len(positional) == 1 else tuple(positional)
+
+
 def _inspection(args: argparse.Namespace) -> Inspection:
     """The Inspection the options ask for, with its memory plan: from the checkpoint (and the
     model it knows or --model builds), or from --model/--config alone on meta."""
-    plan = {"input": args.input_shape, "input_dtype": args.input_dtype, "batch_size": args.batch_size}
+    model_input = _model_input(args.input, args.input_shape, args.input_dtype)
+    plan = {"input": model_input, "input_dtype": args.input_dtype, "batch_size": args.batch_size}
     if args.path is None:
         return from_config(
-            args.model, args.config, optimizer=args.optimizer, precision=args.precision, trust=args.trust, **plan
+            args.model,
+            args.config,
+            optimizer=args.optimizer,
+            precision=args.precision,
+            trust=args.trust,
+            config_key=args.config_key,
+            **plan,
         )
-    source = load_checkpoint(args.path, model=args.model, config=args.config, trust=args.trust, key=args.key)
-    if args.input_shape and source.model is None:
+    config = args.config
+    if config is not None and args.config_key:
+        from ..config_inspection import model_config
+
+        config = model_config(args.model, config, args.config_key)
+    source = load_checkpoint(args.path, model=args.model, config=config, trust=args.trust, key=args.key)
+    if model_input is not None and source.model is None:
         raise ValueError(f"{args.path}: a checkpoint without its model cannot run a forward pass: pass --model")
     # statistics only for the page that shows them: the text and JSON do not
     stats = bool(args.html) and not args.no_stats
-    insp = inspect(source, input=args.input_shape, input_dtype=args.input_dtype, stats=stats, bins=args.bins)
+    insp = inspect(source, input=model_input, input_dtype=args.input_dtype, stats=stats, bins=args.bins)
     model: Any = source if source.model is not None else skeleton(source)
     return with_plan(insp, model, optimizer=args.optimizer, precision=args.precision, **plan)
 
 
+def _builds_user_code(args: argparse.Namespace) -> bool:
+    """Whether this command may import the user's own model code: --model, a config alone,
+    --trust, or a project that lists trusted factories. Only then is the working directory put
+    on the import path: elsewhere a downloaded folder's `yaml.py` or `numba.py` would shadow
+    what nbinspect imports later."""
+    if args.model or args.path is None or args.trust:
+        return True
+    try:
+        return bool(project_trust().entries)
+    except CheckpointError:  # a broken pyproject.toml trusts nothing; it is reported if a file names a factory
+        return False
+
+
 def _inspect(args: argparse.Namespace) -> None:
-    if args.model or args.path is None:
-        # the factory (--model, a config's) is the user's own module, found as `python -m` would find it
+    if _builds_user_code(args):  # the factory is the user's own module, found as `python -m` finds it
         sys.path.insert(0, os.getcwd())
     inputs = [args.path, args.config]
     for out in (args.json, args.html, args.model_info):
@@ -150,6 +196,12 @@ def _run(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "inspect":
+        if args.path and args.checkpoint and args.path != args.checkpoint:
+            parser.error("give the checkpoint once: PATH or --checkpoint")
+        args.path = args.path or args.checkpoint
+        if args.input and args.input_shape:
+            parser.error("--input and --input-shape both describe the input: give one")
     if args.command == "inspect" and args.path is None and not (args.model or args.config):
         parser.error("give a checkpoint path, or --model (and --config) to size a model from its config alone")
     if args.command == "inspect" and args.path and args.config and not args.model:

@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, needs_loca
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from ..errors import first_line, first_line_for
-from .options import INSPECT, add_options
+from .options import INPUT_SPEC, INSPECT, InputSpec, add_options, input_spec
 
 __all__ = ["InspectMagics", "load_ipython_extension"]
 
@@ -54,8 +54,16 @@ def _parser() -> MagicArgumentParser:
     parser.add_argument("--compare", metavar="EXPR", help="compare with a second model or a checkpoint path")
     parser.add_argument("--text", action="store_true", help="print the text summary instead of showing the widget")
     parser.add_argument("-o", "--output", metavar="NAME", help="store the result in this variable too")
-    add_options(parser, *INSPECT)
+    add_options(parser, *(name for name in INSPECT if name != "input"))  # its --input: above
     return parser
+
+
+def _spec_input(spec: InputSpec, dtype: Any) -> Any:
+    import torch
+
+    kind = spec.dtype or dtype
+    value: Any = spec.shape if kind is None else torch.zeros(spec.shape, dtype=kind)
+    return {spec.name: value} if spec.name else value
 
 
 PARSER = _parser()  # the options of the command line (ui/options.py) plus the notebook's own
@@ -121,7 +129,9 @@ class InspectMagics(Magics):
         if cell is not None:
             return self._watch_cell(model, cell, args)
         model_input = args.input_shape
-        if args.input is not None:
+        if args.input is not None and INPUT_SPEC.match(args.input.strip()):  # NAME=SHAPE[:DTYPE], as the CLI's
+            model_input = _spec_input(input_spec(args.input), args.input_dtype)
+        elif args.input is not None:
             model_input = self._eval(args.input, local_ns, "--input")
         dtype = args.input_dtype
         other = self._eval(args.compare, local_ns, "--compare") if args.compare else None
@@ -232,7 +242,15 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
     try:
         if model is None:  # the config alone: built on meta, planned
             plan = {"batch_size": args.batch_size, "optimizer": args.optimizer, "precision": args.precision}
-            result = from_config(factory, config, input=model_input, input_dtype=dtype, trust=args.trust, **plan)
+            result = from_config(
+                factory,
+                config,
+                input=model_input,
+                input_dtype=dtype,
+                trust=args.trust,
+                config_key=args.config_key,
+                **plan,
+            )
             return result, [result.memory]
         if factory is not None or config is not None:
             model = load_checkpoint(model, model=factory, config=config, trust=args.trust, key=args.key)

@@ -10,13 +10,14 @@ or IPython's ``MagicArgumentParser`` (which turns a parse error into a ``UsageEr
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..dtypes import parse_dtype
 
-__all__ = ["INSPECT", "OPTIONS", "Option", "add_options", "count", "dtype", "shape"]
+__all__ = ["INSPECT", "OPTIONS", "InputSpec", "Option", "add_options", "count", "dtype", "input_spec", "shape"]
 
 
 def shape(text: str) -> tuple[int, ...]:
@@ -50,6 +51,29 @@ def dtype(text: str) -> Any:
 
 
 @dataclass(frozen=True)
+class InputSpec:
+    """One model input of ``--input [NAME=]SHAPE[:DTYPE]``: a keyword argument when named,
+    else the next positional one; `dtype` None means ``--input-dtype`` or the model's."""
+
+    name: str | None
+    shape: tuple[int, ...]
+    dtype: Any = None
+
+
+INPUT_SPEC = re.compile(r"^(?:(?P<name>[A-Za-z_]\w*)=)?(?P<shape>\d+(?:[,x]\d+)*)(?::(?P<dtype>\w+))?$")
+
+
+def input_spec(text: str) -> InputSpec:
+    """``x_sig=512,2,5160``, ``t=512:int64``, ``1x3x224x224`` -> an :class:`InputSpec`."""
+    m = INPUT_SPEC.match(text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not [NAME=]SHAPE[:DTYPE], e.g. x=512,2,5160 or t=512:int64 or 1,3,224,224"
+        )
+    return InputSpec(m["name"], shape(m["shape"]), dtype(m["dtype"]) if m["dtype"] else None)
+
+
+@dataclass(frozen=True)
 class Option:
     flags: tuple[str, ...]  # the name first, then old spellings still accepted
     help: str
@@ -57,6 +81,7 @@ class Option:
     default: Any = None
     switch: bool = False  # present or not (store_true)
     metavar: str | None = None
+    repeat: bool = False  # may be given several times (a list)
 
     @property
     def dest(self) -> str:
@@ -78,7 +103,21 @@ OPTIONS: dict[str, Option] = {
             "alone, a config naming its model (_target_, class_path, a Hugging Face config.json)",
             metavar="PATH",
         ),
+        Option(
+            ("--config-key",),
+            "the section of --config that configures the model, e.g. model (dotted for deeper ones); "
+            "default: the one section that fits (names a factory, or the factory takes its keys)",
+            metavar="KEY",
+        ),
         Option(("--input-shape",), "trace a forward pass with zeros of this shape, e.g. 1,3,224,224", shape, None),
+        Option(
+            ("--input",),
+            "one model input, repeatable: [NAME=]SHAPE[:DTYPE], e.g. --input x=512,2,5160 --input t=512:int64 "
+            "(named: a keyword argument; unnamed: the next positional one)",
+            input_spec,
+            metavar="SPEC",
+            repeat=True,
+        ),
         Option(
             ("--input-dtype", "--dtype"),
             "dtype of that input, e.g. int64 for token ids (default: the model's)",
@@ -104,7 +143,12 @@ OPTIONS: dict[str, Option] = {
         Option(("--json",), "also write the JSON export to this path", metavar="OUT"),
         Option(("--html",), "also write a standalone HTML page (works offline) to this path", metavar="OUT"),
         Option(("--model-info",), "also write the model_info.json layout to this path", metavar="OUT"),
-        Option(("--trust",), "allow a pickle or a config that runs code (only for files you trust)", switch=True),
+        Option(
+            ("--trust",),
+            "allow a pickle or a config that runs code (only for files you trust); a project trusts its own "
+            "factories once with [tool.nbinspect] trust = [...] in pyproject.toml",
+            switch=True,
+        ),
         Option(
             ("--key",),
             "entry of a training checkpoint holding the weights (default: model_state_dict, state_dict, model, "
@@ -115,10 +159,11 @@ OPTIONS: dict[str, Option] = {
 
 
 INSPECT = (
-    "model", "config", "input_shape", "input_dtype", "batch_size", "optimizer", "precision", "depth", "bins",
-    "no_stats", "json", "html", "model_info", "trust", "key",
+    "model", "config", "config_key", "input_shape", "input", "input_dtype", "batch_size", "optimizer",
+    "precision", "depth", "bins", "no_stats", "json", "html", "model_info", "trust", "key",
 )  # fmt: skip
-"""What ``nbinspect inspect`` and ``%inspect_model`` both take."""
+"""What ``nbinspect inspect`` and ``%inspect_model`` both take (the magic's ``--input`` also
+takes an expression: a value of the spec grammar is read as a spec there)."""
 
 
 def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
@@ -127,6 +172,10 @@ def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
         o = OPTIONS[name]
         if o.switch:
             parser.add_argument(*o.flags, dest=o.dest, action="store_true", help=o.help)
+        elif o.repeat:
+            parser.add_argument(
+                *o.flags, dest=o.dest, type=o.parse or str, action="append", metavar=o.metavar, help=o.help
+            )
         else:
             parser.add_argument(
                 *o.flags, dest=o.dest, type=o.parse or str, default=o.default, metavar=o.metavar, help=o.help

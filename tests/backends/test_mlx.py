@@ -392,14 +392,18 @@ def test_summary_is_a_torchinfo_style_table_from_the_frames():
     model = CNN()
     insp = nbinspect.mlx.summary(model, (32, 32, 3), batch_size=2)
     text = str(insp)
+    assert isinstance(insp, str) and text == insp.inspection.table()
     total = sum(a.size for a in unique_arrays(model).values())
     frozen = 32  # BatchNorm's running mean and variance
     assert f"Total params: {total:,}" in text
     assert f"Trainable params: {total - frozen:,}" in text and f"Non-trainable params: {frozen:,}" in text
-    assert "├─Conv2d (conv1): 1-1" in text and "[2, 32, 32, 8]" in text
+    assert "├─conv1 (Conv2d)" in text and "[2, 32, 32, 8]" in text
     assert f"Total FLOPs: {insp.totals['flops']:,}" in text
-    assert "Input shape: [2, 32, 32, 3]" in text
-    assert "Forward/backward pass size (MB)" in text and "Estimated Total Size (MB)" in text
+    assert "Input shape: (2, 32, 32, 3)" in text
+    assert "Forward/backward pass size (MiB)" in text and "Estimated Total Size (MiB)" in text
+    assert f"Params size (MiB): {insp.totals['param_bytes'] / 2**20:.2f}" in text  # MiB, as everywhere
+    assert "MLX memory after the forward pass: active" in text and "cache" in text
+    assert {"mlx_active_bytes", "mlx_peak_bytes", "mlx_cache_bytes"} <= set(insp.totals)
     assert insp.layers.equals(nbinspect.trace(model, mx.zeros((2, 32, 32, 3))).layers)
 
 
@@ -415,13 +419,38 @@ def test_summary_inspects_the_model_once(calls):
     insp = nbinspect.mlx.summary(model, (32, 32, 3), batch_size=2, stats=True)
     assert (len(built), len(layers), len(read)) == (1, 1, 1)  # was (2, 2, 2): inspected without, then with input
     assert type(insp) is nbinspect.mlx.ModelSummary and {"stats", "flow"} <= set(insp.frames)
+    assert type(insp.inspection) is nbinspect.mlx.SummaryInspection
     assert insp.layers.equals(nbinspect.trace(model, mx.zeros((2, 32, 32, 3))).layers)
     assert insp.stats.equals(nbinspect.stats(model))
 
 
 def test_summary_names_the_layer_a_channels_first_shape_does_not_fit():
     with pytest.raises(ValueError, match=r"does not fit the model \(MLX layers take channels last.*conv1 \(Conv2d\)"):
-        nbinspect.mlx.summary(CNN(), (3, 32, 32))
+        nbinspect.mlx.summary(CNN(), (3, 32, 32), on_error="raise")
+    with pytest.warns(RuntimeWarning, match=r"channels last.*conv1 \(Conv2d\)"):
+        text = nbinspect.mlx.summary(CNN(), (3, 32, 32))  # the design's default: warn and go on
+    assert "Total params:" in text and "The forward pass failed" in text
+
+
+def test_summary_trainable_column_counts_and_verbose_levels():
+    """Issue 26: Trainable said True/False/Partial; the design counts."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    model.layers[0].freeze()
+    text = nbinspect.mlx.summary(model, (4,))
+    row = next(line for line in text.splitlines() if "├─" in line and "Linear" in line)
+    assert row.split()[-2:] == ["40", "--"] or row.split()[-2:] == ["40", "0"]
+    last = [line for line in text.splitlines() if "├─" in line and "Linear" in line][-1]
+    assert last.split()[-2:] == ["18", "18"]
+    quiet = nbinspect.mlx.summary(model, (4,), verbose=0)
+    assert "├─" not in quiet and "Total params: 58" in quiet
+    detailed = nbinspect.mlx.summary(model, (4,), verbose=2)
+    assert "weight" in detailed and "bias" in detailed
+    assert "weight" in nbinspect.mlx.summary(nn.Linear(10, 5))  # no submodules: parameter rows at 1
+    anybatch = nbinspect.mlx.summary(model, (4,), batch_size=-1)
+    assert "Batch size: any (-1): measured at 1" in anybatch
+    assert "Trainable" in nbinspect.mlx.summary(model, (4,), device="cpu")
+    with pytest.raises(ValueError, match="device"):
+        nbinspect.mlx.summary(model, (4,), device="tpu")
 
 
 # ------------------------------------------------------------------ compare, export, widget, magic
@@ -533,3 +562,35 @@ def test_every_mlx_frame_and_total_is_declared_in_the_schema(lm):
             schema.FRAME_KEYS[key].validate(frame)
         assert set(insp.totals) <= set(schema.TOTALS)
     schema.MEMORY.validate(nbinspect.memory(lm, input=(1, 5), input_dtype="int32"))
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_a_quantized_linear_counts_its_logical_weights_and_flops(bits):
+    """issue 26 (seed 003): a QuantizedLinear's packed uint32 words are 32 // bits weights each;
+    its per-group scales and biases are settings, not parameters."""
+    mx.random.seed(0)
+    model = nn.Sequential(nn.Linear(128, 128))
+    original = np.array(model.layers[0].weight)
+    nn.quantize(model, group_size=64, bits=bits)
+    insp = nbinspect.inspect(model, input=(1, 128), stats=False)
+    params = insp.params.set_index("name")
+    assert insp.totals["total_params"] == 128 * 128 + 128
+    assert params.loc["layers.0.weight", "numel"] == 128 * 128
+    assert list(params.loc["layers.0.weight", "shape"]) == [128, 128]
+    assert params.loc["layers.0.weight", "bytes"] == 128 * 128 * bits // 8  # the packed words
+    assert set(params.loc[["layers.0.scales", "layers.0.biases"], "kind"]) == {"buffer"}
+    assert insp.totals["flops"] == 2 * 128 * 128  # batch 1, as torch counts addmm (bias aside)
+    # the values read are the dequantized weights: unpacked by hand (each uint32 word holds
+    # 32 // bits codes, lowest bits first; weight = code * scale + bias per group of 64)
+    from nbinspect.backends.mlx.source import from_mlx_module
+
+    layer = model.layers[0]
+    words = np.array(layer.weight).astype(np.uint64)
+    codes = (words[..., None] >> (bits * np.arange(32 // bits, dtype=np.uint64))) & ((1 << bits) - 1)
+    codes = codes.reshape(128, 128).astype(np.float64)
+    scales = np.repeat(np.array(layer.scales, dtype=np.float64), 64, axis=1)
+    biases = np.repeat(np.array(layer.biases, dtype=np.float64), 64, axis=1)
+    weight = next(t for t in from_mlx_module(model).tensors if t.name == "layers.0.weight").values()
+    assert weight.shape == (128, 128)
+    np.testing.assert_allclose(weight.double().numpy(), codes * scales + biases, rtol=1e-6, atol=1e-7)
+    assert np.all(np.abs(weight.numpy() - original) <= np.abs(scales) + 1e-6)  # within a step of the original

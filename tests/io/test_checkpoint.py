@@ -397,7 +397,9 @@ def test_summary_of_a_training_checkpoint_shows_its_metadata(tmp_path):
     insp = nbinspect.inspect(path)
     assert insp.metadata["epoch"] == 7
     text = insp.summary()
-    assert "Checkpoint" in text and "epoch        7" in text
+    assert "Checkpoint" in text and "epoch         7" in text
+    assert insp.metadata["optimizer"] == {"lr": 1e-3}  # plain data beside the weights is kept as data
+    assert "optimizer.lr  0.001" in text  # and shown in full, one row per value
     assert "Parameters by module type" not in text  # every type is unknown without the class
     assert "Parameters by module type" in nbinspect.inspect(model).summary()
 

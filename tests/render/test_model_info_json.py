@@ -114,18 +114,26 @@ def test_conv_batchnorm_dropout_records_with_true_counts():
 def test_counts_agree_with_torch_for_every_module(zoo_name):
     model = examples.build(zoo_name)
     doc = nbinspect.inspect(model, stats=False).to_model_info()
-    modules = [(n, m) for n, m in model.named_modules() if n]
+    root_owns = any(True for _ in model.parameters(recurse=False)) or any(True for _ in model.buffers(recurse=False))
+    modules = [(n, m) for n, m in model.named_modules() if n or root_owns]
     assert [layer["name"] for layer in doc["layers"]] == [n for n, _ in modules]
     assert [layer["layer_index"] for layer in doc["layers"]] == list(range(len(modules)))
+    seen: set[int] = set()  # a tied tensor counts at its first owner, in module order
     for layer, (_, module) in zip(doc["layers"], modules):
         own = list(module.parameters(recurse=False))
-        assert layer["parameters"] == sum(p.numel() for p in module.parameters())
+        first = [p for p in own if id(p) not in seen]
+        seen.update(id(p) for p in own)
+        assert layer["parameters"] == sum(p.numel() for p in first)
+        if list(module.children()):
+            assert layer["subtree_parameters"] == sum(p.numel() for p in module.parameters())
+        else:
+            assert "subtree_parameters" not in layer
         assert layer["trainable"] == any(p.requires_grad for p in module.parameters())
         assert layer["parameter_shapes"] == [list(p.shape) for p in own]
         assert layer["parameter_dtypes"] == [str(p.dtype) for p in own]
         assert layer["type"] == type(module).__name__
     unique = {id(p): p for p in model.parameters()}.values()
-    assert doc["parameters"] == sum(p.numel() for p in unique)
+    assert doc["parameters"] == sum(p.numel() for p in unique) == sum(r["parameters"] for r in doc["layers"])
     assert doc["trainable_parameters"] == sum(p.numel() for p in unique if p.requires_grad)
     assert doc["model_type"] == type(model).__name__ and doc["framework"] == "torch"
 
@@ -135,7 +143,9 @@ def test_sequential_counts_its_layers_and_untraced_io_is_null():
     model[1].requires_grad_(False)
     doc = nbinspect.inspect(model).to_model_info()
     inner = doc["layers"][0]
-    assert inner["type"] == "Sequential" and inner["num_layers"] == 2 and inner["parameters"] == 9
+    # the format's Sequential record: its own parameters (0); the subtree's under another key
+    assert inner["type"] == "Sequential" and inner["num_layers"] == 2 and inner["parameters"] == 0
+    assert inner["subtree_parameters"] == 9
     assert doc["layers"][3]["trainable"] is False
     assert (doc["parameters"], doc["trainable_parameters"]) == (13, 9)
     assert doc["input_info"] == doc["output_info"] == {"shape": None, "dtype": None}
@@ -168,6 +178,52 @@ def test_command_line_writes_model_info(tmp_path):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_dtypes_are_written_as_torch_names(dtype):
     doc = nbinspect.inspect(nn.Linear(4, 2).to(dtype)).to_model_info()
-    assert doc["layers"] == []  # root excluded
+    # the root owns its tensors: one record named "" (the root is listed only then)
+    assert [(r["name"], r["parameters"], r["parameter_dtypes"]) for r in doc["layers"]] == [("", 10, [str(dtype)] * 2)]
     model = nn.Sequential(nn.Linear(4, 2).to(dtype))
     assert nbinspect.inspect(model).to_model_info()["layers"][0]["parameter_dtypes"] == [str(dtype)] * 2
+
+
+class ViT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, 8))
+        self.pos_embed = nn.Parameter(torch.zeros(1, 5, 8))
+        self.blocks = nn.Sequential(nn.Linear(8, 8), nn.GELU())
+
+
+def test_root_owned_parameters_get_the_first_record():
+    """Issue 26: parameters owned by the root module (cls_token) appeared in no record."""
+    doc = nbinspect.inspect(ViT()).to_model_info()
+    root = doc["layers"][0]
+    assert (root["name"], root["type"], root["layer_index"]) == ("", "ViT", 0)
+    assert root["parameter_shapes"] == [[1, 1, 8], [1, 5, 8]] and root["parameters"] == 8 + 40
+    assert root["subtree_parameters"] == 48 + 72
+    assert sum(r["parameters"] for r in doc["layers"]) == doc["parameters"] == 120
+
+
+def test_mlx_records_use_mlx_names():
+    nn_mlx = pytest.importorskip("mlx.nn")
+    doc = nbinspect.inspect(nn_mlx.Sequential(nn_mlx.Linear(10, 20))).to_model_info()
+    linear = next(r for r in doc["layers"] if r["type"] == "Linear")
+    assert linear["parameter_dtypes"] == ["mlx.core.float32", "mlx.core.float32"]
+    assert (linear["in_features"], linear["out_features"], linear["parameters"]) == (10, 20, 220)
+    assert "input_dims" not in linear
+
+
+def test_engine_documents_use_the_formats_names():
+    """vLLM documents (built here from synthetic frames, without vLLM): the format's
+    input/output types and component keys."""
+    import pandas as pd
+
+    from nbinspect.render.model_info_json import model_info_dict
+
+    layers = nbinspect.inspect(nn.Sequential(nn.Linear(2, 2))).layers
+    params = nbinspect.inspect(nn.Sequential(nn.Linear(2, 2))).params
+    components = pd.DataFrame([{"component": "scheduler", "type": "Scheduler", "detail": "FCFS", "process": "engine"}])
+    io = {"input": [{"value": "Hello", "num_tokens": 1}], "output": [{"value": " world", "num_tokens": 1}]}
+    totals = {"total_params": 6, "trainable_params": 6, "architecture": "LlamaForCausalLM"}
+    doc = model_info_dict("m", "vllm", totals, {"layers": layers, "params": params, "components": components}, io)
+    assert doc["input_info"]["type"] == "text_or_sampling_params" and doc["input_info"]["sample_input"] == "Hello"
+    assert doc["output_info"]["type"] == "generated_text" and doc["output_info"]["num_outputs"] == 1
+    assert doc["components"] == [{"name": "scheduler", "type": "Scheduler", "description": "FCFS", "process": "engine"}]

@@ -97,7 +97,10 @@ def test_missing_matplotlib_is_a_clear_error_and_a_logged_warning(monkeypatch, c
         logger.removeHandler(handler)
     assert "WEIGHT STATISTICS" in "\n".join(lines)
     assert any("matplotlib" in line for line in lines) and info.figure is None
-    assert info.errors == ["no distribution plot: plot_distributions needs matplotlib: pip install matplotlib"]
+    assert info.errors == [
+        "Matplotlib not available: distribution plot skipped "
+        "(plot_distributions needs matplotlib: pip install matplotlib)"
+    ]
 
 
 def test_dump_model_info_adds_weight_statistics_and_saves_the_plot(tmp_path, capsys):
@@ -108,8 +111,9 @@ def test_dump_model_info_adds_weight_statistics_and_saves_the_plot(tmp_path, cap
     assert [s["name"] for s in info.weight_stats] == [n for n, _ in examples.build("mlp").named_parameters()]
     read_png(path)
     assert not info.errors
-    plain = nbinspect.dump_model_info(examples.build("mlp"))
-    assert "WEIGHT STATISTICS" not in capsys.readouterr().out and plain.figure is None
+    plain = nbinspect.dump_model_info(examples.build("mlp"), plot_distributions=False)
+    out = capsys.readouterr().out  # statistics always; the plot only when asked (the default)
+    assert "WEIGHT STATISTICS" in out and "saved to" not in out and plain.figure is None
 
 
 def test_dump_model_info_logs_an_unwritable_path(tmp_path):
@@ -120,3 +124,24 @@ def test_dump_model_info_logs_an_unwritable_path(tmp_path):
         save_path=str(tmp_path / "no" / "dir.png"),
     )
     assert info.errors and info.errors[0].startswith("distribution plot failed: FileNotFoundError")
+
+
+def test_statistics_never_cover_the_bars():
+    """Issue 26: the mean/std/min/max box sat inside the axes and covered a uniform
+    initialisation's bars; it is now one line above the panel."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = nbinspect.plot_distributions(model)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.patches]
+    assert panels
+    for ax in panels:
+        box = ax.get_window_extent(renderer)
+        stats = [t for t in ax.texts if "std" in t.get_text()]
+        assert len(stats) == 1
+        extent = stats[0].get_window_extent(renderer)
+        assert extent.y0 >= box.y1 - 0.5  # above the data area
+        assert not any(extent.overlaps(p.get_window_extent(renderer)) for p in ax.patches)

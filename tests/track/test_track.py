@@ -100,9 +100,35 @@ def test_snapshot_is_a_copy_that_cannot_change():
     with torch.no_grad():
         w.add_(1.0)
     assert torch.equal(snap["head.weight"], before)  # the model moved, the snapshot did not
-    with pytest.raises(RuntimeError, match=r"[Ii]nplace"):
-        snap["head.weight"].add_(1.0)
     assert snap.norms_sq["head.weight"] == pytest.approx(float((before.double() ** 2).sum()), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda t: t.add_(1.0),
+        lambda t: t.copy_(torch.ones_like(t)),
+        lambda t: t.data.add_(1.0),
+        lambda t: t.mul_(2.0),
+    ],
+    ids=["add_", "copy_", "data.add_", "mul_"],
+)
+@pytest.mark.parametrize("how", ["getitem", "tensors"])
+def test_a_write_into_what_the_snapshot_hands_out_changes_nothing(write, how):
+    """Issue 26: add_/copy_ raised and still wrote, .data.add_ wrote silently, and the next
+    delta came out 0.99 instead of 0.01. Now every access hands out a copy."""
+    model = _seeded()
+    snap = ParameterSnapshot.take(model)
+    name = "head.weight"
+    before = snap[name].clone()
+    write(snap[name] if how == "getitem" else snap.tensors[name])
+    assert torch.equal(snap[name], before)
+    with torch.no_grad():
+        model.get_parameter(name).add_(0.01)
+    delta = ParameterDelta.between(snap, model)
+    expected = (model.get_parameter(name).detach().double() - before.double()).abs().max()
+    assert delta.max_abs == pytest.approx(float(expected), rel=1e-6)
+    assert delta.max_abs == pytest.approx(0.01, rel=1e-3)
 
 
 def test_float16_snapshot_halves_memory():
@@ -254,15 +280,31 @@ def test_change_metrics_keys_and_breakdowns(path):
     assert out["param_change/changed_ratio_at_0.0001"] == np.count_nonzero(np.abs(d) > 1e-4) / d.size
     layer1 = np.concatenate([v for n, v in ref.items() if n.startswith("layers.1.")])
     w1 = np.concatenate([old.tensors[n].double().numpy() for n in ref if n.startswith("layers.1.")])
-    assert out["param_change/layer_1/mean_abs"] == pytest.approx(np.abs(layer1).mean(), rel=1e-6)
+    assert out["param_change/layer_1/mean_abs_delta"] == pytest.approx(np.abs(layer1).mean(), rel=1e-6)
     assert out["param_change/layer_1/relative_change"] == pytest.approx(
         np.linalg.norm(layer1) / np.linalg.norm(w1), rel=1e-6
     )
     assert out["param_change/layer_1/sparsity_at_1e-08"] == np.count_nonzero(np.abs(layer1) <= 1e-8) / layer1.size
+    # the document's `sparsity`: at 1e-06 (the reference threshold) when measured
+    assert out["param_change/layer_1/sparsity"] == np.count_nonzero(np.abs(layer1) <= 1e-6) / layer1.size
     q = np.concatenate([v for n, v in ref.items() if ".q_proj." in n])
-    assert out["param_change/attn.q/mean_abs"] == pytest.approx(np.abs(q).mean(), rel=1e-6)
-    assert {"param_change/embedding/mean_abs", "param_change/mlp.up/mean_abs", "param_change/head/mean_abs"} <= set(out)
-    assert "param_change/layer_2/mean_abs" not in out
+    assert out["param_change/attn.q/mean_abs_delta"] == pytest.approx(np.abs(q).mean(), rel=1e-6)
+    assert {
+        "param_change/embedding/mean_abs_delta",
+        "param_change/mlp.up/mean_abs_delta",
+        "param_change/head/mean_abs_delta",
+    } <= set(out)
+    assert "param_change/layer_2/mean_abs_delta" not in out
+    assert not any(k.endswith("/mean_abs") for k in out)  # the old name is a lookup alias only
+    # the document's family: grouped by the owning module's own name, in float64
+    wq = np.concatenate([old.tensors[n].double().numpy() for n in ref if ".q_proj." in n])
+    assert out["param_change/component/q_proj/mean_abs_delta"] == pytest.approx(np.abs(q).mean(), rel=1e-6)
+    assert out["param_change/component/q_proj/sparsity"] == np.count_nonzero(np.abs(q) <= 1e-6) / q.size
+    assert out["param_change/component/q_proj/relative_change"] == pytest.approx(
+        np.linalg.norm(q) / np.linalg.norm(wq), rel=1e-6
+    )
+    owners = {n.split(".")[-2] if "." in n else "(root)" for n in ref}
+    assert {k.split("/")[2] for k in out if k.startswith("param_change/component/")} == owners
 
 
 def test_nothing_moved(path):
@@ -399,11 +441,47 @@ def test_activation_metrics_count_dead_and_saturated_units():
     x = torch.randn(8, 4)
     old = ParameterSnapshot.take(model)
     out = ActivationMetrics().compute(ParameterDelta.between(old, model), old, AnalysisContext(model, 1, x))
+    # both figures through the derivative: saturated where |f'(x)| < 1e-2, dead when
+    # saturated on every input. ReLU: f' = 0 on units 0, 1, 5 (never positive), 1 elsewhere
     assert out["activation/1/dead"] == 3 / 6
-    # Tanh input: 30 for the first three units (saturated), 0 for the last (not)
+    assert out["activation/1/saturated"] == 3 * 8 / (6 * 8)
+    # Tanh input: 30 for the first three units (1 − tanh²(30) ≈ 0: saturated, dead), 0 for the last
     assert out["activation/3/saturated"] == 3 / 4
-    assert out["activation/dead_fraction"] == 3 / 6  # dead counts rectifiers only
-    assert out["activation/saturated_fraction"] == 3 / 4
+    assert out["activation/3/dead"] == 3 / 4
+    assert out["activation/dead_fraction"] == (3 + 3) / (6 + 4)
+    assert out["activation/saturated_fraction"] == (3 * 8 + 3 * 8) / (6 * 8 + 4 * 8)
+
+
+class SiLUActivation(nn.Module):
+    """transformers' spelling: a parameter-free module that is not a torch.nn activation."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x)
+
+
+@pytest.mark.parametrize("act", [nn.SiLU, nn.GELU, SiLUActivation])
+def test_smooth_activations_have_dead_and_saturated_units(act):
+    """Issue 26: nothing was reported for SiLU/GELU models (Llama). Reference: the
+    derivative of x·σ(x) / the exact GELU, by hand in float64."""
+    model = nn.Sequential(nn.Linear(3, 4), act())
+    with torch.no_grad():
+        model[0].weight.fill_(0.1)
+        model[0].bias.copy_(torch.tensor([-20.0, 0.0, 1.0, -3.0]))
+    x = torch.randn(16, 3, generator=torch.Generator().manual_seed(0))
+    old = ParameterSnapshot.take(model)
+    out = ActivationMetrics().compute(ParameterDelta.between(old, model), old, AnalysisContext(model, 1, x))
+    z = (x.double() @ model[0].weight.detach().double().T + model[0].bias.detach().double()).numpy()
+    if act is nn.GELU:
+        erf = np.vectorize(math.erf)
+        slope = 0.5 * (1 + erf(z / math.sqrt(2))) + z * np.exp(-(z**2) / 2) / math.sqrt(2 * math.pi)
+    else:
+        s = 1 / (1 + np.exp(-z))
+        slope = s * (1 + z * (1 - s))
+    saturated = np.abs(slope) < 1e-2
+    assert saturated[:, 0].all()  # bias −20: unit 0 is dead
+    assert out["activation/1/dead"] == saturated.all(0).sum() / 4
+    assert out["activation/1/saturated"] == saturated.sum() / saturated.size
+    assert out["activation/dead_fraction"] == out["activation/1/dead"]
 
 
 # ---------------------------------------------------------------- config
@@ -527,6 +605,8 @@ def test_public_names():
         "ActivationMetrics", "AnalysisConfig", "AnalysisContext", "ArchitectureChanged", "GradientMetrics",
         "MetricComputer", "ModelAnalysisManager", "OptimizerStateMetrics", "ParameterChangeMetrics",
         "ParameterDelta", "ParameterSnapshot", "SparseQualityMetrics", "TrackingWarning",
+        # issue 26: the original framework's classes, the key aliases, the keyword call
+        "ParamChangeTracker", "SparseQualityAnalyzer", "KEY_ALIASES", "call_compute",
     }  # fmt: skip
     assert all(getattr(track, n) is not None for n in track.__all__)
 
@@ -590,3 +670,128 @@ def _tensor_paths(payload: dict) -> list[str]:
             i = modules["parent"][i]
         paths.append(".".join(parts))
     return paths
+
+
+# ---------------------------------------------------------------- issue 26: the document's plugin API
+
+
+class GradientNormMetric(MetricComputer):
+    """The document's plugin, verbatim in shape: compute(self, **kwargs)."""
+
+    name = "gradient"
+
+    def compute(self, **kwargs):
+        model = kwargs["context"].model
+        total = sum(float(p.grad.norm() ** 2) for p in model.parameters() if p.grad is not None)
+        return {"gradient/total_norm": total**0.5}
+
+
+class MyMetric(MetricComputer):
+    """The document's second plugin: compute(self, delta, context, **kwargs)."""
+
+    name = "my_metric"
+
+    def compute(self, delta, context, **kwargs):
+        return {"my_metric/value": float(delta.total.l2), "my_metric/step": float(context.step)}
+
+
+class Positional(MetricComputer):
+    """A plugin written against the old positional call, with its own parameter names."""
+
+    name = "positional"
+
+    def compute(self, d, s, c):  # type: ignore[override]
+        return {"positional/step": float(c.step), "positional/names": float(len(s.names))}
+
+
+def _train(model: nn.Module, manager: ModelAnalysisManager, steps: int, inputs=None, **kw) -> None:
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    x = torch.randint(0, 10, (4, 3), generator=torch.Generator().manual_seed(0))
+    for _ in range(steps):
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+        manager.on_optimizer_step(model, inputs=inputs, optimizer=opt, **kw)
+
+
+def test_plugins_are_called_with_keywords():
+    """Issue 26: both document plugins failed on every call (compute() got positional arguments)."""
+    model = _seeded()
+    manager = ModelAnalysisManager.create(AnalysisConfig(interval=2, sparse_quality_enabled=False))
+    manager.add_metric(GradientNormMetric()).add_metric(MyMetric()).add_metric(Positional())
+    _train(model, manager, 4)
+    assert manager.errors == []
+    last = manager.history.iloc[-1]
+    grad = math.sqrt(sum(float(p.grad.double().norm() ** 2) for p in model.parameters()))
+    assert last["gradient/total_norm"] == pytest.approx(grad, rel=1e-5)
+    assert last["my_metric/value"] == pytest.approx(last["param_change/norm_l2"], rel=1e-12)
+    assert last["my_metric/step"] == 4 and last["positional/step"] == 4
+    assert last["positional/names"] == len(list(model.parameters()))
+
+
+def test_defaults_are_the_documents():
+    config = AnalysisConfig()
+    assert config.interval == 100 and config.param_change_enabled and config.sparse_quality_enabled
+    assert config.momentum_enabled is False
+    assert config.sparse_quality_thresholds == config.param_change_thresholds
+    names = [m.name for m in ModelAnalysisManager.create(AnalysisConfig(momentum_enabled=True)).metrics]
+    assert "optimizer" in names or any("optimizer" in n for n in names)
+    assert not AnalysisConfig.minimal().sparse_quality_enabled
+
+
+def test_without_inputs_sparse_quality_is_skipped_with_one_warning():
+    model = _seeded()
+    manager = ModelAnalysisManager.create(AnalysisConfig(interval=2))
+    with pytest.warns(TrackingWarning) as caught:
+        _train(model, manager, 20)
+    said = [str(w.message) for w in caught if "sparse" in str(w.message)]
+    assert len(said) == 1 and "inputs=" in said[0] and "sparse_quality_enabled=False" in said[0]
+    assert manager.skipped == {"sparse": 10}  # step 1 takes the snapshot; steps 2, 4, ..., 20 measure
+    assert manager.errors == []
+    assert "param_change/norm_l2" in manager.metric_keys()
+
+
+def test_a_wrong_inputs_is_one_clear_message(caplog):
+    """Issue 26: a function instead of a batch gave ~240 repeated warnings that never said
+    what inputs must be."""
+    model = _seeded()
+    x = torch.randint(0, 10, (4, 3))
+    manager = ModelAnalysisManager.create(AnalysisConfig.comprehensive(interval=2))
+    with caplog.at_level(logging.WARNING, logger="nbinspect.track"), pytest.warns(TrackingWarning) as caught:
+        _train(model, manager, 40, inputs=lambda: x)
+    assert len(caught) == 1 and len(caplog.records) == 1
+    message = str(caught[0].message)
+    assert "inputs= must be the batch the model is called with (a tensor" in message
+    assert "function" in message and "pass its result" in message
+    assert manager.skipped["sparse"] == manager.skipped["activation"] == 20
+    assert "param_change/norm_l2" in manager.metric_keys()
+
+
+def test_old_key_names_are_aliases_in_plot():
+    pytest.importorskip("matplotlib")
+    model = _seeded()
+    manager = ModelAnalysisManager.create(
+        AnalysisConfig(interval=1, param_change_per_layer=True, sparse_quality_enabled=False)
+    )
+    _train(model, manager, 3)
+    assert "param_change/layer_0/mean_abs" not in manager.metric_keys()
+    assert manager._aliased(["param_change/layer_0/mean_abs"]) == ["param_change/layer_0/mean_abs_delta"]
+    manager.plot(["param_change/layer_0/mean_abs"])
+
+
+def test_the_legacy_classes_of_the_migration_blocks():
+    from nbinspect.track import ParamChangeTracker, SparseQualityAnalyzer
+
+    model = _seeded()
+    tracker = ParamChangeTracker(measure_interval=100)
+    assert not tracker.has_snapshot() and tracker.compute_metrics(model) == {}
+    tracker.capture_snapshot(model)
+    moved = _move(model)
+    metrics = tracker.compute_metrics(model)
+    d = np.concatenate([(moved[n].double() - tracker.snapshot[n].double()).numpy().ravel() for n in moved])
+    assert metrics["param_change/norm_l2"] == pytest.approx(np.linalg.norm(d), rel=1e-6)
+    x = torch.randint(0, 10, (4, 3))
+    out = SparseQualityAnalyzer(tracker, enabled=True).analyze(model, x)
+    assert {"sparse/kl_at_1e-06", "sparse/unchanged_ratio_at_1e-06"} <= set(out)
+    assert out["sparse/unchanged_ratio_at_1e-06"] == pytest.approx(1 - out["sparse/kept_ratio_at_1e-06"])
+    assert SparseQualityAnalyzer(tracker, enabled=False).analyze(model, x) == {}

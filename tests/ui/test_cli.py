@@ -131,6 +131,10 @@ def test_refused_pickle_exit_code_and_trust(files, tmp_path):
     r = run("inspect", "evil.pt", cwd=tmp_path)
     assert r.returncode == 1 and "evil.Config" in r.stderr and "--trust" in r.stderr
     r = run("inspect", "evil.pt", "--trust", cwd=tmp_path)
+    # trusted: torch.load runs the file's code, its class found as `python -m` finds modules (the working directory)
+    assert r.returncode == 0 and re.search(r"(?m)^cfg +Config$", r.stdout), r.stderr
+    (tmp_path / "evil.py").unlink()
+    r = run("inspect", "evil.pt", "--trust", cwd=tmp_path)
     assert r.returncode == 1 and "No module named 'evil'" in r.stderr  # trusted, but its class must be importable
 
 
@@ -162,3 +166,24 @@ def test_a_dtype_hint_names_the_commands_own_option(files):
     )  # fmt: skip
     assert r.returncode == 1
     assert "add --input-dtype int64 for token ids" in r.stderr and "input_dtype=" not in r.stderr
+
+
+def test_the_working_directory_is_importable_only_when_user_code_may_be_built(files, tmp_path, monkeypatch, capsys):
+    """A downloaded folder's `yaml.py` or `numba.py` must not stand in for a module nbinspect
+    imports later: the working directory goes on the import path only with --model, a config
+    alone, --trust, or a project trust list ([tool.nbinspect] trust, NBINSPECT_TRUST)."""
+    from nbinspect.ui.cli import main
+
+    monkeypatch.delenv("NBINSPECT_TRUST", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for args, project, importable in [
+        (["inspect", str(files / "train.pt")], False, False),
+        (["inspect", str(files / "train.pt"), "--trust"], False, True),
+        (["inspect", str(files / "train.pt")], True, True),
+    ]:
+        monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+        if project:
+            (tmp_path / "pyproject.toml").write_text('[tool.nbinspect]\ntrust = ["mymodels"]\n')
+        assert main(args) == 0
+        assert (str(tmp_path) in sys.path) is importable, args
+    capsys.readouterr()

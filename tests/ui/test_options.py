@@ -25,7 +25,37 @@ def test_the_command_line_and_the_magic_share_every_option_of_the_table():
     for name, option in OPTIONS.items():
         a, b = ours[name], theirs[name]
         assert a.option_strings == b.option_strings == list(option.flags), name
+        if name == "input":  # the magic's --input takes an expression too; a spec is read as the CLI's
+            continue
         assert (a.help, a.default, a.type) == (b.help, b.default, b.type), name
+
+
+def test_input_specs_parse_the_same_in_both():
+    """Issue 26: several inputs from the command line, e.g. --input x=512,2,5160 --input t=512:int64."""
+    import torch
+
+    from nbinspect.ui.options import InputSpec, input_spec
+
+    assert input_spec("x_sig=512,2,5160") == InputSpec("x_sig", (512, 2, 5160), None)
+    assert input_spec("t=512:int64") == InputSpec("t", (512,), torch.int64)
+    assert input_spec("1x3x224x224") == InputSpec(None, (1, 3, 224, 224), None)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"\[NAME=\]SHAPE\[:DTYPE\]"):
+        input_spec("x=oops")
+    args = _inspect_parser().parse_args(["--input", "x=2,3", "--input", "t=2:int64", "--input-shape", "1,2"])
+    assert [s.name for s in args.input] == ["x", "t"] and args.input_shape == (1, 2)
+    assert magic._spec_input(input_spec("t=2:int64"), None)["t"].dtype == torch.int64
+
+
+def test_checkpoint_is_an_alias_of_the_path(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    torch.save(torch.nn.Linear(2, 3).state_dict(), tmp_path / "w.pt")
+    assert cli.main(["inspect", str(tmp_path / "w.pt")]) == 0
+    positional = capsys.readouterr().out
+    assert cli.main(["inspect", "--checkpoint", str(tmp_path / "w.pt")]) == 0
+    assert capsys.readouterr().out == positional
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["inspect", str(tmp_path / "w.pt"), "--checkpoint", str(tmp_path / "other.pt")])
+    assert exc.value.code == 2
 
 
 @pytest.mark.parametrize("flag", ["--input-dtype", "--dtype"])  # the magic's old spelling stays an alias

@@ -124,14 +124,17 @@ def test_sample_generation_is_the_engines_greedy_output(insp, llm):
 def test_model_info_document(insp):
     doc = json.loads(json.dumps(insp.to_model_info()))
     assert (doc["framework"], doc["model_type"]) == ("vllm", "LlamaForCausalLM")
-    assert doc["input_info"]["type"] == "text" and doc["input_info"]["sample_input"] == PROMPT
+    assert doc["input_info"]["type"] == "text_or_sampling_params" and doc["input_info"]["sample_input"] == PROMPT
+    assert doc["output_info"]["type"] == "generated_text"
     assert doc["output_info"]["sample_output"] == insp.io["output"][0]["value"]
     assert doc["output_info"]["num_outputs"] == 1
-    assert [c["component"] for c in doc["components"]][-3:] == ["workers", "model runner", "model"]
+    assert [c["name"] for c in doc["components"]][-3:] == ["workers", "model runner", "model"]
+    assert all({"name", "type", "description"} <= set(c) for c in doc["components"])
     qkv = next(layer for layer in doc["layers"] if layer["name"] == "model.layers.0.self_attn.qkv_proj")
     assert qkv["parameter_shapes"] == [[256, HIDDEN]] and qkv["parameters"] == 256 * HIDDEN
     assert doc["parameters"] == insp.totals["total_params"] and doc["engine"]["kv_cache_blocks"] > 0
-    assert len(doc["layers"]) == insp.totals["num_modules"] - 1
+    assert len(doc["layers"]) == insp.totals["num_modules"] - 1  # the root owns no tensor
+    assert sum(r["parameters"] for r in doc["layers"]) == doc["parameters"]
 
 
 def test_text_and_widget_show_the_engine_header(insp):

@@ -23,6 +23,7 @@ def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
 
 class MlxBackend:
     name = "mlx"
+    dtype_prefix = "mlx.core."  # how MLX spells a dtype: str(mx.float32) == "mlx.core.float32"
     recognizes = staticmethod(is_mlx_module)
     source = staticmethod(from_mlx_module)
     trace = staticmethod(run_mlx_trace)

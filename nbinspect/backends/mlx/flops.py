@@ -2,9 +2,10 @@
 
 MLX has no dispatch mode to watch ops, so FLOPs come from two places:
 
-- **Layers** whose work is known from their weights and shapes: Linear and the Conv /
+- **Layers** whose work is known from their weights and shapes: Linear, QuantizedLinear (its
+  logical weights: ``quantized_matmul`` does the same multiply-adds), and the Conv /
   ConvTranspose layers (a multiply-add is 2 FLOPs; bias not counted, as torch counts
-  ``addmm`` and ``convolution``), Embedding (a lookup: 0).
+  ``addmm`` and ``convolution``), Embedding and QuantizedEmbedding (a lookup: 0).
 - **Functions** patched for the duration of a trace: ``mx.fast.scaled_dot_product_attention``
   (``2·b·h·s_q·s_k·(d_q + d_v)``; MultiHeadAttention runs through it), ``mx.matmul``,
   ``mx.addmm``, ``mx.einsum`` and the ``@`` operator, counted where a module's own code
@@ -73,6 +74,12 @@ def _linear(module: Any, inputs: list, outputs: list) -> int:
     return 2 * math.prod(x[:-1]) * in_dims * out_dims
 
 
+def _quantized_linear(module: Any, inputs: list, outputs: list) -> int:
+    # quantized_matmul: the packed uint32 rows hold 32 // bits weights per word
+    out_dims, packed = module["weight"].shape
+    return 2 * math.prod(inputs[0].shape[:-1]) * packed * 32 // module.bits * out_dims
+
+
 def _conv(module: Any, inputs: list, outputs: list) -> int:
     # MLX is channels-last: x (N, *spatial, C); weight (C_out, *kernel, C_in / groups)
     return 2 * outputs[0].shape[0] * math.prod(outputs[0].shape[1:-1]) * math.prod(module["weight"].shape)
@@ -89,6 +96,8 @@ def _zero(module: Any, inputs: list, outputs: list) -> int:
 
 LAYER_FORMULAS: dict[str, Callable[[Any, list, list], int]] = {
     "Linear": _linear,
+    "QuantizedLinear": _quantized_linear,
+    "QuantizedEmbedding": _zero,
     "Conv1d": _conv,
     "Conv2d": _conv,
     "Conv3d": _conv,

@@ -16,14 +16,15 @@ the temporaries inside layers that the per-call figure leaves out).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
 from ...core.inputs import split_input
-from ...core.memory import PlanOptions, adafactor_numel, memory_frame, notes
+from ...core.memory import PlanOptions, adafactor_numel, input_rows, memory_frame, notes
 from ...core.source import ModelSource
 from ...schema import PARAMETER
-from .trace import run_mlx_trace
+from .trace import mlx_dtype, run_mlx_trace
 
 __all__ = ["MLX_OPTIMIZERS", "MLX_PRECISIONS", "mlx_memory_plan"]
 
@@ -89,7 +90,7 @@ def mlx_memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
         plan, "MLX models have no buffers", "one per trainable parameter path",
         f"mlx.optimizers {optimizer} state, step and learning rate",
     )  # fmt: skip
-    inputs = None
+    inputs, per_input = None, None
     if plan.input is not None:
         dtypes = {t.dtype for t in source.tensors if t.dtype in _FLOATING}
         if dtypes and {_FLOATING[d] for d in dtypes} != {MLX_PRECISIONS[precision]}:
@@ -112,4 +113,42 @@ def mlx_memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
         )
         said["inputs"] = f"input arrays{batch}"
         inputs = result.totals["input_bytes"]
-    return memory_frame(rows, said, inputs, source)
+        per_input = input_rows(result.inputs, lambda name: mlx_dtype(name).size, 1.0)
+    return memory_frame(rows, said, inputs, source, per_input)
+
+
+def device_memory() -> dict[str, int]:
+    """MLX's allocator now: active, peak and cache bytes (``mx.get_active_memory`` & co.)."""
+    import mlx.core as mx
+
+    return {
+        "mlx_active_bytes": int(mx.get_active_memory()),
+        "mlx_peak_bytes": int(mx.get_peak_memory()),
+        "mlx_cache_bytes": int(mx.get_cache_memory()),
+    }
+
+
+def reset_peak_memory() -> None:
+    import mlx.core as mx
+
+    mx.reset_peak_memory()
+
+
+def on_device(device: Any) -> Any:
+    """A context running MLX work on `device` (an ``mx.Device``, ``mx.DeviceType`` or
+    ``"cpu"``/``"gpu"``); None: the default device. One ValueError for a device this MLX lacks."""
+    import contextlib
+
+    import mlx.core as mx
+
+    if device is None:
+        return contextlib.nullcontext()
+    if isinstance(device, str):
+        kinds = {"cpu": mx.cpu, "gpu": mx.gpu}
+        if device.lower() not in kinds:
+            raise ValueError(f"summary: device {device!r}: expected 'cpu', 'gpu' or an mx.Device")
+        device = kinds[device.lower()]
+    try:
+        return mx.stream(device)
+    except Exception as exc:
+        raise ValueError(f"summary: device {device!r} is not available in this MLX build ({exc})") from None

@@ -12,6 +12,7 @@ object itself, counted once. Values are zero-copy torch views of the arrays' mem
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 
 from ...core.source import ModelSource, ModuleEntry, TensorEntry
-from ...schema import PARAMETER
+from ...schema import BUFFER, PARAMETER
 from .attrs import layer_attrs
 
 __all__ = ["flat_arrays", "from_mlx_module", "is_mlx_module", "mlx_dtype_name", "module_objects", "to_torch"]
@@ -74,6 +75,52 @@ def _walk(value: Any, path: str, owner: str, out: list) -> None:
         out.extend(found)
 
 
+def quantization(module: Any) -> str | None:
+    """'affine 4-bit, group 64' for a quantized layer (QuantizedLinear, QuantizedEmbedding:
+    packed uint32 weights with per-group scales), else None."""
+    bits, group = getattr(module, "bits", None), getattr(module, "group_size", None)
+    if not (isinstance(bits, int) and isinstance(group, int) and "scales" in module):
+        return None
+    return f"{getattr(module, 'mode', 'affine')} {bits}-bit, group {group}"
+
+
+def _dequantized(module: Any) -> torch.Tensor:
+    import mlx.core as mx
+
+    mode = str(getattr(module, "mode", "affine"))
+    weight, scales, biases = module["weight"], module["scales"], module.get("biases")
+    if mode == "affine":
+        return to_torch(mx.dequantize(weight, scales, biases, module.group_size, module.bits))
+    return to_torch(mx.dequantize(weight, scales, biases, module.group_size, module.bits, mode=mode))
+
+
+def _entry(path: str, owner: str, value: Any, trainable: set[int], module: Any) -> TensorEntry:
+    """One array; in a quantized layer the packed weight is its logical matrix (shape and count
+    of the weights it stands for, the packed bytes) and the per-group scales/biases are
+    settings (buffers), as torch's quantized Linear reads."""
+    shape, numel, kind, values = tuple(value.shape), int(value.size), PARAMETER, lambda a=value: to_torch(a)
+    local = path.rpartition(".")[2]
+    if module is not None and quantization(module):
+        if local == "weight":
+            shape = (*shape[:-1], shape[-1] * 32 // module.bits)
+            numel, values = math.prod(shape), lambda m=module: _dequantized(m)
+        elif local in ("scales", "biases"):
+            kind = BUFFER
+    return TensorEntry(
+        name=path,
+        module=owner,
+        kind=kind,
+        shape=shape,
+        dtype=mlx_dtype_name(value.dtype),
+        device="cpu",  # MLX arrays live in unified memory
+        numel=numel,
+        nbytes=int(value.nbytes),
+        requires_grad=kind == PARAMETER and id(value) in trainable,
+        storage_key=("mlx", id(value)),
+        tensor=values,
+    )
+
+
 def from_mlx_module(model: Any, name: str | None = None) -> ModelSource:
     walked: list = []
     _walk(model, "", "", walked)
@@ -83,23 +130,10 @@ def from_mlx_module(model: Any, name: str | None = None) -> ModelSource:
     first_path: dict[int, str] = {}
     node_paths = [p for kind, p, _, _ in walked if kind != "array"]
     has_children = {p.rpartition(".")[0] for p in node_paths if p}
+    by_path = {p: v for kind, p, _, v in walked if kind == "module"}
     for kind, path, owner, value in walked:
         if kind == "array":
-            tensors.append(
-                TensorEntry(
-                    name=path,
-                    module=owner,
-                    kind=PARAMETER,
-                    shape=tuple(value.shape),
-                    dtype=mlx_dtype_name(value.dtype),
-                    device="cpu",  # MLX arrays live in unified memory
-                    numel=int(value.size),
-                    nbytes=int(value.nbytes),
-                    requires_grad=id(value) in trainable,
-                    storage_key=("mlx", id(value)),
-                    tensor=lambda a=value: to_torch(a),
-                )
-            )
+            tensors.append(_entry(path, owner, value, trainable, by_path.get(owner)))
             continue
         alias_of = first_path.setdefault(id(value), path)
         is_module = kind == "module"

@@ -5,7 +5,9 @@ Face ``config.json`` (it has a ``model_type``), which names its own transformers
 config file may also name its factory (Hydra's ``_target_``, LightningCLI's
 ``_class_path``, jsonargparse's ``class_path`` with ``init_args``); the caller chose the
 file, but a file can come from anywhere: that factory is called only with ``trust=True``
-(``--trust``), the same rule as a checkpoint naming its factory.
+(``--trust``) or when the project trusts it (``[tool.nbinspect] trust`` in its
+``pyproject.toml``, see :mod:`nbinspect.io.project_trust`), the same rule as a checkpoint
+naming its factory.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from typing import Any
 from torch import nn
 
 from ...errors import UnsafeCheckpointError
+from ...io.project_trust import project_trust
 from ...terminal import safe_text
 from .hf_config import hf_model, is_hf_config
 from .known_model import carried_config, recorded_factory
 from .meta_build import call_factory, factory_name
-from .model_loader import read_config, resolve_factory
+from .model_loader import read_model_config, resolve_factory
 
 __all__ = ["meta_model"]
 
@@ -30,14 +33,19 @@ __all__ = ["meta_model"]
 def meta_model(
     model: str | type | Callable[..., Any] | None,
     config: Mapping[str, Any] | str | os.PathLike | None,
+    config_key: str | None = None,
     *,
     trust: bool = False,
 ) -> tuple[nn.Module, str]:
-    """(the model `model` builds with `config`, parameters on meta; how it was built)."""
+    """(the model `model` builds with `config` (its section `config_key`, or the one section
+    that fits), parameters on meta; how it was built)."""
     if model is None and isinstance(config, (str, os.PathLike)) and is_hf_config(config):
         return hf_model(config)
     where = Path(config).name if isinstance(config, (str, os.PathLike)) else "config"
-    kwargs = read_config(config)
+    kwargs, section = read_model_config(config, None if model is None else resolve_factory(model), config_key)
+    if section:
+        where = f"{where}, {section.split(' of ')[0].removeprefix('using ')}"
+    trusted = ""
     if model is None:
         wrapped = {"config": kwargs}
         model = recorded_factory(wrapped)
@@ -48,12 +56,16 @@ def meta_model(
             )
         from_file = isinstance(config, (str, os.PathLike))  # a dict in memory is the caller's own
         if from_file and not trust and not callable(model):  # the same rule as a checkpoint naming its factory
-            raise UnsafeCheckpointError(
-                f"{where}: names its factory {safe_text(str(model), 120)!r}; running code a config file names needs "
-                "trust=True (--trust on the command line), or pass the factory yourself (--model). Nothing was run"
-            )
+            trusted_by = project_trust().covers(str(model))
+            if trusted_by is None:
+                raise UnsafeCheckpointError(
+                    f"{where}: names its factory {safe_text(str(model), 120)!r}; running code a config file names "
+                    "needs trust=True (--trust on the command line), or the project's trust (trust = [...] under "
+                    "[tool.nbinspect] in pyproject.toml), or pass the factory yourself (--model). Nothing was run"
+                )
+            trusted = f" (the factory trusted by {trusted_by})"
         kwargs = (carried_config(wrapped) or ("", {}))[1]
     build = resolve_factory(model)
     return call_factory(
         build, kwargs, meta=True, where=where
-    ), f"{factory_name(build)} with {where}, parameters on meta"
+    ), f"{factory_name(build)} with {where}, parameters on meta{trusted}"

@@ -7,8 +7,10 @@ Two ways a checkpoint knows its model:
 - a training checkpoint holding its constructor arguments (``config``, ``hparams`` or
   Lightning's ``hyper_parameters``) and the factory that takes them: a top-level
   ``model_factory``, or in the config Hydra's ``_target_``, LightningCLI's ``_class_path``
-  or jsonargparse's ``class_path`` with ``init_args``. A factory named by a file is code
-  the file chose, so it is imported and run only with ``trust=True``; a factory the caller
+  or jsonargparse's ``class_path`` with ``init_args``, at its top level or in the one section
+  that names a factory (a project's ``model:`` beside ``data:`` and ``training:``). A factory
+  named by a file is code the file chose, so it is imported and run only with ``trust=True``
+  or when the project trusts it (:mod:`nbinspect.io.project_trust`); a factory the caller
   passes (``model=``) takes the checkpoint's config without that.
 
 When the model cannot be built the source stays the untyped tree and ``metadata["model"]``
@@ -26,15 +28,25 @@ from typing import Any
 from ...core.limits import shown
 from ...core.source import ModelSource
 from ...io.files import Root
+from ...io.project_trust import project_trust
 from ...io.state_dict import CONFIG_KEYS
 from .attach import attach
 from .hf_config import CONFIG_NAME, UnknownArchitecture, hf_model, is_hf_config
 from .meta_build import call_factory, factory_name
-from .model_loader import load_into, resolve_factory
+from .model_loader import load_into, resolve_factory, select_section
 
 __all__ = ["carried_config", "recorded_factory", "with_model"]
 
 FACTORY_KEYS = ("_target_", "_class_path", "class_path")  # inside a config: Hydra, LightningCLI, jsonargparse
+
+
+def _model_section(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The part of a carried config that configures the model: the whole, or its one section
+    naming a factory (``model:`` with ``_target_`` beside ``data:`` and ``training:``)."""
+    try:
+        return select_section(config)[0]
+    except ValueError:  # several sections name factories: none is the model's for sure
+        return config
 
 
 def carried_config(metadata: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -43,6 +55,7 @@ def carried_config(metadata: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | 
     for key in CONFIG_KEYS:
         config = metadata.get(key)
         if isinstance(config, Mapping):
+            config = _model_section(config)
             args = config.get("init_args") if "class_path" in config else config
             if isinstance(args, Mapping):
                 return key, {str(k): v for k, v in args.items() if not str(k).startswith("_")}
@@ -55,6 +68,7 @@ def recorded_factory(metadata: Mapping[str, Any]) -> str | None:
     for key in CONFIG_KEYS:
         config = metadata.get(key)
         if spec is None and isinstance(config, Mapping):
+            config = _model_section(config)
             spec = next((config[k] for k in FACTORY_KEYS if isinstance(config.get(k), str)), None)
     if not isinstance(spec, str) or not spec:
         return None
@@ -80,17 +94,22 @@ def _noted(source: ModelSource, reason: str) -> ModelSource:
 
 
 def _from_recorded(source: ModelSource, spec: str, trust: bool) -> ModelSource:
+    trusted = ""
     if not trust:
-        return _noted(
-            source,
-            f"the checkpoint names its model {spec!r}; module types are unknown until it is built: pass trust=True "
-            "(--trust) to import and run that code, or model=... (--model)",
-        )
+        trusted_by = project_trust().covers(spec)
+        if trusted_by is None:
+            return _noted(
+                source,
+                f"the checkpoint names its model {spec!r}; module types are unknown until it is built: pass "
+                "trust=True (--trust) to import and run that code, list it under [tool.nbinspect] trust in your "
+                "project's pyproject.toml, or pass model=... (--model)",
+            )
+        trusted = f" (the factory trusted by {trusted_by})"
     found = carried_config(source.metadata)
     where, kwargs = found if found else ("checkpoint", {})
     build = resolve_factory(spec)
     model = call_factory(build, kwargs, meta=True, where=f"{source.name}: {where!r}")
-    return attach(model, source, built=f"{factory_name(build)} from {spec!r} with the checkpoint's {where!r}")
+    return attach(model, source, built=f"{factory_name(build)} from {spec!r} with the checkpoint's {where!r}{trusted}")
 
 
 def with_model(

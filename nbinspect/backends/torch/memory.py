@@ -22,7 +22,7 @@ from torch import nn
 
 from ...core.gc_pause import gc_paused
 from ...core.inputs import map_inputs, split_input
-from ...core.memory import PlanOptions, adafactor_numel, memory_frame, notes
+from ...core.memory import PlanOptions, adafactor_numel, input_rows, memory_frame, notes
 from ...core.source import ModelSource
 from ...dtypes import parse_dtype
 from ...errors import TraceError
@@ -181,7 +181,7 @@ def memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
         plan, "unique buffers, floating ones in the parameter dtype", "one per trainable parameter",
         f"torch.optim {optimizer} state{master}",
     )  # fmt: skip
-    inputs = None
+    inputs, per_input = None, None
     if plan.input is not None:
         args, kwargs = split_input(plan.input)
         result, scale, how = _trace(model, args, kwargs, batch_size, precision, input_dtype)
@@ -191,4 +191,5 @@ def memory_plan(source: ModelSource, plan: PlanOptions) -> pd.DataFrame:
         said["activations"] = f"saved for backward{batch}, {how}" + (", gradient checkpointing" if blocks else "")
         said["inputs"] = f"input tensors{batch}"
         inputs = round(result.totals["input_bytes"] * scale)
-    return memory_frame(rows, said, inputs, source)
+        per_input = input_rows(result.inputs, lambda name: parse_dtype(name).itemsize, scale)
+    return memory_frame(rows, said, inputs, source, per_input)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -149,13 +150,81 @@ def read_config(config: Mapping[str, Any] | str | os.PathLike | None) -> dict[st
     return dict(data)
 
 
-def load_into(source: ModelSource, factory: str | type | Callable[..., Any], config: Any = None) -> ModelSource:
+_FACTORY_KEYS = ("_target_", "_class_path", "class_path")  # a config naming its factory (known_model.FACTORY_KEYS)
+
+
+def _names_factory(data: Mapping[str, Any]) -> bool:
+    return any(isinstance(data.get(k), str) for k in _FACTORY_KEYS)
+
+
+def _takes(build: Callable[..., Any] | None, keys: Any) -> bool:
+    """Whether `build` accepts every one of `keys` (those starting with ``_`` aside) as keywords."""
+    if build is None:
+        return False
+    try:
+        params = inspect.signature(build).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return True
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return all(str(k) in names for k in keys if not str(k).startswith("_"))
+
+
+def select_section(
+    data: Mapping[str, Any], factory: Callable[..., Any] | None = None, key: str | None = None, where: str = "config"
+) -> tuple[dict[str, Any], str | None]:
+    """The part of a config that configures the model, and a note saying which section was
+    used (None for the whole file). A real project nests the model's settings under
+    ``model:`` beside ``data:`` and ``training:``:
+
+    1. `key` (``--config-key model``; dotted ``a.b`` allowed) names the section;
+    2. a top level that names a factory (``_target_``...) or whose keys `factory` all takes
+       is used whole;
+    3. else the one top-level mapping that fits (names a factory, or whose keys `factory`
+       takes); of several, the one named ``model``; otherwise a ValueError saying to choose
+       with ``--config-key``.
+    """
+    if key:
+        node: Any = data
+        for part in key.split("."):
+            if not isinstance(node, Mapping) or not isinstance(node.get(part), Mapping):
+                found = sorted(str(k) for k in node) if isinstance(node, Mapping) else []
+                raise ValueError(f"{where}: no section {key!r} (its keys: {', '.join(found)})")
+            node = node[part]
+        return dict(node), f"using section {key!r} of {where}"
+    if _names_factory(data) or (factory is not None and _takes(factory, data.keys())):
+        return dict(data), None
+    sections = {str(k): v for k, v in data.items() if isinstance(v, Mapping)}
+    fits = [k for k, v in sections.items() if (_takes(factory, v.keys()) if factory is not None else _names_factory(v))]
+    if len(fits) > 1 and "model" in fits:
+        fits = ["model"]
+    if len(fits) == 1:
+        return dict(sections[fits[0]]), f"using section {fits[0]!r} of {where}"
+    if len(fits) > 1:
+        names = ", ".join(repr(k) for k in fits)
+        raise ValueError(f"{where}: sections {names} all fit the model: choose one with --config-key")
+    return dict(data), None
+
+
+def read_model_config(
+    config: Mapping[str, Any] | str | os.PathLike | None,
+    factory: Callable[..., Any] | None = None,
+    key: str | None = None,
+) -> tuple[dict[str, Any], str | None]:
+    """:func:`read_config`, then :func:`select_section`."""
+    where = Path(config).name if isinstance(config, (str, os.PathLike)) else "config"
+    return select_section(read_config(config), factory, key, where)
+
+
+def load_into(
+    source: ModelSource, factory: str | type | Callable[..., Any], config: Any = None, config_key: str | None = None
+) -> ModelSource:
     """Build the model, copy the checkpoint's matching weights in, and return the model's
     source, with the checkpoint's metadata and ``metadata["load_report"]``."""
     build = resolve_factory(factory)
-    model = call_factory(
-        build, read_config(config), where=str(config) if isinstance(config, (str, os.PathLike)) else "config"
-    )
+    kwargs, _ = read_model_config(config, build, config_key)
+    model = call_factory(build, kwargs, where=str(config) if isinstance(config, (str, os.PathLike)) else "config")
     saved = model.state_dict()
     target = _unpacked(saved)
     entries = {t.name: t for t in source.tensors}

@@ -1,0 +1,108 @@
+"""The factories a project trusts: the user's one opt-in for the model code its files name.
+
+Issue 25's rule: code a file names (a config's ``_target_``, a checkpoint's recorded
+factory) is imported and called only with ``trust=True`` (``--trust``). A project whose
+configs name its own model classes says so once instead of on every command::
+
+    [tool.nbinspect]
+    trust = ["models", "mypkg.nets:build"]
+
+in the ``pyproject.toml`` nearest above the working directory, or in the environment:
+``NBINSPECT_TRUST=models,mypkg.nets:build``. An entry is a module (it and everything inside
+it) or one ``module:attr``; a factory a file names is called when its dotted path is an
+entry or lies inside one, so a config naming ``os:system`` is still refused unless someone
+listed ``os``. Nothing else is trusted by it: a pickle still runs no code without
+``trust=True``. The file is found from the working directory, never from the file being
+read, so a downloaded folder cannot trust itself; like pytest reading ``conftest.py``, a
+``pyproject.toml`` of a folder you run nbinspect *in* is taken as that folder's word (and
+only when you own it and no one else may write it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CheckpointError, first_line
+from ..terminal import safe_text
+from .files import FileHandle
+from .text import read_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the tomli dependency of Python 3.10
+    import tomli as tomllib
+
+__all__ = ["ENV_VAR", "ProjectTrust", "project_trust"]
+
+ENV_VAR = "NBINSPECT_TRUST"
+PYPROJECT = "pyproject.toml"
+MAX_PYPROJECT_BYTES = 1 << 20
+_ENTRY = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)?")
+
+
+@dataclass(frozen=True)
+class ProjectTrust:
+    """The trusted entries (dotted: ``models``, ``mypkg.nets.build``) and where they were said."""
+
+    entries: tuple[tuple[str, str], ...] = ()  # (dotted entry, where: "NBINSPECT_TRUST" or the pyproject path)
+
+    def covers(self, spec: str) -> str | None:
+        """Where `spec` (``pkg.module:attr`` or dotted) is trusted, or None."""
+        dotted = spec.replace(":", ".")
+        for entry, where in self.entries:
+            if dotted == entry or dotted.startswith(entry + "."):
+                return where
+        return None
+
+
+def _entries(values: object, where: str) -> list[tuple[str, str]]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise CheckpointError(f'{where}: trust must be a list of module paths, like ["models"]')
+    for value in values:
+        if not _ENTRY.fullmatch(value):
+            raise CheckpointError(
+                f"{where}: trust entry {safe_text(value, 80)!r} is not a module path "
+                "(like 'models' or 'pkg.nets:build')"
+            )
+    return [(v.replace(":", "."), where) for v in values]
+
+
+def _yours(path: Path) -> bool:
+    """Whether `path` is the user's word: owned by them and writable by no one else (so a
+    ``/tmp/pyproject.toml`` someone else planted trusts nothing, as git's safe.directory)."""
+    st = path.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _pyproject(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        if (folder / PYPROJECT).is_file():
+            return folder / PYPROJECT if _yours(folder / PYPROJECT) else None
+    return None
+
+
+def project_trust(start: str | os.PathLike | None = None) -> ProjectTrust:
+    """The entries of ``$NBINSPECT_TRUST`` and of ``[tool.nbinspect] trust`` in the nearest
+    ``pyproject.toml`` at or above `start` (default: the working directory)."""
+    found: list[tuple[str, str]] = []
+    env = os.environ.get(ENV_VAR, "")
+    found += _entries([v.strip() for v in re.split(r"[,\s]+", env) if v.strip()], ENV_VAR)
+    path = _pyproject(Path(start if start is not None else os.getcwd()).resolve())
+    if path is not None:
+        handle = FileHandle.open(path)
+        try:
+            text = read_text(handle, MAX_PYPROJECT_BYTES, PYPROJECT)
+        finally:
+            handle.close()
+        try:
+            tool = tomllib.loads(text).get("tool", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise CheckpointError(f"{path}: not valid TOML ({first_line(exc)})") from None
+        settings = tool.get("nbinspect", {}) if isinstance(tool, dict) else {}
+        if isinstance(settings, dict) and "trust" in settings:
+            found += _entries(settings["trust"], f"{path} [tool.nbinspect]")
+    return ProjectTrust(tuple(found))
