@@ -213,7 +213,7 @@ def test_a_corrupt_approvals_file_approves_nothing_with_one_warning(tmp_path, mo
     _approved(tmp_path, ["torch.nn"])
     monkeypatch.chdir(tmp_path)
     approvals_path().write_bytes(content)
-    with pytest.warns(UserWarning) as caught:
+    with pytest.warns(UserWarning, match="no project trust list is approved") as caught:
         trust = project_trust()
     assert trust.covers("torch.nn:Linear") is None and trust.unapproved_note("torch.nn:Linear") is not None
     assert len(caught) == 1 and str(approvals_path()) in str(caught[0].message)

@@ -212,8 +212,9 @@ def test_a_cloned_folder_cannot_trust_its_own_code(tmp_path):
     r = run("inspect", "--config", "cfg.yaml", cwd=clone)
     assert r.returncode == 1 and not canary.exists()
     assert r.stderr.strip().splitlines() == [
-        f"nbinspect: error: cfg.yaml, section 'model': names its factory 'evil:build'; {clone / 'pyproject.toml'} lists "
-        f"trusted factories but they are not approved: run `nbinspect trust` in {clone} to approve them"
+        "nbinspect: error: cfg.yaml, section 'model': names its factory 'evil:build'; "
+        f"{clone / 'pyproject.toml'} lists trusted factories but they are not approved: "
+        f"run `nbinspect trust` in {clone} to approve them"
     ]
 
     r = run("trust", cwd=clone)

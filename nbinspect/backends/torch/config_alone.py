@@ -65,7 +65,8 @@ def meta_model(
                 raise UnsafeCheckpointError(
                     f"{where}: names its factory {safe_text(str(model), 120)!r}; running code a config file names "
                     "needs trust=True (--trust on the command line), or the project's trust (trust = [...] under "
-                    "[tool.nbinspect] in pyproject.toml), or pass the factory yourself (--model). Nothing was run"
+                    "[tool.nbinspect] in pyproject.toml, approved with `nbinspect trust`), or pass the factory "
+                    "yourself (--model). Nothing was run"
                 )
             trusted = f" (the factory trusted by {trusted_by})"
         kwargs = (carried_config(wrapped) or ("", {}))[1]

@@ -106,7 +106,7 @@ def _from_recorded(source: ModelSource, spec: str, trust: bool) -> ModelSource:
                 source,
                 f"the checkpoint names its model {spec!r}; module types are unknown until it is built: pass "
                 "trust=True (--trust) to import and run that code, list it under [tool.nbinspect] trust in your "
-                "project's pyproject.toml, or pass model=... (--model)",
+                "project's pyproject.toml (and run `nbinspect trust` there), or pass model=... (--model)",
             )
         trusted = f" (the factory trusted by {trusted_by})"
     found = carried_config(source.metadata)
