@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .analyze.compare import by_module as compare_by_module
 from .analyze.graph import graph_view
 from .analyze.views import ViewData, view_data
 from .core.gc_pause import gc_paused
@@ -23,7 +24,7 @@ from .render.payload import build_payload
 if TYPE_CHECKING:
     from .render.widget import InspectWidget
 
-__all__ = ["Result", "input_paths"]
+__all__ = ["Result", "input_paths", "module_numbers"]
 
 
 class Result:
@@ -66,10 +67,12 @@ class Result:
         """What the widget shows beside the name (a subclass may say more than the framework)."""
         return self.framework
 
-    def widget(self, colour_by: Mapping[str, pd.Series] | None = None) -> InspectWidget:
+    def widget(self, colour_by: Mapping[str, Any] | None = None) -> InspectWidget:
         """The interactive tree (an anywidget); its ``selected`` is the row picked in it.
-        `colour_by`: numbers of your own the Graph mode can colour modules by, as
-        ``{label: pandas.Series indexed by module path}``."""
+        `colour_by`: numbers the Graph mode can colour modules by, ``{label: value}`` where a
+        value is a ``pandas.Series`` indexed by module path, a :class:`Comparison` (its
+        per-module change) or a ``track.ModelAnalysisManager`` (each module's change over
+        the last measured interval)."""
         from .render.widget import InspectWidget  # anywidget and ipywidgets load when a widget is made
 
         if colour_by and "graph" not in self.frames:
@@ -105,9 +108,10 @@ class Result:
         return view_data(self._widget_frames())
 
     @gc_paused()  # a few objects per module and tensor: the collector's passes cost more than the build
-    def _payload(self, colour_by: Mapping[str, pd.Series] | None = None) -> dict:
+    def _payload(self, colour_by: Mapping[str, Any] | None = None) -> dict:
         """The widget's payload (``render/payload.py``)."""
         frames = self._widget_frames()
+        series = {label: module_numbers(label, value) for label, value in (colour_by or {}).items()}
         return build_payload(
             self.name,
             self.framework_label(),
@@ -115,7 +119,7 @@ class Result:
             frames,
             self.sides,
             views=self._views,
-            graph=graph_view(frames, colour_by),
+            graph=graph_view(frames, series),
         )
 
     def _ipython_display_(self) -> None:
@@ -166,3 +170,19 @@ class Result:
 def input_paths(*objects: object) -> tuple[str, ...]:
     """The file-system paths among what a result was read from (models and state dicts are not)."""
     return tuple(os.fspath(o) for o in objects if isinstance(o, (str, os.PathLike)))
+
+
+def module_numbers(label: str, value: Any) -> pd.Series:
+    """A number per module path from what ``widget(colour_by=...)`` takes: a Series as it
+    is; a Comparison's or a training run's compare frame rolled up per module (``change``,
+    the same roll-up the comparison tree shows)."""
+    if isinstance(value, pd.Series):
+        return value
+    frame = getattr(value, "last_change", None) if not hasattr(value, "frames") else value.frames.get("compare")
+    if isinstance(frame, pd.DataFrame):
+        modules = compare_by_module(frame)
+        return pd.Series(modules["change"].to_numpy(), index=modules["group"].tolist())
+    raise TypeError(
+        f"colour_by[{label!r}]: a pandas.Series by module path, a Comparison or a ModelAnalysisManager "
+        f"with a measurement, not {type(value).__name__}"
+    )

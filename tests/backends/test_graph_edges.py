@@ -347,3 +347,47 @@ def test_an_op_reading_a_parameter_names_it(device):
     matmul = nodes[nodes["name"] == "matmul"]
     assert matmul["params"].tolist() == [("emb.weight",)]
     assert nodes[nodes["kind"] == "call"]["params"].isna().all()
+
+
+def _reference_change(a: nn.Module, b: nn.Module, prefix: str) -> float:
+    """‖Δ‖ / max(‖a‖, ‖b‖) over a module's tensors as one vector, in float64."""
+    pa = {k: v.detach().double() for k, v in a.state_dict().items() if k.startswith(prefix + ".")}
+    pb = {k: v.detach().double() for k, v in b.state_dict().items() if k.startswith(prefix + ".")}
+    delta = sum(float(((pb[k] - pa[k]) ** 2).sum()) for k in pa) ** 0.5
+    norm_a = sum(float((t**2).sum()) for t in pa.values()) ** 0.5
+    norm_b = sum(float((t**2).sum()) for t in pb.values()) ** 0.5
+    return delta / max(norm_a, norm_b)
+
+
+def test_colour_by_a_comparison_and_a_training_run():
+    """The graph colours modules by a comparison's per-module change and by a training run's
+    change over its last interval, each equal to a float64 reference."""
+    from nbinspect.track import AnalysisConfig, ModelAnalysisManager
+
+    x = examples.example_input("tiny_lm")
+    before = examples.build("tiny_lm")
+    after = examples.build("tiny_lm")
+    with torch.no_grad():
+        for p in after.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    insp = nbinspect.inspect(after, input=x)
+    manager = ModelAnalysisManager.create(AnalysisConfig(interval=1))
+    trained = examples.build("tiny_lm")
+    start = {k: v.detach().clone() for k, v in trained.state_dict().items()}
+    manager.on_optimizer_step(trained)
+    with torch.no_grad():
+        trained.ln_f.weight.mul_(1.5)
+    manager.on_optimizer_step(trained)
+    start_model = examples.build("tiny_lm")
+    start_model.load_state_dict(start)
+
+    graph = insp._payload({"compared": nbinspect.compare(before, after), "trained": manager})["graph"]
+    options = {c["key"]: c for c in graph["colour"]}
+    at = {n: i for i, n in reversed(list(enumerate(graph["nodes"]["name"])))}
+    for name in ("lm_head", "ln_f", "blocks.0.mlp.0"):
+        got = options["compared"]["values"][at[name]]
+        assert abs(got - _reference_change(before, after, name)) < 1e-6 * got, name  # Δ rounds in float32
+    assert abs(options["trained"]["values"][at["ln_f"]] - _reference_change(start_model, trained, "ln_f")) < 1e-6
+    assert options["trained"]["values"][at["blocks.0.mlp.0"]] == 0  # untouched in the last interval
+    with pytest.raises(TypeError, match="colour_by"):
+        insp._payload({"bad": 3})

@@ -120,7 +120,7 @@ def test_tied_weights_header_says_what_the_larger_count_is(open_result, gpt2):
 
 def test_tensor_names_keep_block_index_and_last_two_names(open_result, gpt2):
     page = open_result(gpt2, "gpt2_tensors", width=800)
-    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
+    page.get_by_label("Show the tree, leaf modules, tensors or the dataflow graph").select_option("tensors")
     page.get_by_role("searchbox").fill("c_proj.weight")
     cells = page.locator(f"{ROWS} .nbi-col-name")
     expect(cells).to_have_count(24)  # attn and mlp c_proj in 12 blocks
@@ -190,7 +190,7 @@ def test_a_moved_zero_bias_ranks_first_and_the_root_shows_the_overall_change(tun
     page, c = tuned
     frame = c.frame.set_index("name")
     assert frame.at["blocks.0.mlp.0.bias", "rel_change"] == float("inf")
-    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
+    page.get_by_label("Show the tree, leaf modules, tensors or the dataflow graph").select_option("tensors")
     page.locator('[role=columnheader][data-column="rel_change"] .nbi-sort').click()
     paths = page.locator(ROWS).evaluate_all("rs => rs.map(r => r.dataset.path)")
     assert paths[:2] == ["blocks.0.mlp.0.bias", "blocks.1.attn.qkv.weight"]
@@ -200,7 +200,7 @@ def test_a_moved_zero_bias_ranks_first_and_the_root_shows_the_overall_change(tun
     title = header.get_attribute("title")
     assert "max(‖a‖, ‖b‖)" in title and "as one tensor" in title
     # the root row: the overall change print(c) shows, not the largest below it
-    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tree")
+    page.get_by_label("Show the tree, leaf modules, tensors or the dataflow graph").select_option("tree")
     overall = c.by_module().iloc[0]["change"]
     shown = float(row(page, "").locator(".nbi-col-rel_change").inner_text())
     assert shown == pytest.approx(overall, rel=1e-3) and shown < 0.5
@@ -210,7 +210,7 @@ def test_a_moved_zero_bias_ranks_first_and_the_root_shows_the_overall_change(tun
 def test_the_detail_panel_shows_the_change_itself(tuned):
     """Before and after of a 1e-3 update look the same; the histogram of b − a does not."""
     page, c = tuned
-    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
+    page.get_by_label("Show the tree, leaf modules, tensors or the dataflow graph").select_option("tensors")
     row(page, "blocks.1.attn.qkv.weight").click()
     box = page.locator(".nbi-detail .nbi-before-after")
     expect(box).to_contain_text("the change b − a")

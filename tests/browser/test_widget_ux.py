@@ -71,7 +71,7 @@ def test_problems_only_shows_the_paths_down_to_each_problem(sick):
     expect(row(page, "blocks.1.attn.qkv.weight")).to_be_visible()
     assert set(visible_paths(page)) == expected
     expect(page.locator(".nbi-status")).to_have_text(f"{len(expected)} rows")
-    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
+    page.get_by_label("Show the tree, leaf modules, tensors or the dataflow graph").select_option("tensors")
     assert visible_paths(page) == ["blocks.0.mlp.0.weight", "blocks.1.attn.qkv.weight"]
     page.get_by_label("Filter rows by name or type").fill("qkv")
     expect(page.locator(".nbi-status")).to_have_text("1 row")
@@ -94,7 +94,7 @@ class Long(nn.Module):
 
 def test_full_paths_cut_in_the_middle_with_the_whole_path_on_hover(open_result):
     page = open_result(nbinspect.inspect(Long()), "long", width=700)
-    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
+    page.get_by_label("Show the tree, leaf modules, tensors or the dataflow graph").select_option("tensors")
     for name in ("c_fc", "c_proj"):
         path = f"transformer.h.0.mlp.{name}.weight"
         cell = row(page, path).locator(".nbi-col-name")
@@ -184,7 +184,7 @@ def test_sorting_jumps_to_the_top(sick):
     expect(page.locator('[role=columnheader][data-column="params"]')).to_have_attribute("aria-sort", "descending")
     assert grid.evaluate("g => g.scrollTop") == 0
     expect(row(page, "")).to_be_visible()
-    page.get_by_label("Show the tree, leaf modules or tensors").select_option("tensors")
+    page.get_by_label("Show the tree, leaf modules, tensors or the dataflow graph").select_option("tensors")
     grid.evaluate("g => { g.scrollTop = g.scrollHeight; }")
     page.locator('[role=columnheader][data-column="memory"] .nbi-sort').click()
     assert grid.evaluate("g => g.scrollTop") == 0
