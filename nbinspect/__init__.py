@@ -21,6 +21,7 @@ if _typing.TYPE_CHECKING:  # the names below, for type checkers; at run time the
     from .experts import MixtureOfExperts, expert_changes, moe, split_experts
     from .inspection import Inspection, health, inspect, locate, memory, plot_distributions, trace, value_grid
     from .io.checkpoint import load_checkpoint
+    from .io.project_trust import trust_project
     from .model_info import ModelInfo, dump_model_info
     from .render.json_export import json_schema
     from .render.widget import InspectWidget
@@ -45,6 +46,7 @@ _LAZY = {
     **dict.fromkeys(("ModelInfo", "dump_model_info"), ".model_info"),
     "json_schema": ".render.json_export",
     "load_checkpoint": ".io.checkpoint",
+    "trust_project": ".io.project_trust",
     "InspectWidget": ".render.widget",
 }
 
@@ -117,5 +119,6 @@ __all__ = [
     "totals",
     "trace",
     "track",
+    "trust_project",
     "value_grid",
 ]

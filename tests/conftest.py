@@ -19,6 +19,13 @@ def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from current output")
 
 
+@pytest.fixture(autouse=True)
+def _own_config_home(tmp_path_factory, monkeypatch):
+    """No test reads or writes the user's real ~/.config (nbinspect trust's approvals): each
+    test starts with an empty config home of its own."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
+
+
 @pytest.fixture
 def golden(request):
     """golden(name, text): compare with tests/golden/<name>, or rewrite it with --update-golden."""

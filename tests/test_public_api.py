@@ -38,6 +38,7 @@ EXPECTED = {
     "trace",
     "TraceError",
     "track",
+    "trust_project",
     "value_grid",
 }
 

@@ -36,8 +36,9 @@ def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike]
             raise ValueError(f"{shown(path)}: is an input of this command (or inside one); choose another output file")
 
 
-def write_output(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` atomically (``-``: standard output)."""
+def write_output(path: str | os.PathLike, text: str, mode: int | None = None) -> None:
+    """Write `text` to `path` atomically (``-``: standard output), with permissions `mode`
+    (default: as a new file gets under the umask)."""
     if str(path) == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
@@ -52,7 +53,7 @@ def write_output(path: str | os.PathLike, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~_umask() if mode is None else mode)
         os.replace(tmp, target)
     except BaseException:  # an error or Ctrl-C: no partial file, no temporary left
         with contextlib.suppress(OSError):

@@ -1,4 +1,5 @@
-"""The `nbinspect` command: ``inspect`` a model or checkpoint, ``compare`` two, ``demo``.
+"""The `nbinspect` command: ``inspect`` a model or checkpoint, ``compare`` two, ``demo``,
+``trust`` (approve the project's ``[tool.nbinspect] trust`` list).
 
 Exit codes: 0 ok, 2 usage error (argparse), 1 any other error, printed as one line.
 """
@@ -22,7 +23,8 @@ from ..core.output import check_not_input, write_output
 from ..errors import CheckpointError, first_line_for
 from ..inspection import Inspection, inspect
 from ..io.checkpoint import load_checkpoint
-from ..io.project_trust import project_trust
+from ..io.project_trust import project_trust, trust_project
+from ..io.trust_approvals import approvals, approvals_path
 from ..render.compare_text import groups_table
 from ..terminal import safe_lines, safe_text
 from .options import INSPECT, InputSpec, add_options, count
@@ -78,6 +80,15 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="summarise a built-in example model")
     demo.add_argument("--model", default="tiny_lm", choices=examples.names(), help="which example (default tiny_lm)")
     add_options(demo, "depth")
+
+    trust = sub.add_parser(
+        "trust",
+        help="approve the [tool.nbinspect] trust list of this project's pyproject.toml "
+        "(until then a config naming those factories runs nothing)",
+    )
+    what = trust.add_mutually_exclusive_group()
+    what.add_argument("--revoke", action="store_true", help="withdraw this project's approval")
+    what.add_argument("--list", action="store_true", help="show every approval and where it is kept")
     return parser
 
 
@@ -184,8 +195,22 @@ def _print(text: str, args: argparse.Namespace) -> None:
     print(safe_lines(text), file=stream)
 
 
+def _trust(args: argparse.Namespace) -> None:
+    """``nbinspect trust``: the approval of a project's trust list, kept in the user's config."""
+    if args.list:
+        approved = approvals()
+        lines = [f"{path}: {', '.join(a['trust'])}" for path, a in sorted(approved.items())]
+        print(safe_lines("\n".join([f"approvals in {approvals_path()}:", *lines] if lines else ["no approvals"])))
+        return
+    pyproject, entries = trust_project(".", revoke=args.revoke)
+    verb = "revoked" if args.revoke else "approved"
+    print(safe_text(f"{verb}: {pyproject} trust = {entries} (recorded in {approvals_path()})", 2000))
+
+
 def _run(args: argparse.Namespace) -> None:
-    if args.command == "demo":
+    if args.command == "trust":
+        _trust(args)
+    elif args.command == "demo":
         print(inspect(examples.build(args.model)).summary(depth=args.depth))
     elif args.command == "inspect":
         _inspect(args)

@@ -13,7 +13,8 @@ from .conftest import run_snippet
 
 # Not yet as documented (the snippet runs and names what is missing): none. The GENESIS project
 # trusts its own `models` package once in its pyproject.toml ([tool.nbinspect] trust, see
-# docs/security.md), so the document's `--config` / `--checkpoint` commands build PMTDit as written.
+# docs/security.md) and its setup runs `nbinspect trust` there once (make_genesis.py), so the
+# document's `--config` / `--checkpoint` commands build PMTDit as written.
 NOT_YET: dict[str, str] = {}
 SNIPPETS = [
     pytest.param(p, marks=pytest.mark.xfail(reason=NOT_YET[p.stem], strict=False)) if p.stem in NOT_YET else p

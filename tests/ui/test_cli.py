@@ -171,19 +171,61 @@ def test_a_dtype_hint_names_the_commands_own_option(files):
 def test_the_working_directory_is_importable_only_when_user_code_may_be_built(files, tmp_path, monkeypatch, capsys):
     """A downloaded folder's `yaml.py` or `numba.py` must not stand in for a module nbinspect
     imports later: the working directory goes on the import path only with --model, a config
-    alone, --trust, or a project trust list ([tool.nbinspect] trust, NBINSPECT_TRUST)."""
+    alone, --trust, or a project trust list ([tool.nbinspect] trust once approved, NBINSPECT_TRUST)."""
     from nbinspect.ui.cli import main
 
     monkeypatch.delenv("NBINSPECT_TRUST", raising=False)
     monkeypatch.chdir(tmp_path)
+    from nbinspect.io.project_trust import trust_project
+
     for args, project, importable in [
-        (["inspect", str(files / "train.pt")], False, False),
-        (["inspect", str(files / "train.pt"), "--trust"], False, True),
-        (["inspect", str(files / "train.pt")], True, True),
+        (["inspect", str(files / "train.pt")], None, False),
+        (["inspect", str(files / "train.pt"), "--trust"], None, True),
+        (["inspect", str(files / "train.pt")], "listed", False),  # a list not approved is inert
+        (["inspect", str(files / "train.pt")], "approved", True),
     ]:
         monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
         if project:
             (tmp_path / "pyproject.toml").write_text('[tool.nbinspect]\ntrust = ["mymodels"]\n')
+        if project == "approved":
+            trust_project(tmp_path)
         assert main(args) == 0
         assert (str(tmp_path) in sys.path) is importable, args
     capsys.readouterr()
+
+
+def test_a_cloned_folder_cannot_trust_its_own_code(tmp_path):
+    """A folder ships pyproject.toml trusting its `evil` module and a config naming it; running
+    nbinspect inside it runs nothing until the user approves the list (`nbinspect trust`),
+    and nothing again once the approval is revoked. The approvals live under XDG_CONFIG_HOME
+    (a temporary folder here, set for every test by tests/conftest.py)."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    canary = tmp_path / "canary"
+    (clone / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.nbinspect]\ntrust = ["evil"]\n')
+    (clone / "evil.py").write_text(
+        "import pathlib, torch\n\n"
+        f"def build(**kw):\n    pathlib.Path({str(canary)!r}).write_text('ran')\n    return torch.nn.Linear(**kw)\n"
+    )
+    (clone / "cfg.yaml").write_text("model:\n  _target_: evil.build\n  in_features: 4\n  out_features: 3\n")
+
+    r = run("inspect", "--config", "cfg.yaml", cwd=clone)
+    assert r.returncode == 1 and not canary.exists()
+    assert r.stderr.strip().splitlines() == [
+        "nbinspect: error: cfg.yaml, section 'model': names its factory 'evil:build'; "
+        f"{clone / 'pyproject.toml'} lists trusted factories but they are not approved: "
+        f"run `nbinspect trust` in {clone} to approve them"
+    ]
+
+    r = run("trust", cwd=clone)
+    assert r.returncode == 0 and "approved" in r.stdout and "evil" in r.stdout, r.stderr
+    r = run("inspect", "--config", "cfg.yaml", cwd=clone)
+    assert r.returncode == 0 and canary.read_text() == "ran", r.stderr
+    assert re.search(r"(?m)^Parameters +15 ", r.stdout), r.stdout  # 4 * 3 weights + 3 biases
+    assert str(clone / "pyproject.toml") in run("trust", "--list").stdout
+
+    canary.unlink()
+    assert run("trust", "--revoke", cwd=clone).returncode == 0
+    assert run("trust", "--list").stdout.strip() == "no approvals"
+    r = run("inspect", "--config", "cfg.yaml", cwd=clone)
+    assert r.returncode == 1 and not canary.exists() and "not approved" in r.stderr

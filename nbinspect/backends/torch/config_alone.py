@@ -6,8 +6,8 @@ config file may also name its factory (Hydra's ``_target_``, LightningCLI's
 ``_class_path``, jsonargparse's ``class_path`` with ``init_args``); the caller chose the
 file, but a file can come from anywhere: that factory is called only with ``trust=True``
 (``--trust``) or when the project trusts it (``[tool.nbinspect] trust`` in its
-``pyproject.toml``, see :mod:`nbinspect.io.project_trust`), the same rule as a checkpoint
-naming its factory.
+``pyproject.toml``, approved once with ``nbinspect trust``, see
+:mod:`nbinspect.io.project_trust`), the same rule as a checkpoint naming its factory.
 """
 
 from __future__ import annotations
@@ -56,12 +56,17 @@ def meta_model(
             )
         from_file = isinstance(config, (str, os.PathLike))  # a dict in memory is the caller's own
         if from_file and not trust and not callable(model):  # the same rule as a checkpoint naming its factory
-            trusted_by = project_trust().covers(str(model))
+            trust_list = project_trust()
+            trusted_by = trust_list.covers(str(model))
+            note = trust_list.unapproved_note(str(model))
+            if trusted_by is None and note is not None:
+                raise UnsafeCheckpointError(f"{where}: names its factory {safe_text(str(model), 120)!r}; {note}")
             if trusted_by is None:
                 raise UnsafeCheckpointError(
                     f"{where}: names its factory {safe_text(str(model), 120)!r}; running code a config file names "
                     "needs trust=True (--trust on the command line), or the project's trust (trust = [...] under "
-                    "[tool.nbinspect] in pyproject.toml), or pass the factory yourself (--model). Nothing was run"
+                    "[tool.nbinspect] in pyproject.toml, approved with `nbinspect trust`), or pass the factory "
+                    "yourself (--model). Nothing was run"
                 )
             trusted = f" (the factory trusted by {trusted_by})"
         kwargs = (carried_config(wrapped) or ("", {}))[1]

@@ -96,13 +96,17 @@ def _noted(source: ModelSource, reason: str) -> ModelSource:
 def _from_recorded(source: ModelSource, spec: str, trust: bool) -> ModelSource:
     trusted = ""
     if not trust:
-        trusted_by = project_trust().covers(spec)
+        trust_list = project_trust()
+        trusted_by = trust_list.covers(spec)
+        note = trust_list.unapproved_note(spec)
+        if trusted_by is None and note is not None:
+            return _noted(source, f"the checkpoint names its model {spec!r}; {note}")
         if trusted_by is None:
             return _noted(
                 source,
                 f"the checkpoint names its model {spec!r}; module types are unknown until it is built: pass "
                 "trust=True (--trust) to import and run that code, list it under [tool.nbinspect] trust in your "
-                "project's pyproject.toml, or pass model=... (--model)",
+                "project's pyproject.toml (and run `nbinspect trust` there), or pass model=... (--model)",
             )
         trusted = f" (the factory trusted by {trusted_by})"
     found = carried_config(source.metadata)
