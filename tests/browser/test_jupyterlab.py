@@ -80,7 +80,7 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     expect(panel.locator(".jp-Cell")).to_have_count(4)
 
     run_cell(page, 0)
-    grid = page.locator(".jp-OutputArea [role=treegrid]")
+    grid = page.locator(".jp-OutputArea [role=treegrid]:visible")  # the saved view may hold a hidden copy
     expect(grid).to_be_visible(timeout=60_000)
     expect(page.locator(".jp-OutputArea .nbi-header")).to_contain_text("SmallCNN")
 

@@ -122,7 +122,7 @@ def test_jupyter_notebook_7_shows_the_widget_and_reacts_to_clicks(notebook7, bro
     page.wait_for_timeout(3000)  # the kernel is up
     _run_nb7(page, 0)
     # the first cell's output only: Notebook 7 may briefly hold a second view of the same model
-    grid = page.locator(".jp-Notebook .jp-Cell").nth(0).locator(".jp-OutputArea [role=treegrid]").first
+    grid = page.locator(".jp-Notebook .jp-Cell").nth(0).locator(".jp-OutputArea [role=treegrid]:visible")
     expect(grid).to_be_visible(timeout=60_000)
     conv = grid.locator('[role=row][data-path="features.0"]')
     conv.locator(".nbi-caret").click()
