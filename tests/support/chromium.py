@@ -100,7 +100,8 @@ def ensure(say: Callable[[str], None] = lambda line: print(line, file=sys.stderr
     steps.append(("playwright's chromium", [[*_playwright_command(), "install", "chromium"]]))
     for label, commands in steps:
         say(f"no Chromium found: installing {label}")
-        ok = all(subprocess.run(list(c), check=False).returncode == 0 for c in commands)
+        # the installers' progress goes to stderr: stdout carries only the path (make test reads it)
+        ok = all(subprocess.run(list(c), check=False, stdout=sys.stderr).returncode == 0 for c in commands)
         found = find()
         if ok and found:
             return found
