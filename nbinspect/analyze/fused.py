@@ -381,7 +381,7 @@ def pair_sums(
     limit_bits = np.where(limits < 0, -1, np.abs(limits).view(np.int64))
 
     def part(x: np.ndarray, y: np.ndarray) -> tuple:
-        scratch = np.empty(k.BLOCK, np.float64)
+        scratch = np.empty(k.PAIR_BLOCK, np.float64)
         above = np.zeros(len(limits), np.int64)
         wanted = np.zeros(2) if norms else None
         ad, dd, d, abs_sum, kmin, kmax = k.pair_sums(
