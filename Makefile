@@ -15,7 +15,7 @@ TORCH := torch==2.13.0
 JS_BUNDLE := nbinspect/static/widget.js
 JS_DEPS := js/node_modules/.package-lock.json
 
-.PHONY: demo test browser test-vllm lint fix venv js js-lint js-fix contract notebooks clean fuzz
+.PHONY: demo test browser test-vllm vllm-env lint fix venv js js-lint js-fix contract notebooks clean fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,9 +81,15 @@ browser: $(VENV)/.installed-test
 		&& echo "Chromium for the browser tests: $$(cat $(VENV)/chromium)"; \
 	fi
 
-test: browser lint js-lint $(JS_BUNDLE)
+# Two jobs at a time where they do not depend on each other: both environments are built side
+# by side, then lint beside the browser check; pytest runs a test file per worker, one worker
+# per core (at most 4; TEST_WORKERS=1 runs them in this process, one after another).
+TEST_WORKERS ?= auto --maxprocesses 4
+test:
+	$(MAKE) -j2 --output-sync=target browser lint js-lint $(JS_BUNDLE) vllm-env
 	cd js && npm test
-	NBINSPECT_CHROMIUM="$$(cat $(VENV)/chromium)" $(BIN)/python -m pytest --nbval --nbval-current-env --ignore=tests/vllm tests notebooks
+	NBINSPECT_CHROMIUM="$$(cat $(VENV)/chromium)" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
+		--nbval --nbval-current-env --ignore=tests/vllm tests notebooks
 	$(MAKE) test-vllm
 
 # The reading-boundary fuzzer for longer than make test's bounded run (issue 25): FUZZ_EXAMPLES
@@ -111,15 +117,18 @@ $(VLLM_VENV)/.installed: pyproject.toml | $(JS_BUNDLE)
 	touch $@
 
 # Outside CI a machine that cannot install vLLM skips these tests with a message; in CI
-# (CI=true) that is a failure.
-test-vllm:
-	@if $(MAKE) $(VLLM_VENV)/.installed; then \
-		$(VLLM_BIN)/python -m pytest tests/vllm; \
+# (CI=true) that is a failure. The bundle first: the sub-make must not build it a second time
+# beside this one.
+vllm-env: | $(JS_BUNDLE)
+	@if $(MAKE) $(VLLM_VENV)/.installed; then :; \
 	elif [ "$(CI)" = "true" ]; then \
 		echo "vLLM could not be installed into $(VLLM_VENV) (CI=true: failing)"; exit 1; \
 	else \
 		echo "vLLM could not be installed into $(VLLM_VENV): tests/vllm skipped (they fail in CI)"; \
 	fi
+
+test-vllm: vllm-env
+	@if [ -f $(VLLM_VENV)/.installed ]; then $(VLLM_BIN)/python -m pytest tests/vllm; fi
 
 # The front-end's lint and format check (biome, pinned in js/package.json) and type check;
 # `make fix` rewrites the formatting.

@@ -60,7 +60,9 @@ class _Nested(nn.Module):
 
 
 @pytest.mark.parametrize(
-    "build", [lambda: examples.build("tiny_lm"), _Nested, _equal_linears, _different_shapes], ids=str
+    "build",
+    [lambda: examples.build("tiny_lm"), _Nested, _equal_linears, _different_shapes],
+    ids=["tiny_lm", "nested", "equal_linears", "different_shapes"],  # stable ids: the workers must agree
 )
 def test_the_payload_carries_the_folds_fold_repeats_decides(build):
     insp = nbinspect.inspect(build())
