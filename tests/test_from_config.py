@@ -19,8 +19,8 @@ from IPython.core.interactiveshell import InteractiveShell
 import nbinspect
 from nbinspect.backends.torch.hf_config import UnknownArchitecture
 from nbinspect.errors import UnsafeCheckpointError
+from tests.support.cli_server import console_script
 
-COMMAND = Path(sys.executable).with_name("nbinspect")
 MODELS = '''
 import torch
 from torch import nn
@@ -166,7 +166,9 @@ def test_unknown_architecture_alone_is_one_line(tmp_path):
 
 
 def run(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(COMMAND), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [str(console_script()), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def test_command_sizes_a_model_from_its_config(folder, tmp_path):

@@ -46,12 +46,14 @@ _LOADER = """<script type="module">
 const root = document.getElementById("{key}");
 const cell = root && root.closest(".jp-OutputArea-child");
 const before = cell && cell.previousElementSibling;  // the widget's own output
-// JupyterLab / Notebook 7 show "Loading widget..." there until the widget renders (the live
-// widget shows: nothing to draw here) or fails (no kernel: draw the saved view).
+// JupyterLab / Notebook 7 show "Loading widget..." there (or nothing yet, under load) until
+// the widget renders (the live widget shows: nothing to draw here) or fails (no kernel: an
+// error or the text fallback; draw the saved view).
 const live = async () => {{
   for (let waited = 0; before && waited < 15000; waited += 100) {{
     if (before.querySelector(".nbi")) return true;
-    if (!/Loading widget/.test(before.textContent)) return false;
+    const text = before.textContent.trim();
+    if (text && !/Loading widget/.test(text)) return false;
     await new Promise((r) => setTimeout(r, 100));
   }}
   return false;

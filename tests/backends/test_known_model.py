@@ -21,9 +21,9 @@ import nbinspect
 from nbinspect import examples
 from nbinspect.core.tree import UNKNOWN_TYPE
 from tests.support import subprocess_env
+from tests.support.cli_server import console_script
 
 transformers = pytest.importorskip("transformers")
-COMMAND = Path(sys.executable).with_name("nbinspect")
 LIT = """
 from torch import nn
 from nbinspect.examples import TinyLM
@@ -129,7 +129,7 @@ def python_path(*extra: Path) -> str:
 
 def test_command_on_a_lightning_checkpoint(lit):
     r = subprocess.run(
-        [str(COMMAND), "inspect", "cli.ckpt", "--trust", "--input-shape", "2,16", "--input-dtype", "int64",
+        [str(console_script()), "inspect", "cli.ckpt", "--trust", "--input-shape", "2,16", "--input-dtype", "int64",
          "--batch-size", "4", "--depth", "2"],
         capture_output=True, text=True, cwd=lit, timeout=120, env={**os.environ, "PYTHONPATH": python_path(lit)},
     )  # fmt: skip  # a recorded class is imported from the path, as a trusted pickle's classes are
@@ -137,8 +137,8 @@ def test_command_on_a_lightning_checkpoint(lit):
     assert re.search(r"\n└─ net +TinyLM ", r.stdout)
     assert f"Loaded {len(live_lit(lit).state_dict())} tensors; every key matched" in r.stdout
     assert "at batch 4, measured on fake tensors" in r.stdout and "forward pass:" in r.stdout
-    r = subprocess.run([str(COMMAND), "inspect", "plain.ckpt", "--model", "litmodels:LitLM"], capture_output=True,
-                       text=True, cwd=lit, timeout=120)  # fmt: skip
+    r = subprocess.run([str(console_script()), "inspect", "plain.ckpt", "--model", "litmodels:LitLM"],
+                       capture_output=True, text=True, cwd=lit, timeout=120)  # fmt: skip
     assert r.returncode == 0 and "every key matched" in r.stdout, r.stderr
 
 
@@ -214,7 +214,7 @@ def test_unknown_architecture_falls_back_to_the_untyped_tree_with_one_line(tmp_p
 
 def test_command_on_a_folder_and_its_usage_errors(hf, tmp_path):
     r = subprocess.run(
-        [str(COMMAND), "inspect", str(hf / "gpt2"), "--input-shape", "1,16", "--input-dtype", "int64",
+        [str(console_script()), "inspect", str(hf / "gpt2"), "--input-shape", "1,16", "--input-dtype", "int64",
          "--batch-size", "2", "--json", str(tmp_path / "o.json")],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -224,7 +224,7 @@ def test_command_on_a_folder_and_its_usage_errors(hf, tmp_path):
     memory = json.loads((tmp_path / "o.json").read_text())["memory"]
     assert [r["component"] for r in memory if r["layer"] is None][-1] == "total"
     torch.save(examples.build("mlp").state_dict(), tmp_path / "plain.pt")
-    r = subprocess.run([str(COMMAND), "inspect", str(tmp_path / "plain.pt"), "--input-shape", "2,32"],
+    r = subprocess.run([str(console_script()), "inspect", str(tmp_path / "plain.pt"), "--input-shape", "2,32"],
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 1
     assert r.stderr == "nbinspect: error: " + f"{tmp_path / 'plain.pt'}: a checkpoint without its model cannot run a " \

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 
 import pytest
 from playwright.sync_api import expect
@@ -61,5 +60,5 @@ def test_region_round_trips_through_the_kernel(lab, open_page):
             "([el, b]) => el.dataset.roundTrip !== b", arg=[heat.element_handle(), before], timeout=30_000
         )
         times.append(float(heat.get_attribute("data-round-trip")))
-    print("round trips through the JupyterLab comm (ms):", times)
-    assert statistics.median(times) < 100, times
+    print("round trips through the JupyterLab comm (ms):", times)  # speed: benchmarks/bench_values.py
+    assert len(times) == 6 and all(t > 0 for t in times), times  # each view answered by the kernel

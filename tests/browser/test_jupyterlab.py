@@ -82,7 +82,7 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     run_cell(page, 0)
     grid = page.locator(".jp-OutputArea [role=treegrid]:visible")  # the saved view may hold a hidden copy
     expect(grid).to_be_visible(timeout=60_000)
-    expect(page.locator(".jp-OutputArea .nbi-header")).to_contain_text("SmallCNN")
+    expect(page.locator(".jp-OutputArea .nbi-header:visible")).to_contain_text("SmallCNN")
 
     conv = grid.locator('[role=row][data-path="features.0"]')
     expect(conv).to_have_attribute("aria-expanded", "false")
@@ -127,7 +127,7 @@ def test_notebook_shows_widget_expands_and_syncs_selection(lab, open_page):
     expect(grid.locator('[role=row][data-path="classifier.2"]')).to_have_attribute(
         "aria-selected", "true", timeout=30_000
     )
-    expect(page.locator(".jp-OutputArea .nbi-detail-title")).to_have_text("classifier.2")
+    expect(page.locator(".jp-OutputArea .nbi-detail-title:visible")).to_have_text("classifier.2")
 
 
 def test_the_magics_comparison_is_one_widget_titled_by_both_sides(lab, open_page):
@@ -141,6 +141,6 @@ def test_the_magics_comparison_is_one_widget_titled_by_both_sides(lab, open_page
     expect(output.locator(".nbi-model:visible")).to_have_text("base → tuned", timeout=60_000)
     expect(output.locator(".nbi:visible")).to_have_count(1)  # not the model's tree above the comparison's
     # the comparison's counts always show (Status, Change); Cosine and the rest as room allows
-    expect(output.locator('[role=columnheader][data-column="rel_change"]')).to_be_visible()
-    expect(output.locator('[role=columnheader][data-column="status"]')).to_be_visible()
+    expect(output.locator('[role=columnheader][data-column="rel_change"]:visible')).to_be_visible()
+    expect(output.locator('[role=columnheader][data-column="status"]:visible')).to_be_visible()
     expect(output.locator('input[data-column="cosine"]')).to_have_count(1)

@@ -156,7 +156,7 @@ def test_at_narrow_widths_the_columns_fit_and_the_name_column_stays(open_result,
     name = row(page, "tok_emb").locator(".nbi-col-name")
     left = name.bounding_box()["x"]
     grid.evaluate("g => { g.scrollLeft = g.scrollWidth; }")
-    page.wait_for_timeout(50)
+    expect(name).to_be_visible()  # scrolling redraws the rows in view: wait for it under load
     assert name.bounding_box()["x"] == pytest.approx(left, abs=1)
     expect(name).to_contain_text("tok_emb")
     assert page.locator('[role=columnheader][data-column="name"]').bounding_box()["x"] == pytest.approx(left, abs=1)

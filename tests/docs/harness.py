@@ -29,6 +29,8 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..support.cli_server import CliServer, client_script
+
 HERE = Path(__file__).resolve().parent
 SNIPPETS = HERE / "snippets"
 FIXTURES = SNIPPETS / "fixtures"
@@ -153,7 +155,8 @@ def environment(work: Path) -> dict[str, str]:
     bin_dir = work / "bin"
     bin_dir.mkdir(exist_ok=True)
     py = sys.executable
-    (bin_dir / "nbinspect").write_text(f'#!/bin/sh\nexec "{py}" -m nbinspect "$@"\n')
+    # `nbinspect` runs in a child of one preloaded server (tests/support/cli_server.py)
+    (bin_dir / "nbinspect").write_text(client_script(work / "nbinspect.sock", py))
     for name in ("python", "python3"):
         (bin_dir / name).write_text(f'#!/bin/sh\nexec "{py}" "$@"\n')
     for f in bin_dir.iterdir():
@@ -165,7 +168,6 @@ def environment(work: Path) -> dict[str, str]:
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         PYTHONIOENCODING="utf-8",
-        NUMBA_CACHE_DIR=str(work / "numba-cache"),
         NUMBA_NUM_THREADS="1",
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
@@ -253,6 +255,7 @@ class Runner:
         self.timeout = timeout
         self.env = environment(work)
         self._server: subprocess.Popen | None = None
+        self.cli = CliServer(work, self.env)
 
     def _start(self) -> subprocess.Popen:
         if self._server is None:
@@ -283,6 +286,7 @@ class Runner:
             out = out_f.read_text(encoding="utf-8", errors="replace")
             err = err_f.read_text(encoding="utf-8", errors="replace")
         else:
+            self.cli.start()
             proc = subprocess.run(
                 ["bash", str(path)],
                 cwd=run_dir,
@@ -295,6 +299,7 @@ class Runner:
         return _read(path, run_dir, rc, out, err)
 
     def close(self) -> None:
+        self.cli.stop()
         if self._server is not None:
             assert self._server.stdin is not None
             self._server.stdin.close()

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +12,7 @@ from torch import nn
 
 import nbinspect
 from nbinspect import examples
+from tests.support.cli_server import console_script
 
 TOP_LEVEL = [
     "model_name",
@@ -160,9 +159,8 @@ def test_written_file_is_the_returned_document(tmp_path):
 def test_command_line_writes_model_info(tmp_path):
     torch.save(_cnn().state_dict(), tmp_path / "cnn.pt")
     out = tmp_path / "model_info.json"
-    command = Path(sys.executable).with_name("nbinspect")
     r = subprocess.run(
-        [str(command), "inspect", str(tmp_path / "cnn.pt"), "--model-info", str(out)],
+        [str(console_script()), "inspect", str(tmp_path / "cnn.pt"), "--model-info", str(out)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -13,12 +13,15 @@ import torch
 from safetensors.torch import save_file
 
 from nbinspect import examples
-
-COMMAND = Path(sys.executable).with_name("nbinspect")
+from tests.support.cli_server import INSTALLED, console_script
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(COMMAND), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+    """The installed command's code in a process of its own (forked from a server that has
+    imported torch: tests/support/cli_server.py)."""
+    return subprocess.run(
+        [str(console_script()), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def files(tmp_path_factory) -> Path:
 
 
 def test_command_is_installed():
-    assert COMMAND.exists(), "pip install -e . creates the console script"
+    assert INSTALLED.exists(), "pip install -e . creates the console script"
 
 
 def test_inspect_checkpoint(files):
