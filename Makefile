@@ -83,7 +83,7 @@ browser: $(VENV)/.installed-test
 
 # Two jobs at a time where they do not depend on each other: both environments are built side
 # by side, then lint beside the browser check; pytest runs a test file per worker, one worker
-# per core (at most 4; TEST_WORKERS=1 runs them in this process, one after another).
+# per core (at most 4; TEST_WORKERS=0 runs them in one process, one after another).
 TEST_WORKERS ?= auto --maxprocesses 4
 test:
 	$(MAKE) -j2 --output-sync=target browser lint js-lint $(JS_BUNDLE) vllm-env
