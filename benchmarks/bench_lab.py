@@ -22,16 +22,24 @@ Every time is measured in the page, from the keydown of the run command:
 - **reply**: until the prompt shows the execution count: JupyterLab sets it when the
   kernel's execute reply (and its idle status) arrives. The kernel side as a user sees it.
 - **kernel**: the cell's own run inside the kernel (IPython's ``pre_run_cell`` to
-  ``post_run_cell``, display included), read from the kernel at the end: **reply** minus
-  this is the messages' way and the kernel's queue.
-- **widget root**: until the widget's root element is in the cell's output (anywidget has
-  loaded the bundle and called its render).
-- **render**: the widget's own first render (``performance.measure("nbinspect:first-render")``
-  around the TreeView constructor: payload to DOM, without the browser's style, layout and
-  paint after it), and **after reply**: visible minus reply (negative when the widget showed
-  before the reply arrived: the display message goes out before the cell ends).
+  ``post_run_cell``, display included), read from the kernel at the end; **run command to
+  cell start** (the kernel's ``time.time()`` at ``pre_run_cell`` minus the page's clock at
+  the keydown: one machine, one clock) and **cell end to reply** (in the page) are the rest
+  of **reply**: the request's way in, and the reply's way out and its handling in a page
+  that may be busy rendering the widget.
+- **first output**: until the cell's first output (not a printed stream: a warning) is in
+  the page (the display message has arrived and JupyterLab made its output area); **front-end** is visible minus this, in two
+  parts: **output to widget root**, until a MutationObserver sees the widget's root element
+  in the output (the widget manager, anywidget's import of the bundle and the widget's
+  render call, which inserts it), and **widget root to painted** (the frame's style, layout
+  and paint).
+- **the widget's render**: its own first render (``performance.measure("nbinspect:first-render")``
+  around the TreeView constructor: payload to DOM, the forced style and layout reads in it
+  included, not the frame's style, layout and paint after it).
+- **visible - reply**: negative when the widget shows before the reply arrives (the display
+  message goes out before the cell ends: what the kernel does after it, and the way back).
 
-Each part's best and median are over its own rounds. **ws MB** is what the page received
+Each part's best and median are over its own rounds. **websocket MB** is what the page received
 over the kernel's websocket during the run (every message of the cell: the widget's state,
 its bundle, the saved view). The load average is printed with each case. torchinfo is the
 ``bench`` extra (``pip install -e .[bench]``); the kernel inherits this process's
@@ -103,11 +111,11 @@ _SETTINGS = {
 WATCH = """
 ({ index, kind }) => {
   const cell = document.querySelectorAll(".jp-Notebook .jp-Cell")[index];
-  for (const el of cell.querySelectorAll(".jp-OutputArea-output, .nbi")) el.dataset.benchOld = "1";
+  for (const el of cell.querySelectorAll(".jp-OutputArea-child, .jp-OutputArea-output, .nbi")) el.dataset.benchOld = "1";
   const measures = performance.getEntriesByName("nbinspect:first-render").length;
   const prompt = cell.querySelector(".jp-InputPrompt");
   window.__bench = new Promise((resolve, reject) => {
-    const r = { t0: null, reply: null, appear: null, laid: null, visible: null };
+    const r = { t0: null, reply: null, output: null, appear: null, laid: null, visible: null };
     let running = false;
     const newOutput = () => {
       if (kind === "magic")
@@ -127,7 +135,8 @@ WATCH = """
       clearTimeout(timer);
       const since = (t) => (t === null ? null : t - r.t0);
       resolve({
-        reply: since(r.reply), appear: since(r.appear), laid: since(r.laid), visible: since(r.visible),
+        epoch: performance.timeOrigin + r.t0,
+        reply: since(r.reply), output: since(r.output), appear: since(r.appear), laid: since(r.laid), visible: since(r.visible),
         render: performance.getEntriesByName("nbinspect:first-render").slice(measures).map((m) => m.duration),
       });
     };
@@ -145,6 +154,8 @@ WATCH = """
           return;
         }
       }
+      const shownOutput = (e) => !e.dataset.benchOld && !e.querySelector('[data-mime-type^="application/vnd.jupyter.std"]');
+      if (r.output === null && [...cell.querySelectorAll(".jp-OutputArea-child")].some(shownOutput)) r.output = now;
       const out = newOutput();
       if (out && r.appear === null) r.appear = now;
       done();
@@ -219,6 +230,7 @@ class Lab:
         out = self.page.evaluate("() => window.__bench")
         self.wait_idle()
         times = {k: (v / 1000 if isinstance(v, (int, float)) else v) for k, v in out.items() if k != "render"}
+        # times["epoch"]: the run command's keydown in seconds since 1970, as the kernel's time.time()
         times["render"] = sum(out["render"]) / 1000 if out["render"] else None
         times["renders"] = len(out["render"])
         times["bytes"] = self.received - before
@@ -284,11 +296,12 @@ def main() -> None:
             finally:
                 browser.close()
     # the kernel's log: one entry per run in order (the hooks came with the setup cell)
-    kernel = [end - start for _, start, end in log]
-    if len(kernel) != len(runs):
-        raise RuntimeError(f"{len(runs)} runs but the kernel logged {len(kernel)}: {log}")
-    for (_, _, times), seconds in zip(runs, kernel):
-        times["kernel"] = seconds
+    if len(log) != len(runs):
+        raise RuntimeError(f"{len(runs)} runs but the kernel logged {len(log)}: {log}")
+    for (_, _, times), (_, start, end) in zip(runs, log):
+        times["kernel"] = end - start
+        times["queue"] = start - times["epoch"]  # the same machine's clock on both sides
+        times["back"] = times["reply"] - (end - times["epoch"])
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1))
     report_table(runs)
@@ -303,36 +316,47 @@ def report_table(runs: list[tuple[str, str, dict]]) -> None:
             return [t[key] for w, t in mine if w == which and t.get(key) is not None]
 
         print(f"\n%inspect_model {label}   (load {load:.1f})")
-        print("                                  first     best   median   (seconds)")
+        print("                                    first     best   median   (seconds)")
         rows = [
             ("torchinfo, table visible", "torchinfo", "visible"),
             ("magic, widget visible", "magic", "visible"),
         ]
         for name, which, key in rows:
             first, rest = pick(f"first {which}", key), pick(which, key)
-            print(f"  {name:30s} {_fmt(first[0])}   {_fmt(min(rest))}   {_fmt(statistics.median(rest))}")
+            print(f"  {name:32s} {_fmt(first[0])}   {_fmt(min(rest))}   {_fmt(statistics.median(rest))}")
         bf, bs = pick("first torchinfo", "visible"), pick("torchinfo", "visible")
         mf, ms = pick("first magic", "visible"), pick("magic", "visible")
         print(
-            f"  {'ratio magic / torchinfo':30s} {mf[0] / bf[0]:6.2f}x   {min(ms) / min(bs):6.2f}x   "
+            f"  {'ratio magic / torchinfo':32s} {mf[0] / bf[0]:6.2f}x   {min(ms) / min(bs):6.2f}x   "
             f"{statistics.median(ms) / statistics.median(bs):6.2f}x"
         )
         parts = [
+            ("magic: run command to cell start", "magic", "queue"),
             ("magic: kernel (cell's own run)", "magic", "kernel"),
+            ("magic: cell end to reply in page", "magic", "back"),
             ("magic: execute reply in page", "magic", "reply"),
-            ("magic: widget root in page", "magic", "appear"),
-            ("magic: widget's own render", "magic", "render"),
+            ("magic: first output in page", "magic", "output"),
+            ("magic: front-end (vis. - output)", "magic", "front"),
+            ("magic:   output to widget root", "magic", "mount"),
+            ("magic:     the widget's render", "magic", "render"),
+            ("magic:   widget root to painted", "magic", "paint"),
             ("magic: visible - reply", "magic", "after"),
+            ("torchinfo: run command to start", "torchinfo", "queue"),
             ("torchinfo: kernel", "torchinfo", "kernel"),
+            ("torchinfo: cell end to reply", "torchinfo", "back"),
             ("torchinfo: execute reply", "torchinfo", "reply"),
+            ("torchinfo: front-end", "torchinfo", "front"),
         ]
         for _, t in mine:
             t["after"] = t["visible"] - t["reply"]
+            t["front"] = t["visible"] - t["output"]
+            t["mount"] = t["appear"] - t["output"]
+            t["paint"] = t["visible"] - t["appear"]
         for name, which, key in parts:
             first, rest = pick(f"first {which}", key), pick(which, key)
             head = _fmt(first[0]) if first else "     -"
             print(
-                f"  {name:30s} {head}   {_fmt(min(rest) if rest else None)}   "
+                f"  {name:32s} {head}   {_fmt(min(rest) if rest else None)}   "
                 f"{_fmt(statistics.median(rest) if rest else None)}"
             )
         mb = {w: statistics.median(pick(w, "bytes")) / 1e6 for w in ("torchinfo", "magic")}
