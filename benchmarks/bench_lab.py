@@ -204,7 +204,10 @@ class Lab:
 
     def _watch(self, ws) -> None:
         if "/api/kernels/" in ws.url:
-            ws.on("framereceived", lambda frame: setattr(self, "received", self.received + len(frame)))
+            ws.on("framereceived", self._count)
+
+    def _count(self, frame: str | bytes) -> None:
+        self.received += len(frame.encode() if isinstance(frame, str) else frame)
 
     def cell(self, index: int):
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
@@ -229,8 +232,8 @@ class Lab:
         self.page.keyboard.press("Control+Enter")
         out = self.page.evaluate("() => window.__bench")
         self.wait_idle()
+        # in seconds; "epoch": the run command's keydown since 1970, as the kernel's time.time()
         times = {k: (v / 1000 if isinstance(v, (int, float)) else v) for k, v in out.items() if k != "render"}
-        # times["epoch"]: the run command's keydown in seconds since 1970, as the kernel's time.time()
         times["render"] = sum(out["render"]) / 1000 if out["render"] else None
         times["renders"] = len(out["render"])
         times["bytes"] = self.received - before
@@ -252,6 +255,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", metavar="FILE", help="also write every run's times to FILE")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     from playwright.sync_api import sync_playwright
 
     print(f"load average {os.getloadavg()[0]:.1f}; PYTHONPATH={os.environ.get('PYTHONPATH', '')}")
