@@ -1,7 +1,8 @@
 """Shared by the benchmarks: run a snippet in a fresh interpreter and report its wall time
 and peak resident memory (VmHWM) above the interpreter's own; time the best of N runs, or
 several functions in turn. Also the one door to what the benchmarks share with the tests
-(tests/support: the chromium they drive, resident memory from /proc)."""
+(tests/support: the chromium they drive, resident memory from /proc; tests/browser: a
+JupyterLab server)."""
 
 from __future__ import annotations
 
@@ -16,18 +17,22 @@ from pathlib import Path
 # Benchmarks run as scripts (their folder on sys.path): the repository root makes tests.support importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.browser.jupyterlab_server import TOKEN as LAB_TOKEN
+from tests.browser.jupyterlab_server import jupyterlab
 from tests.support import subprocess_env
 from tests.support.chromium import launch as launch_chromium
 from tests.support.rss import PeakRSS, reset_peak, status
 
 __all__ = [
     "FLOAT_DTYPES",
+    "LAB_TOKEN",
     "PRELUDE",
     "PeakRSS",
     "best_of",
     "gb",
     "interleaved",
     "interleaved_times",
+    "jupyterlab",
     "launch_chromium",
     "reset_peak",
     "run_isolated",
