@@ -422,7 +422,7 @@ def run_trace(
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
     on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
-    leaves = {id(m) for m in modules if not any(c is not None for c in m._modules.values())}
+    leaves = {id(m) for m in modules if not m._modules or all(c is None for c in m._modules.values())}
     recorder = TorchRecorder(named_modules, DataflowCapture(leaves) if graph else None)
     name = type(model).__name__
 
