@@ -38,7 +38,9 @@ def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None) -> list[tupl
         at = index.get(module)
         if at is not None:
             key = name[len(module) + 1 :] if module else name
-            own[at].append((key, None if is_missing(shape) else tuple(shape), dtype, bool(grad)))
+            if type(shape) is not tuple:  # a tuple as the frame holds it (most): no test for missing
+                shape = None if is_missing(shape) else tuple(shape)
+            own[at].append((key, shape, dtype, bool(grad)))
     return [tuple(t) for t in own]
 
 
@@ -60,10 +62,13 @@ def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Fo
     signature = [0] * len(layers)
     stop = list(range(1, len(layers) + 1))  # one past each row's subtree (rows are in pre-order)
     for i in range(len(layers) - 1, -1, -1):  # children come after their parent in pre-order
-        parts = tuple(("#" if keys[c].isdigit() else keys[c], signature[c]) for c in children[i])
+        kids = children[i]
+        if not kids:  # a leaf (most rows): no parts to build
+            signature[i] = ids.setdefault((values[i], ()), len(ids))
+            continue
+        parts = tuple(("#" if keys[c].isdigit() else keys[c], signature[c]) for c in kids)
         signature[i] = ids.setdefault((values[i], parts), len(ids))
-        if children[i]:
-            stop[i] = max(stop[i], stop[children[i][-1]])
+        stop[i] = max(stop[i], stop[kids[-1]])
     folds: dict[int, Fold] = {}
     hidden: set[int] = set()
     for kids in children:

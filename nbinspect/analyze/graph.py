@@ -96,8 +96,8 @@ def graph_frames(
     return edges, nodes
 
 
-def _hash(value: Any) -> int:
-    return int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(), "little")
+def _hash_text(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
 def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) -> list[int]:
@@ -111,21 +111,36 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         for i, k in enumerate(kids):
             position[k] = i
     op_inputs: list[list[tuple]] = [[] for _ in range(n)]
+    parent = flow.parent
     for s, d, shape in zip(flow.src, flow.dst, flow.shape):
         op_inputs[d].append(shape)
-        a, b = _under_common(flow.parent, s, d)
-        if a >= 0 and b >= 0 and flow.parent[a] >= 0:
-            inside[flow.parent[a]].append((position[a], position[b], shape))
+        p = parent[s]
+        if p == parent[d]:  # siblings (most edges): their parent holds both
+            if p >= 0:
+                inside[p].append((position[s], position[d], shape))
+            continue
+        a, b = _under_common(parent, s, d)
+        if a >= 0 and b >= 0 and parent[a] >= 0:
+            inside[parent[a]].append((position[a], position[b], shape))
+    hashes: dict[str, int] = {}  # equal blocks repeat: each distinct text is hashed once
+
+    def hashed(value: tuple) -> int:
+        text = repr(value)
+        h = hashes.get(text)
+        if h is None:
+            h = hashes[text] = _hash_text(text)
+        return h
+
     signature = [0] * n
     for node in range(n - 1, -1, -1):
         kind = flow.kind[node]
         if kind == "call":
             c = flow.call[node]
-            signature[node] = _hash((types[c], ins[c], outs[c], [signature[k] for k in children[node]], inside[node]))
+            signature[node] = hashed((types[c], ins[c], outs[c], [signature[k] for k in children[node]], inside[node]))
         elif kind == "op":
-            signature[node] = _hash(("op", flow.name[node], op_inputs[node]))
+            signature[node] = hashed(("op", flow.name[node], op_inputs[node]))
         else:
-            signature[node] = _hash((kind, flow.name[node]))
+            signature[node] = hashed((kind, flow.name[node]))
     return signature
 
 

@@ -301,6 +301,46 @@ def test_failed_trace_leaves_no_mode_and_a_reason():
     assert "RuntimeError (no message)" in str(err.value)
 
 
+def test_graph_mode_is_on_only_in_the_own_code_of_modules_with_children():
+    """Ops run by a leaf are never nodes, so the recorder keeps the mode off while a leaf
+    (and the recorder itself) runs; under a mode the model pushed, the graph's stays where it
+    is, and the edges are as without one."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    def modes() -> list[str]:
+        return [type(m).__name__ for m in _get_current_function_mode_stack()]
+
+    seen: list[tuple[str, list[str]]] = []
+
+    class Leaf(nn.Module):
+        def forward(self, x):
+            seen.append(("leaf", modes()))
+            return x * 2
+
+    class Parent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.leaf = Leaf()
+
+        def forward(self, x):
+            seen.append(("parent", modes()))
+            h = self.leaf(x)
+            seen.append(("parent", modes()))
+            with torch.device("cpu"):  # a mode of the model's own, above the graph's
+                h = self.leaf(h) + 1
+            return h
+
+    insp = traced(Parent(), torch.randn(2, 4))
+    assert seen == [
+        ("parent", ["GraphMode"]),
+        ("leaf", []),
+        ("parent", ["GraphMode"]),
+        ("leaf", ["GraphMode", "DeviceContext"]),
+    ]
+    assert not _get_current_function_mode_stack()
+    assert finest(insp) == Counter([("input:0", "leaf"), ("leaf", "leaf"), ("leaf", "add"), ("add", "output:output")])
+
+
 def test_colour_options_come_from_the_frames_and_a_users_series():
     import pandas as pd
 

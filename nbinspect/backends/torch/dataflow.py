@@ -1,12 +1,14 @@
 """The dataflow of a torch forward pass: which call or operation produced each tensor that
 another one consumed, recorded by the trace itself (no ``torch.export``, no graph breaks).
 
-Tensor identity: ``id(tensor)`` mapped to its producer, each key guarded by a ``weakref``
-whose callback drops it when the tensor dies (an id is never reused while mapped, and no
-activation is kept alive). Module calls come from :class:`~.trace.TorchRecorder`
-(:meth:`DataflowCapture.enter` / :meth:`~DataflowCapture.exit`); functional operations run
-directly in a non-leaf module's forward (residual adds, softmax, matmuls outside modules)
-come from :class:`GraphMode`, a ``TorchFunctionMode`` entered around the forward only.
+Tensor identity: ``id(tensor)`` mapped to its producer and a ``weakref`` to the tensor,
+checked on each look-up: an entry whose tensor died is not the one of a new tensor that
+reuses its id, and no activation is kept alive (a reference without a callback: Python
+hands out one such reference per tensor, and nothing runs as each tensor dies). Module
+calls come from :class:`~.trace.TorchRecorder` (:meth:`DataflowCapture.enter` /
+:meth:`~DataflowCapture.exit`); functional operations run directly in a non-leaf module's
+forward (residual adds, softmax, matmuls outside modules) come from :class:`GraphMode`, a
+``TorchFunctionMode`` the recorder keeps on only while such a module's own code runs.
 Shape-only operations (view, transpose, ...) are contracted into the edge (``via``).
 """
 
@@ -68,35 +70,35 @@ class DataflowCapture:
         self.leaf_modules = leaf_modules  # id() of modules without children: their call is the node
         self.stack: list[int] = []  # node ids of the calls running
         self.in_leaf = 0
-        # id(tensor) -> (producer node, tensor number, contracted shape ops); guarded by `refs`
-        self.producer: dict[int, tuple[int, int, str]] = {}
-        self.refs: dict[int, Any] = {}
+        # id(tensor) -> (producer node, tensor number, contracted shape ops, weakref or None)
+        self.producer: dict[int, tuple[int, int, str, Any]] = {}
         self.tensors = 0
         # id(parameter or buffer) -> its path; a view of one is mapped with producer -1 and its path
         self.param_names: dict[int, str] = {}
 
     # ---- tensors
 
+    def _of(self, t: Any) -> tuple[int, int, str, Any] | None:
+        """The producer entry of `t`; None for none, or for a dead tensor's whose id `t` reuses."""
+        found = self.producer.get(id(t))
+        if found is not None and found[3] is not None and found[3]() is not t:
+            return None
+        return found
+
     def produced(self, t: Any, node: int, number: int | None = None, via: str = "") -> None:
-        key = id(t)
-        if self.weak and key not in self.refs:
-            producer, refs = self.producer, self.refs
-
-            def gone(_ref: Any, key: int = key) -> None:
-                producer.pop(key, None)
-                refs.pop(key, None)
-
+        ref = None
+        if self.weak:
             try:
-                self.refs[key] = weakref.ref(t, gone)
+                ref = weakref.ref(t)
             except TypeError:  # not weak-referenceable: not tracked
                 return
         if number is None:
             number = self.tensors
             self.tensors += 1
-        self.producer[key] = (node, number, via)
+        self.producer[id(t)] = (node, number, via, ref)
 
     def consumed(self, t: Any, node: int, inplace: bool = False) -> None:
-        found = self.producer.get(id(t))
+        found = self._of(t)
         if found is None or found[0] < 0:  # no producer: a parameter or buffer read directly?
             name = found[2] if found is not None else self.param_names.get(id(t))
             if name is not None and self.graph.kind[node] == "op":
@@ -148,7 +150,7 @@ class DataflowCapture:
             self._own(t, node)
 
     def _own(self, t: Any, node: int) -> None:
-        found = self.producer.get(id(t))
+        found = self._of(t)
         if (
             found is None or found[0] < node
         ):  # includes a parameter's view (-1)  # made before the call: it passed through
@@ -170,12 +172,12 @@ class DataflowCapture:
         array = self.array
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if name in SHAPE_OPS:  # contracted: the outputs carry their input's producer on
-            src = self.producer.get(id(args[0])) if args and isinstance(args[0], array) else None
+            src = self._of(args[0]) if args and isinstance(args[0], array) else None
             if src is None and args and id(args[0]) in self.param_names:
-                src = (-1, -1, self.param_names[id(args[0])])  # a view of a parameter (emb.weight.T)
+                path = self.param_names[id(args[0])]  # a view of a parameter (emb.weight.T)
                 for t in outs:
                     if isinstance(t, array):
-                        self.produced(t, -1, -1, src[2])
+                        self.produced(t, -1, -1, path)
                 return
             if src is not None and src[0] >= 0:
                 via = f"{src[2]}·{name}" if src[2] else name

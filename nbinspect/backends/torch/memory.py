@@ -147,8 +147,8 @@ def _trace(model, args, kwargs, batch_size, precision, input_dtype):
     """The trace on fake tensors at `batch_size`; failing that (data-dependent code), a real
     one at the given batch, scaled. Returns (result, scale, how)."""
     dtype, autocast = PRECISIONS[precision]
-    # flops=False: the plan needs only what autograd saves, and FLOP counting is most of a trace's cost
-    options = {"training": True, "input_dtype": input_dtype, "autocast_dtype": autocast, "flops": False}
+    # the plan needs only what autograd saves: no FLOP counting, no dataflow
+    options = {"training": True, "input_dtype": input_dtype, "autocast_dtype": autocast, "flops": False, "graph": False}
     if autocast is None:  # training in `precision` feeds the model floating inputs of that dtype
         args, kwargs = map_inputs((args, kwargs), lambda t: t.to(dtype) if t.is_floating_point() else t, tuple)
     try:

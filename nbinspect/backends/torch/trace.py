@@ -54,10 +54,21 @@ class TorchRecorder(Recorder):
     against 2-3 us for torch's global hook pair), and it sees what a caller sees: the
     arguments (keyword ones too) before any forward pre-hook, the output after every
     forward hook, and an exception from the module or its hooks as it passes. Calls of
-    other modules, and calls other threads make at the same time, go straight through."""
+    other modules, and calls other threads make at the same time, go straight through.
 
-    dataflow: DataflowCapture | None = None  # set to record producer -> consumer edges too
+    With `dataflow` it records producer -> consumer edges too, and keeps its
+    :class:`~.dataflow.GraphMode` on torch's function-mode stack only while a module with
+    children runs its own code, the one place the mode records anything: under a
+    ``TorchFunctionMode`` every torch function and every tensor attribute read from Python
+    (``x.shape``) goes through Python (~8 us on a ``Linear``'s attribute against 0.15), so
+    the mode is taken off for leaf modules and for the recorder's own reads."""
+
     marks: AutogradMarks | None = None  # set to mark autograd sequence numbers at call boundaries
+
+    def __init__(self, named_modules: list[tuple[str, nn.Module]], dataflow: DataflowCapture | None = None):
+        super().__init__(named_modules)
+        self.dataflow = dataflow
+        self.graph_mode = GraphMode(dataflow) if dataflow is not None else None
 
     def attach(self) -> None:
         _install(self)
@@ -72,14 +83,27 @@ class TorchRecorder(Recorder):
         """A ``Module.__call__`` that records this model's calls around `inner`. Everything
         it reads per call is bound here: this runs once per module call."""
         info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
-        flow, marks = self.dataflow, self.marks
+        flow, marks, mode = self.dataflow, self.marks, self.graph_mode
+        leaves = flow.leaf_modules if flow is not None else set()
         Tensor = torch.Tensor
+        depth, at, pop, push = (
+            torch._C._len_torch_function_stack,
+            torch._C._get_function_stack_at,
+            torch._C._pop_torch_function_stack,
+            torch._C._push_on_torch_function_stack,
+        )
 
         def __call__(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             key = id(module)
             info = info_of(key)
             if info is None or get_ident() != thread:  # not one of this model's modules, or not our call
                 return inner(module, *args, **kwargs)
+            # The mode on top (called from a parent's own code): off until this call returns.
+            # Under another mode, or inside a torch function's handler (the mode stashed),
+            # it stays as it is: leaf calls then pass through it unrecorded, as before.
+            took = mode is not None and (size := depth()) > 0 and at(size - 1) is mode
+            if took:
+                pop()
             if not kwargs and len(args) == 1 and isinstance(args[0], Tensor):  # the common case, kept cheap
                 x = args[0]
                 shapes, nbytes = [x.shape], x.nbytes
@@ -93,13 +117,21 @@ class TorchRecorder(Recorder):
             )
             calls.append(call)
             stack.append(call)
+            own_mode = False
             if flow is not None:
                 node = flow.enter(module, call.index, call.name, args, kwargs)
+                # a module with children records the ops its own code runs: the mode on
+                # again, unless it already is (under another mode) or is stashed
+                own_mode = key not in leaves and (took or len(stack) == 1)
             if marks is not None:
                 marks.mark(call.index)
+            if own_mode:
+                push(mode)
             try:
                 output = inner(module, *args, **kwargs)
             except BaseException as exc:
+                if own_mode and (size := depth()) > 0 and at(size - 1) is mode:
+                    pop()
                 stack.pop()
                 if marks is not None:
                     marks.mark(stack[-1].index if stack else -1)
@@ -111,7 +143,11 @@ class TorchRecorder(Recorder):
                     call.status = "failed"
                     failures[id(exc)] = call
                     _output_before_hook(call, module, exc)
+                if took:
+                    push(mode)
                 raise
+            if own_mode and (size := depth()) > 0 and at(size - 1) is mode:
+                pop()
             stack.pop()
             if marks is not None:
                 marks.mark(stack[-1].index if stack else -1)
@@ -122,6 +158,8 @@ class TorchRecorder(Recorder):
             else:
                 tensors = tensors_in(output)
                 call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+            if took:
+                push(mode)
             return output
 
         return __call__
@@ -384,11 +422,8 @@ def run_trace(
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
     on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
-    recorder = TorchRecorder(named_modules)
-    if graph:
-        recorder.dataflow = DataflowCapture(
-            {id(m) for m in modules if not any(c is not None for c in m._modules.values())}
-        )
+    leaves = {id(m) for m in modules if not m._modules or all(c is None for c in m._modules.values())}
+    recorder = TorchRecorder(named_modules, DataflowCapture(leaves) if graph else None)
     name = type(model).__name__
 
     shapes_given: list[tuple] = []
@@ -451,8 +486,7 @@ def run_trace(
         recorder.attach()
         with meter, counter if flops else contextlib.nullcontext():
             try:
-                with GraphMode(capture) if capture is not None else contextlib.nullcontext():
-                    output = model(*args, **kwargs)
+                output = model(*args, **kwargs)  # the recorder puts the graph's mode on and off
             except Exception as exc:
                 message = failure(recorder, exc, name) + (_dtype_hint(exc, dtype) if shapes_given else "")
                 if use_fake:
