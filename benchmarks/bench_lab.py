@@ -58,6 +58,7 @@ import time
 from pathlib import Path
 
 from _measure import LAB_TOKEN, jupyterlab, launch_chromium
+from bench_notebook import CASES as NOTEBOOK_CASES
 
 SETUP = """\
 import json, time, torch, torchinfo, transformers
@@ -84,20 +85,7 @@ time.sleep(2)  # the kernels' background warm-up, as while a user reads the firs
 import nbinspect; print("nbinspect from", nbinspect.__file__)
 """
 REPORT = "print('BENCH=' + json.dumps([e for e in _bench_log if e[2] is not None]))"
-CASES = {
-    "gpt2 --input-shape 1,128 --dtype int64": (
-        "%inspect_model gpt2 --input-shape 1,128 --dtype int64",
-        "torchinfo.summary(gpt2, input_size=(1, 128), dtypes=[torch.long], verbose=0)",
-    ),
-    "gpt2 ... --batch-size 8 --optimizer adamw": (
-        "%inspect_model gpt2 --input-shape 1,128 --dtype int64 --batch-size 8 --optimizer adamw",
-        "torchinfo.summary(gpt2, input_size=(1, 128), dtypes=[torch.long], verbose=0)",
-    ),
-    "llama (8 layers) --input-shape 1,128 --dtype int64": (
-        "%inspect_model llama --input-shape 1,128 --dtype int64",
-        "torchinfo.summary(llama, input_size=(1, 128), dtypes=[torch.long], verbose=0)",
-    ),
-}
+CASES = NOTEBOOK_CASES  # the same cells as bench_notebook.py, timed to the painted widget
 # Settings beside the server's own (jupyterlab_server writes its files, leaves others).
 _SETTINGS = {
     # no saves while the cells run: the run is the only work the server does
