@@ -59,8 +59,10 @@ from pathlib import Path
 
 from _measure import LAB_TOKEN, jupyterlab, launch_chromium
 from bench_notebook import CASES as NOTEBOOK_CASES
+from bench_notebook import MODELS
 
-SETUP = """\
+SETUP = (
+    """\
 import json, time, torch, torchinfo, transformers
 from IPython import get_ipython
 _bench_log = []  # [first line, start, end] of every cell run, in order
@@ -74,16 +76,13 @@ def _bench_post(result):
 
 get_ipython().events.register("pre_run_cell", _bench_pre)
 get_ipython().events.register("post_run_cell", _bench_post)
-transformers.logging.set_verbosity_error()
-torch.manual_seed(0)
-gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config()).eval()
-llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-    vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
-    num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=512)).eval()
-%load_ext nbinspect
+"""
+    + MODELS
+    + """\
 time.sleep(2)  # the kernels' background warm-up, as while a user reads the first cell
 import nbinspect; print("nbinspect from", nbinspect.__file__)
 """
+)
 REPORT = "print('BENCH=' + json.dumps([e for e in _bench_log if e[2] is not None]))"
 CASES = NOTEBOOK_CASES  # the same cells as bench_notebook.py, timed to the painted widget
 # Settings beside the server's own (jupyterlab_server writes its files, leaves others).

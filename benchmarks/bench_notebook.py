@@ -26,8 +26,7 @@ import time
 import psutil
 from jupyter_client.manager import start_new_kernel
 
-SETUP = """
-import time, torch, torchinfo, transformers
+MODELS = """\
 transformers.logging.set_verbosity_error()
 torch.manual_seed(0)
 gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config()).eval()
@@ -35,7 +34,8 @@ llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
     vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
     num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=512)).eval()
 %load_ext nbinspect
-"""
+"""  # GPT-2 small and an 8-layer Llama, random init (no download); bench_lab.py builds the same
+SETUP = "import time, torch, torchinfo, transformers\n" + MODELS
 CASES = {
     "gpt2 --input-shape 1,128 --dtype int64": (
         "%inspect_model gpt2 --input-shape 1,128 --dtype int64",
