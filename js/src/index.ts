@@ -1,9 +1,10 @@
 // The anywidget entry point: render an InspectWidget's payload and keep `selected` in sync.
 
-import type { AnyWidget, Experimental, RenderProps } from "@anywidget/types";
+import type { AnyWidget, RenderProps } from "@anywidget/types";
 import type { HistFetcher } from "./detail";
 import { h } from "./dom";
 import type { LocateFetcher, LocateRow, RegionFetcher, RegionHeader } from "./heatmap";
+import { commandInvoker, type Invoke } from "./invoke";
 import { type Hist, PAYLOAD_VERSION, type Payload } from "./payload";
 import { Timeline } from "./timeline";
 import { TreeView } from "./view";
@@ -15,11 +16,11 @@ export interface Traits {
   selected: string | null;
 }
 
-/** What render needs: a standalone page has no kernel, so no `experimental.invoke`. */
+/** What render needs: a standalone page has no kernel, so no `experimental` (and no commands). */
 export type Props = Pick<RenderProps<Traits>, "model" | "el"> & Partial<Pick<RenderProps<Traits>, "experimental">>;
 
 /** Histograms from the kernel's `_histogram` command, cached; none on a static page. */
-function fetcher(invoke: Experimental["invoke"] | undefined): HistFetcher | undefined {
+function fetcher(invoke: Invoke | undefined): HistFetcher | undefined {
   if (!invoke) return undefined;
   const cache = new Map<string, Promise<Hist | null>>();
   return (name, kind) => {
@@ -37,7 +38,7 @@ function fetcher(invoke: Experimental["invoke"] | undefined): HistFetcher | unde
 }
 
 /** The value view's region and locate requests (`_region`, `_locate`); none on a static page. */
-function valueFetchers(invoke: Experimental["invoke"] | undefined): { region?: RegionFetcher; locate?: LocateFetcher } {
+function valueFetchers(invoke: Invoke | undefined): { region?: RegionFetcher; locate?: LocateFetcher } {
   if (!invoke) return {};
   const signal = () => AbortSignal.timeout(15000); // the first region may load numba (~0.5 s) and read a file
   return {
@@ -61,6 +62,7 @@ export function incompatible(payload: Payload | undefined): string | null {
 function render({ model, el, experimental }: Props): () => void {
   const error = h("div", "nbi-error", undefined, { role: "alert", style: "color: var(--jp-error-color1, #d32f2f)" });
   let view: TreeView | null = null;
+  const invoke = experimental ? commandInvoker(model) : undefined;
   const timeline = new Timeline(el); // metrics over training steps (nbinspect.track), above the tree
   const show = () => {
     const payload = model.get("payload");
@@ -79,8 +81,8 @@ function render({ model, el, experimental }: Props): () => void {
           model.set("selected", path);
           model.save_changes();
         },
-        fetchHist: fetcher(experimental?.invoke),
-        values: valueFetchers(experimental?.invoke),
+        fetchHist: fetcher(invoke),
+        values: valueFetchers(invoke),
       });
       view.selectPath(model.get("selected"));
     }

@@ -75,6 +75,7 @@ def jupyterlab(root: Path, timeout: float = 90, app: str = "lab") -> Iterator[st
         f"--LabApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={home / 'workspaces'}",
         "--LabApp.news_url=",
+        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: tests switch the theme through it
         "--ServerApp.allow_root=True",
     ]
     if app == "notebook":  # Notebook 7 takes the same settings under its own name

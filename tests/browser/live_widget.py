@@ -1,7 +1,7 @@
 """A widget page whose kernel is this Python process: the bundle renders an InspectWidget's
-payload, and its ``experimental.invoke`` calls the widget's own commands (``_region``,
-``_locate``, ``_histogram``) through playwright, buffers and all. What a notebook's comm does,
-without a Jupyter server."""
+payload, and its model's ``send`` answers the widget's own commands (``_region``, ``_locate``,
+``_histogram``, in anywidget's command protocol) through playwright, buffers and all. What a
+notebook's comm does, without a Jupyter server."""
 
 from __future__ import annotations
 
@@ -17,13 +17,19 @@ _PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>body{{margin:
 const url = URL.createObjectURL(new Blob([document.getElementById("bundle").textContent], {{ type: "text/javascript" }}));
 const widget = (await import(url)).default;
 const state = {{ payload: {payload}, selected: null }};
-const model = {{ get: (k) => state[k], set: (k, v) => {{ state[k] = v; }}, save_changes() {{}}, on() {{}}, off() {{}}, send() {{}} }};
 const b64 = (s) => {{ const bin = atob(s); const a = new Uint8Array(bin.length); for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i); return new DataView(a.buffer); }};
-const invoke = async (name, msg) => {{
-  const [reply, buffers] = JSON.parse(await window.pyInvoke(name, JSON.stringify(msg)));
-  return [reply, buffers.map(b64)];
+const custom = new Set();  // msg:custom listeners: a command's reply goes to them, as a comm's does
+const model = {{
+  get: (k) => state[k], set: (k, v) => {{ state[k] = v; }}, save_changes() {{}},
+  on(event, f) {{ if (event === "msg:custom") custom.add(f); }},
+  off(event, f) {{ custom.delete(f); }},
+  async send(content) {{  // anywidget's command protocol, answered by this Python process
+    const [reply, buffers] = JSON.parse(await window.pyInvoke(content.name, JSON.stringify(content.msg)));
+    const message = {{ id: content.id, kind: "anywidget-command-response", response: reply }};
+    for (const f of [...custom]) f(message, buffers.map(b64));
+  }},
 }};
-widget.render({{ model, el: document.getElementById("root"), experimental: {{ invoke }} }});
+widget.render({{ model, el: document.getElementById("root"), experimental: {{}} }});
 window.nbiReady = true;
 </script><script id="bundle" type="text/plain">{bundle}</script></body></html>"""
 

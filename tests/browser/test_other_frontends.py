@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -29,9 +30,10 @@ def _():
     import nbinspect
     from nbinspect import examples
 
-    insp = nbinspect.inspect(examples.build("cnn"))
+    model = examples.build("cnn")  # kept: the widget reads its values from it
+    insp = nbinspect.inspect(model)
     insp
-    return (insp,)
+    return (insp, model)
 
 
 if __name__ == "__main__":
@@ -89,6 +91,9 @@ def test_a_marimo_app_shows_the_widget_and_reacts_to_clicks(marimo_app, browser,
         weight.click()
         expect(weight).to_have_attribute("aria-selected", "true")
         expect(page.locator(".nbi-detail-title")).to_have_text("features.0.weight")
+        # the values come from the kernel through the widget's commands (marimo has no experimental.invoke)
+        expect(page.locator(".nbi-heat")).to_have_attribute("data-grid", re.compile(r"\d+x\d+"), timeout=30_000)
+        expect(page.locator(".nbi-detail")).not_to_contain_text("could not be fetched")
         if SHOTS:
             page.screenshot(path=f"{SHOTS}/marimo-{width}{'-dark' if dark else ''}.png", full_page=True)
     finally:

@@ -187,10 +187,13 @@ def reopened(saved, tmp_path_factory, browser):
 def test_jupyterlab_reopened_without_the_kernel(reopened, trusted, theme, open_page):
     name = "trusted" if trusted else "untrusted"
     page = open_page(f"{reopened}/lab/tree/{name}.ipynb?reset&token={TOKEN}")
-    if theme == "dark":
+    if theme == "dark":  # once the app has started: a command sent before it is lost
+        page.wait_for_function("() => window.jupyterapp", timeout=60_000)
         page.evaluate(
-            "() => window.jupyterapp && window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
+            """async () => { const app = window.jupyterapp; await app.started; await app.restored;
+            await app.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'}); }"""
         )
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
     outputs = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
     expect(outputs).to_contain_text("TinyLM", timeout=60_000)
     if trusted:  # one view: the widget restored from the saved state, or the embedded bundle's
