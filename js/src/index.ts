@@ -3,7 +3,7 @@
 import type { AnyWidget, Experimental, RenderProps } from "@anywidget/types";
 import type { HistFetcher } from "./detail";
 import { h } from "./dom";
-import type { LocateFetcher, LocateRow, RegionFetcher, RegionHeader } from "./heatmap";
+import type { LocateFetcher, LocateRow, RegionFetcher, RegionHeader } from "./heatmapRegion";
 import { type Hist, PAYLOAD_VERSION, type Payload } from "./payload";
 import { Timeline } from "./timeline";
 import { TreeView } from "./view";
