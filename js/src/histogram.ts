@@ -26,6 +26,34 @@ export function niceTicks(lo: number, hi: number, count = 4): number[] {
   return out;
 }
 
+/** The power of ten of |x| (x ≠ 0) from its decimal form, as d3-format's `exponent`: exact
+ * where Math.log10 is not (it gives 0.001 as -2.9999999999999996 on some engines). */
+const exponent = (x: number): number => Number(x.toExponential().split("e")[1]);
+
+/** Labels for evenly spaced ticks (niceTicks) that tell neighbours apart: the digits come from
+ * the step between ticks, as d3's precisionFixed (decimals) and precisionRound (significant
+ * digits, for exponent form) choose them, so every label reads back within half a step of its
+ * tick. Plain decimals or exponent form, whichever gives the narrower widest label (plain on a
+ * tie); exact zero prints "0". One tick (no step) prints as formatStat. */
+export function tickFormat(ticks: number[]): (v: number) => string {
+  let step = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < ticks.length; i++) {
+    const d = Math.abs(ticks[i] - ticks[i - 1]);
+    if (d > 0) step = Math.min(step, d);
+  }
+  if (!Number.isFinite(step)) return (v) => formatStat(v);
+  // a step measured between ticks carries float noise (13.9 - 13.8 = 0.0999…): round it off
+  const e = exponent(Number(step.toPrecision(12)));
+  const big = ticks.reduce((m, v) => (Math.abs(v) > Math.abs(m) ? v : m), 0);
+  const decimals = Math.min(100, Math.max(0, -e));
+  const digits = big === 0 ? 0 : Math.min(20, Math.max(0, exponent(big) - e));
+  const plain = (v: number) => v.toFixed(decimals);
+  const exp = (v: number) => v.toExponential(digits);
+  const widest = (f: (v: number) => string) => Math.max(...ticks.map((v) => f(v).length));
+  const show = widest(plain) <= widest(exp) ? plain : exp;
+  return (v) => (v === 0 ? "0" : show(v));
+}
+
 /** The ticks whose labels do not collide: every other one is dropped (0 kept) until the
  * labels, about `charWidth` px a character, sit apart at `x`. */
 export function spacedTicks(

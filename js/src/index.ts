@@ -3,7 +3,7 @@
 import type { AnyWidget, RenderProps } from "@anywidget/types";
 import type { HistFetcher } from "./detail";
 import { h } from "./dom";
-import type { LocateFetcher, LocateRow, RegionFetcher, RegionHeader } from "./heatmap";
+import type { LocateFetcher, LocateRow, RegionFetcher, RegionHeader } from "./heatmapRegion";
 import { commandInvoker, type Invoke } from "./invoke";
 import { type Hist, PAYLOAD_VERSION, type Payload } from "./payload";
 import { Timeline } from "./timeline";

@@ -6,7 +6,7 @@
 
 import { h, svg } from "./dom";
 import { formatStat } from "./format";
-import { niceTicks } from "./histogram";
+import { niceTicks, tickFormat } from "./histogram";
 import type { Timeline as TimelineData, TimelineSeries } from "./payload";
 
 const WIDTH = 320;
@@ -116,14 +116,25 @@ function axes(steps: number[], values: number[], log: boolean): Axes | null {
 }
 
 /** Ticks within [lo, hi]: round ones, powers of ten on a log axis (the ends where fewer than two fall inside). */
-function yTicks(lo: number, hi: number, log: boolean): number[] {
+export function yTicks(lo: number, hi: number, log: boolean): number[] {
   const inside = (log ? logTicks(lo, hi) : niceTicks(lo, hi, 4)).filter(
     (v) => v >= lo - Math.abs(lo) * 1e-9 && v <= hi + Math.abs(hi) * 1e-9,
   );
-  return inside.length >= 2 ? inside : [lo, hi];
+  const distinct = [...new Set(inside)]; // a range narrow beside its values rounds ticks together
+  return distinct.length >= 2 ? distinct : [lo, hi];
 }
 
-const tickLabel = (v: number): string => formatStat(v, 3);
+/** The y tick labels, neighbours never alike: on a linear axis with digits from the tick step
+ * (13.75, 13.80, 13.85, 13.90, not 13.8 three times); on a log axis the powers of ten (or the
+ * two ends) with 3 significant digits, more where two would print alike. */
+export function yTickLabel(ticks: number[], log: boolean): (v: number) => string {
+  if (!log) return tickFormat(ticks);
+  for (let d = 3; d < 17; d++) {
+    const labels = ticks.map((v) => formatStat(v, d));
+    if (labels.every((t, i) => i === 0 || t !== labels[i - 1])) return (v) => formatStat(v, d);
+  }
+  return (v) => formatStat(v, 17);
+}
 
 function line(points: [number, number][], cls: string): SVGElement {
   return svg("polyline", { class: cls, points: points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(" ") });
@@ -166,6 +177,7 @@ function card(steps: number[], series: TimelineSeries, weight: number, scale: Sc
       height: HEIGHT - PAD.top - PAD.bottom,
     }),
   );
+  const tickLabel = yTickLabel(a.yTicks, a.log);
   for (const v of a.yTicks) {
     const g = svg("g", { class: "nbi-tick" });
     const y = a.y(v);

@@ -4,7 +4,8 @@
 
 import { h } from "./dom";
 import { formatShape } from "./format";
-import { Heatmap, type LocateFetcher, type RegionFetcher } from "./heatmap";
+import { Heatmap } from "./heatmap";
+import type { LocateFetcher, RegionFetcher } from "./heatmapRegion";
 import type { Tree, TreeNode } from "./tree";
 
 export interface ValueFetchers {

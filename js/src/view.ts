@@ -10,7 +10,8 @@ import { COLUMNS, type Column, contentWidths, defaultColumns, type Measure, meas
 import { type HistFetcher, renderDetail, type ValueFetchers } from "./detail";
 import { button, h } from "./dom";
 import { ancestors, expandedAll, expandedToDepth, flatten, type Mode, type Row } from "./flatten";
-import { GRAPH_STYLES, GraphView } from "./graph";
+import { GRAPH_STYLES } from "./graphSvg";
+import { GraphView } from "./graphView";
 import { colourable, type HeatScale, heatScale, legend } from "./heat";
 import type { Payload } from "./payload";
 import { DETAIL_BESIDE_FROM, DETAIL_BESIDE_WIDTH, STYLES } from "./styles";

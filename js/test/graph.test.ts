@@ -2,9 +2,10 @@
 // visibility, lifted edges, folds, side stubs, composed layout geometry and its cache.
 
 import { afterEach, describe, expect, it } from "vitest";
-import { initialExpansion, scaled } from "../src/graph";
 import { GraphLayout } from "../src/graphLayout";
 import { buildGraph, label, view } from "../src/graphModel";
+import { scaled } from "../src/graphSvg";
+import { initialExpansion } from "../src/graphView";
 import { fixture } from "./fixtures";
 import { mount, unmountAll } from "./mount";
 

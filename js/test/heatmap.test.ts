@@ -5,17 +5,17 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { Heatmap } from "../src/heatmap";
+import { rgba } from "../src/heatmapPaint";
 import {
   cellIndex,
   cellOf,
   defaultPlane,
-  Heatmap,
   type Plane,
   planeSize,
   type RegionHeader,
   type RegionRequest,
-  rgba,
-} from "../src/heatmap";
+} from "../src/heatmapRegion";
 
 interface Case {
   shape: number[];

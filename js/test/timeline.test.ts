@@ -2,7 +2,7 @@
 // and the user's choices kept across live updates.
 
 import { afterEach, describe, expect, it } from "vitest";
-import { logTicks, nearestIndex, smooth, Timeline, wantsLog } from "../src/timeline";
+import { logTicks, nearestIndex, smooth, Timeline, wantsLog, yTickLabel, yTicks } from "../src/timeline";
 import { payload } from "./fixtures";
 import { mount, unmountAll } from "./mount";
 
@@ -33,6 +33,71 @@ describe("scales", () => {
   it("finds the nearest step", () => {
     expect(nearestIndex([0, 50, 100], 70)).toBe(1);
     expect(nearestIndex([0, 50, 100], 80)).toBe(2);
+  });
+});
+
+describe("y tick labels", () => {
+  // narrow ranges (a loss flattening out, a value far from 0 that barely moves) and wide ones
+  const RANGES: [number, number][] = [
+    [13.72, 13.9],
+    [0.001, 0.0012],
+    [1e6, 1e6 + 3],
+    [-1, 1],
+    [0, 1e-9],
+    [1.0001, 1.0002],
+    [-2.5e-7, -2.4e-7],
+    [99990, 100010],
+    [0, 1e6],
+    [-5e5, 5e5],
+    [0.5, 123456],
+    [3, 4],
+  ];
+
+  it("tells neighbouring ticks apart and reads back within half a step", () => {
+    for (const [lo, hi] of RANGES) {
+      const ticks = yTicks(lo, hi, false);
+      const label = yTickLabel(ticks, false);
+      const texts = ticks.map(label);
+      expect(new Set(texts).size, `${lo}..${hi}: ${texts}`).toBe(ticks.length);
+      expect(ticks.length).toBeGreaterThanOrEqual(2);
+      const step = Math.min(...ticks.slice(1).map((t, i) => t - ticks[i]));
+      ticks.forEach((t, i) => {
+        expect(Math.abs(Number(texts[i]) - t), `${lo}..${hi}: ${texts[i]} for ${t}`).toBeLessThanOrEqual(
+          step / 2 + Math.abs(t) * 1e-12,
+        );
+      });
+    }
+  });
+
+  it("labels the reported case 13.72..13.9 with two decimals", () => {
+    const ticks = yTicks(13.72, 13.9, false);
+    expect(ticks.map(yTickLabel(ticks, false))).toEqual(["13.75", "13.80", "13.85", "13.90"]);
+    const big = yTicks(1e6, 1e6 + 3, false);
+    expect(big.map(yTickLabel(big, false))).toEqual(["1000000", "1000001", "1000002", "1000003"]);
+    const tiny = yTicks(0, 1e-9, false);
+    expect(tiny.map(yTickLabel(tiny, false))[0]).toBe("0");
+    expect(tiny.map(yTickLabel(tiny, false)).at(-1)).toBe("1.0e-9");
+  });
+
+  it("keeps log axes on powers of ten, and tells two close ends apart", () => {
+    const ticks = yTicks(2e-4, 3e-2, true);
+    expect(ticks.map(yTickLabel(ticks, true))).toEqual(["0.001", "0.01"]);
+    const ends = yTicks(13.72, 13.74, true); // no power of ten inside: the two ends
+    expect(ends).toEqual([13.72, 13.74]);
+    expect(ends.map(yTickLabel(ends, true))).toEqual(["13.72", "13.74"]);
+  });
+
+  it("draws the narrow series' axis without repeated labels", () => {
+    const host = document.createElement("div");
+    new Timeline(host).update({
+      title: "",
+      steps: [1, 2, 3, 4],
+      series: [{ key: "loss", values: [13.9, 13.8, 13.75, 13.72] }],
+      shown: 1,
+    });
+    const texts = [...host.querySelectorAll(".nbi-tick text")].map((t) => t.textContent ?? "");
+    const y = texts.filter((t) => t.includes("."));
+    expect(y).toEqual(["13.75", "13.80", "13.85", "13.90"]);
   });
 });
 

@@ -138,7 +138,7 @@ class ValueAccess:
     # ---------------------------------------------------------------- the widget's request
 
     def region(self, request: Mapping[str, Any]) -> tuple[dict, list[bytes]]:
-        """The answer to one ``_region`` request (see js/src/heatmap.ts): header and buffers
+        """The answer to one ``_region`` request (see js/src/heatmapRegion.ts): header and buffers
         ``[index uint8, flags uint8, value float64, absmax float32]``, row-major."""
         started = time.perf_counter()
         seq = request.get("seq")

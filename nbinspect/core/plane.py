@@ -4,7 +4,7 @@ A :class:`Plane` names the axes flattened (in C order) into the picture's rows, 
 flattened into its columns, and the index each remaining axis is fixed at. The default
 splits the shape in two (every value visible); two chosen axes with the rest sliced show
 one cross-section (a conv kernel's ``out × in`` at one ``kh, kw``). The same arithmetic is
-mirrored in ``js/src/heatmap.ts`` for the hover readout.
+mirrored in ``js/src/heatmapRegion.ts`` for the hover readout.
 """
 
 from __future__ import annotations
