@@ -151,10 +151,11 @@ export function chart(h: Hist, { width, height: tall, log }: ChartOptions): SVGS
   const axis = el("g", { class: "nbi-axis" });
   axis.append(el("line", { x1: m.left, x2: m.left + w, y1: m.top + ht, y2: m.top + ht }));
   axis.append(el("line", { x1: m.left, x2: m.left, y1: m.top, y2: m.top + ht }));
-  const xTicks = spacedTicks(niceTicks(lo, hi, Math.max(3, Math.min(6, Math.floor(w / 55)))), x, (v) => formatStat(v));
-  for (const v of xTicks) {
+  const allX = niceTicks(lo, hi, Math.max(3, Math.min(6, Math.floor(w / 55))));
+  const xLabel = tickFormat(allX); // neighbours never print alike, even on a narrow range
+  for (const v of spacedTicks(allX, x, xLabel)) {
     axis.append(el("line", { x1: x(v), x2: x(v), y1: m.top + ht, y2: m.top + ht + 4 }));
-    axis.append(text(formatStat(v), x(v), m.top + ht + 14, "middle"));
+    axis.append(text(xLabel(v), x(v), m.top + ht + 14, "middle"));
   }
   const candidates = log
     ? [0, ...[1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9].filter((c) => c <= top)]

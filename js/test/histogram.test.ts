@@ -33,4 +33,20 @@ describe("histograms", () => {
     const first = (svg: SVGSVGElement) => Number(svg.querySelector(".nbi-bars rect")!.getAttribute("height"));
     expect(first(log)).toBeGreaterThan(first(linear));
   });
+
+  it.each([
+    [1000.1, 1000.3],
+    [-1e-6, 1e-6],
+    [13.72, 13.9],
+    [-4.3, 4.1],
+  ])("x-axis labels on [%f, %f] are all different and read back near their tick", (lo, hi) => {
+    const svg = chart({ e: [lo, hi], c: [3, 5, 8, 5, 3] }, { width: 300, height: 170, log: false });
+    const below = [...svg.querySelectorAll(".nbi-axis text")].filter((t) => t.textContent !== "value");
+    const labels = below.filter((t) => t.getAttribute("y") === "150.0").map((t) => t.textContent ?? ""); // under the axis
+    expect(labels.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(labels).size).toBe(labels.length);
+    const values = labels.map(Number);
+    expect(values.every((v, i) => i === 0 || v > values[i - 1])).toBe(true); // in order, none repeated
+    for (const v of values) expect(v).toBeGreaterThanOrEqual(lo - (hi - lo));
+  });
 });
