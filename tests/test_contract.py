@@ -1,4 +1,4 @@
-"""Every frame and total any analysis produces is declared in schema.py, the one place a
+"""Every frame and total any analysis produces is declared in nbinspect.schema, the one place a
 newcomer looks for a column or a total's meaning."""
 
 from __future__ import annotations

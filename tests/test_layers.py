@@ -13,8 +13,8 @@ PACKAGE = Path(nbinspect.__file__).parent
 FRAMEWORKS = ("mlx", "vllm", "dtensor")
 # The public names of the lazy API: `nbinspect.mlx` (the MLX summary, built on the
 # framework-neutral Inspection) and the module vLLM loads into its workers by name; and
-# schema.py, which declares every total, those only one backend produces among them.
-PUBLIC = {"__init__.py", "mlx.py", "ui/vllm_worker.py", "schema.py"}
+# schema/totals.py, which declares every total, those only one backend produces among them.
+PUBLIC = {"__init__.py", "mlx.py", "ui/vllm_worker.py", "schema/totals.py"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -108,7 +108,8 @@ def _group_sums(frame: pd.DataFrame, rows: list[int], groups: list[int], count: 
     elements = np.zeros(count, dtype=np.int64)
     np.add.at(elements, at, n[where])  # in int64: exact past 2**53 elements
     largest = np.zeros(count)
-    np.maximum.at(largest, at, np.where(compared, column("max_abs_delta"), 0.0)[where])
+    with np.errstate(invalid="ignore"):  # a NaN largest change stays NaN in its groups: meant, not a warning
+        np.maximum.at(largest, at, np.where(compared, column("max_abs_delta"), 0.0)[where])
     above = np.zeros((count, k), dtype=np.int64)
     if k:
         counted = np.rint(np.array(fractions, dtype=np.float64).reshape(-1, k) * n[:, None]).astype(np.int64)

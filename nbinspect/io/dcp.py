@@ -28,7 +28,9 @@ from ..core.tree import StoredTensor
 from ..dtypes import dtype_name
 from ..errors import CheckpointError, UnsafeCheckpointError
 from .files import BytesHandle, FileHandle, Root
-from .torch_file import _DATA, Record, read_torch
+from .torch_file import read_torch
+from .torch_handlers import _DATA
+from .torch_records import Record
 from .unpickle import Handler, unpickle
 
 __all__ = ["METADATA_FILE", "read_dcp"]

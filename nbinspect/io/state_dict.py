@@ -253,9 +253,9 @@ def _flatten(weights: Mapping, origin: str, meta: dict[str, Any]) -> dict[str, t
 
 
 def _from_record(name: str, t: torch.Tensor, record: Any, origin: str) -> StoredTensor:
-    """A file's tensor known by its record (io/torch_file.py): `t` is a meta tensor with its
+    """A file's tensor known by its record (io/torch_records.py): `t` is a meta tensor with its
     shape and strides; values are read from the file when asked for."""
-    from .torch_file import NoValues
+    from .torch_records import NoValues
 
     if isinstance(record, NoValues):
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -185,6 +186,22 @@ def _llama_like(seed: int, layers: int = 2) -> dict[str, torch.Tensor]:
     sd["model.norm.weight"] = torch.ones(8)
     sd["lm_head.weight"] = torch.randn(32, 8, generator=g)
     return sd
+
+
+def test_roll_ups_of_a_nan_tensor_warn_nothing_and_keep_the_nan():
+    """A NaN in one tensor makes its groups' largest change NaN (meant): no numpy RuntimeWarning
+    on the way, and the other groups keep the float64 reference's largest change."""
+    a = {"x.w": torch.tensor([1.0, 2.0, 3.0]), "y.w": torch.tensor([0.5, -1.0, 4.0])}
+    b = {"x.w": torch.tensor([1.0, float("nan"), 3.5]), "y.w": torch.tensor([0.25, -1.5, 4.0])}
+    result = nbinspect.compare(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        modules = result.by_module().set_index("group")
+        layers = result.by_layer().set_index("group")
+    y = np.abs(b["y.w"].numpy().astype(np.float64) - a["y.w"].numpy().astype(np.float64)).max()
+    assert modules.loc["y", "max_abs_delta"] == y == 0.5
+    assert math.isnan(modules.loc["x", "max_abs_delta"]) and math.isnan(modules.loc["", "max_abs_delta"])
+    assert math.isnan(layers.loc["", "max_abs_delta"])
 
 
 def test_roll_ups_equal_the_reference_over_their_members():
