@@ -45,7 +45,7 @@ def open_page(browser):
         context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=color_scheme)
         contexts.append(context)
         page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}\n{e.stack}"))
         page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
         page.goto(url)
         return page

@@ -187,13 +187,6 @@ def reopened(saved, tmp_path_factory, browser):
 def test_jupyterlab_reopened_without_the_kernel(reopened, trusted, theme, open_page):
     name = "trusted" if trusted else "untrusted"
     page = open_page(f"{reopened}/lab/tree/{name}.ipynb?reset&token={TOKEN}")
-    if theme == "dark":  # once the app has started: a command sent before it is lost
-        page.wait_for_function("() => window.jupyterapp", timeout=60_000)
-        page.evaluate(
-            """async () => { const app = window.jupyterapp; await app.started; await app.restored;
-            await app.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'}); }"""
-        )
-        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
     outputs = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
     expect(outputs).to_contain_text("TinyLM", timeout=60_000)
     if trusted:  # one view: the widget restored from the saved state, or the embedded bundle's
@@ -206,6 +199,13 @@ def test_jupyterlab_reopened_without_the_kernel(reopened, trusted, theme, open_p
         track.scroll_into_view_if_needed()
         expect(track.locator("img")).to_be_visible()
     page.wait_for_timeout(1500)  # the widget manager has answered by now
+    if theme == "dark":  # switched once the outputs are drawn (switching while JupyterLab renders raced it)
+        page.wait_for_function("() => window.jupyterapp && document.body.dataset.jpThemeName", timeout=60_000)
+        page.evaluate(
+            """async () => { const app = window.jupyterapp; await app.started; await app.restored;
+            await app.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'}); }"""
+        )
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
     _assert_clean(page, ".jp-Notebook")
     page.locator(".jp-Notebook .jp-Cell").nth(3).scroll_into_view_if_needed()
     _shoot(page, f"jupyterlab-reopened-{name}-{theme}")
