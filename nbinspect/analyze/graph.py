@@ -122,13 +122,18 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         a, b = _under_common(parent, s, d)
         if a >= 0 and b >= 0 and parent[a] >= 0:
             inside[parent[a]].append((position[a], position[b], shape))
-    hashes: dict[str, int] = {}  # equal blocks repeat: each distinct text is hashed once
+    # Equal blocks repeat: each distinct value is written out and hashed once, found again
+    # by the value itself with its lists as tuples (str, int, None and tuples of them: equal
+    # values have equal texts), not by its text (repr was a third of the graph frames' cost).
+    hashes: dict[tuple, int] = {}
 
-    def hashed(value: tuple) -> int:
-        text = repr(value)
-        h = hashes.get(text)
+    def hashed(key: tuple, value: tuple) -> int:
+        try:
+            h = hashes.get(key)
+        except TypeError:  # unhashable (symbolic sizes): by its text alone
+            return _hash_text(repr(value))
         if h is None:
-            h = hashes[text] = _hash_text(text)
+            h = hashes[key] = _hash_text(repr(value))
         return h
 
     signature = [0] * n
@@ -136,11 +141,23 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         kind = flow.kind[node]
         if kind == "call":
             c = flow.call[node]
-            signature[node] = hashed((types[c], ins[c], outs[c], [signature[k] for k in children[node]], inside[node]))
+            kids = [signature[k] for k in children[node]]
+            i, o = ins[c], outs[c]
+            signature[node] = hashed(
+                (
+                    types[c],
+                    None if i is None else tuple(i),
+                    None if o is None else tuple(o),
+                    tuple(kids),
+                    tuple(inside[node]),
+                ),
+                (types[c], i, o, kids, inside[node]),
+            )
         elif kind == "op":
-            signature[node] = hashed(("op", flow.name[node], op_inputs[node]))
+            name, shapes = flow.name[node], op_inputs[node]
+            signature[node] = hashed(("op", name, tuple(shapes)), ("op", name, shapes))
         else:
-            signature[node] = hashed((kind, flow.name[node]))
+            signature[node] = hashed((kind, flow.name[node]), (kind, flow.name[node]))
     return signature
 
 
