@@ -126,6 +126,7 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
     # by the value itself with its lists as tuples (str, int, None and tuples of them: equal
     # values have equal texts), not by its text (repr was a third of the graph frames' cost).
     hashes: dict[tuple, int] = {}
+    shape_texts: dict[tuple, str] = {}
 
     def hashed(key: tuple, value: tuple) -> int:
         try:
@@ -133,7 +134,7 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         except TypeError:  # unhashable (symbolic sizes): by its text alone
             return _hash_text(repr(value))
         if h is None:
-            h = hashes[key] = _hash_text(repr(value))
+            h = hashes[key] = _hash_text(_call_text(value, shape_texts) if len(value) == 5 else repr(value))
         return h
 
     signature = [0] * n
@@ -159,6 +160,16 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         else:
             signature[node] = hashed((kind, flow.name[node]), (kind, flow.name[node]))
     return signature
+
+
+def _call_text(value: tuple, shape_texts: dict[tuple, str]) -> str:
+    """``repr(value)`` of a call's (type, input shapes, output shapes, child signatures, edges
+    inside) written from its parts: the same text, without repr's recursion guard for each
+    of a container's thousands of edge tuples, and each distinct edge shape written once
+    (`shape_texts`). Positions and signatures are ints, whose str is their repr."""
+    type_name, ins, outs, kids, inside = value
+    edges = ", ".join([f"({a}, {b}, {shape_texts.get(s) or shape_texts.setdefault(s, repr(s))})" for a, b, s in inside])
+    return f"({type_name!r}, {ins!r}, {outs!r}, [{', '.join(map(str, kids))}], [{edges}])"
 
 
 def _under_common(parent: list[int], s: int, d: int) -> tuple[int, int]:
