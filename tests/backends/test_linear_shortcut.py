@@ -27,8 +27,8 @@ def taken(monkeypatch):
     seen: list[int] = []
     real = torch_trace.linear_flops
 
-    def spy(module, args, kwargs):
-        per = real(module, args, kwargs)
+    def spy(module, args, kwargs, counter):
+        per = real(module, args, kwargs, counter)
         if per:
             seen.append(id(module))
         return per
@@ -249,3 +249,28 @@ def test_patched_linear_forward_turns_the_shortcut_off(monkeypatch):
     assert linear_shortcut.plain_linears([nn.Linear(8, 4)]) == set()
     model, x = nn.Sequential(nn.Linear(8, 4)), torch.randn(3, 8)
     assert _counts(model, x)[2] == _reference(model, x) == 2 * 3 * 8 * 4 + 2 * 3 * 4 * 4
+
+
+class _Swapped(nn.Module):
+    """Takes the trace's counter off the stack and runs its Linear under a mode of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+        self.seen: list = []
+
+    def forward(self, x):
+        from torch.utils._python_dispatch import _pop_mode_temporarily
+
+        with _pop_mode_temporarily(), _Logging() as mode:
+            out = self.fc(x)
+        self.seen.append(mode)
+        return out
+
+
+def test_a_mode_the_model_swapped_in_for_the_counter_stays(taken):
+    model = _Swapped()
+    nbinspect.trace(model, torch.randn(3, 8))
+    assert not taken
+    assert "addmm" in model.seen[-1].ops
+    assert torch._C._len_torch_dispatch_stack() == 0

@@ -34,6 +34,7 @@ _GLOBAL_HOOKS = (
 )
 _Parameter, _Tensor, _strided = nn.Parameter, torch.Tensor, torch.strided
 _dispatch_depth, _function_depth = torch._C._len_torch_dispatch_stack, torch._C._len_torch_function_stack
+_dispatch_at = torch._C._get_dispatch_stack_at
 _linear = torch._C._nn.linear
 
 
@@ -51,11 +52,12 @@ def plain_linears(modules: list[nn.Module]) -> set[int]:
     }
 
 
-def linear_flops(module: nn.Module, args: tuple, kwargs: dict) -> int:
+def linear_flops(module: nn.Module, args: tuple, kwargs: dict, counter: Any) -> int:
     """2·k per output element when this call of a :func:`plain_linears` module runs only the
-    known ops (see the module's doc), else 0: run it under the counter. The counter must
-    be the one mode on the dispatch stack and no function mode on."""
-    if kwargs or len(args) != 1 or _dispatch_depth() != 1 or _function_depth():
+    known ops (see the module's doc), else 0: run it under the counter. `counter` must be
+    the one mode on the dispatch stack (not a mode the model swapped in for it) and no
+    function mode on."""
+    if kwargs or len(args) != 1 or _dispatch_depth() != 1 or _function_depth() or _dispatch_at(0) is not counter:
         return 0
     if module._forward_pre_hooks or module._forward_hooks or module._backward_pre_hooks or module._backward_hooks:
         return 0

@@ -134,7 +134,7 @@ class TorchRecorder(Recorder):
                 marks.mark(call.index)
             if own_mode:
                 push(mode)
-            per_output = linear_flops(module, args, kwargs) if key in quick else 0  # FLOPs per output element
+            per_output = linear_flops(module, args, kwargs, counter) if key in quick else 0  # FLOPs per output element
             if per_output:
                 dispatch_pop(None)
             try:
