@@ -10,9 +10,11 @@ every module call from Python, as the trace does), with a no-op
 ``TorchDispatchMode`` as well (what counting FLOPs from torch's own formulas pays), with a
 no-op saved-tensor hook instead (the floor of a trace that sees shapes and saved tensors)
 and with both, the mode without torch's per-op dynamo wrapper (the floor of the FLOP trace);
-and torchinfo's ``summary`` (optional: ``pip install -e .[bench]``). The variants run
-interleaved on one thread, each figure the best of N in CPU time (``time.process_time``),
-which other processes on a shared machine disturb less than wall time. Reported:
+``run_trace`` with and without FLOPs, and with every ``Linear``'s FLOPs counted by the
+dispatch mode (the shortcut from shapes off); and torchinfo's ``summary`` (optional:
+``pip install -e .[bench]``). The variants run interleaved on one thread, each figure the
+best of N in CPU time (``time.process_time``), which other processes on a shared machine
+disturb less than wall time. Reported:
 microseconds per module above the plain forward, and the ratio to torchinfo's.
 
 ``inspect()`` without and with statistics is timed on the same model (per module, CPU
@@ -35,6 +37,7 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import nbinspect
+from nbinspect.backends.torch import trace as torch_trace
 from nbinspect.backends.torch.trace import run_trace
 
 
@@ -98,6 +101,17 @@ def with_noop_saved_hooks(model: nn.Module, x: torch.Tensor, mode: type | None =
             with_noop_dispatch(model, x, mode)
 
 
+def run_trace_counter_only(model: nn.Module, x: torch.Tensor) -> None:
+    """run_trace with every Linear's FLOPs counted by the dispatch mode (no shortcut from
+    shapes, see backends/torch/linear_shortcut.py): what the shortcut saves."""
+    real = torch_trace.plain_linears
+    torch_trace.plain_linears = lambda modules: set()  # type: ignore[assignment]
+    try:
+        run_trace(model, (x,))
+    finally:
+        torch_trace.plain_linears = real  # type: ignore[assignment]
+
+
 def bench_hooks(layers: int, repeat: int) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(*(nn.Linear(8, 8) for _ in range(layers)))
@@ -112,6 +126,7 @@ def bench_hooks(layers: int, repeat: int) -> None:
         "floor: + dispatch mode, no dynamo wrapper": lambda: with_noop_saved_hooks(model, x, NoOpDispatchUnwrapped),
         "run_trace(flops=False): shapes, saved tensors": lambda: run_trace(model, (x,), flops=False),
         "run_trace: shapes, saved tensors, FLOPs": lambda: run_trace(model, (x,)),
+        "run_trace: FLOPs all by the dispatch mode": lambda: run_trace_counter_only(model, x),
         "nbinspect.trace: + structure and frames": lambda: nbinspect.trace(model, x),
     }
     try:

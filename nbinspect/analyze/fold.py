@@ -27,12 +27,12 @@ class Folds(NamedTuple):
     hidden: set[int]  # rows another member stands for (the other members and their subtrees)
 
 
-def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None) -> list[tuple]:
-    """Per module row: its own tensors as (key, shape, dtype, trainable), in order."""
+def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None, index: dict[str, int]) -> list[tuple]:
+    """Per module row: its own tensors as (key, shape, dtype, trainable), in order (`index`:
+    module path -> row)."""
     own: list[list[tuple]] = [[] for _ in range(len(layers))]
     if params is None or params.empty:
         return [()] * len(layers)
-    index = {name: i for i, name in enumerate(layers["name"].tolist())}
     columns = (params[c].tolist() for c in ("name", "module", "shape", "dtype", "requires_grad"))
     for name, module, shape, dtype, grad in zip(*columns):
         at = index.get(module)
@@ -44,20 +44,24 @@ def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None) -> list[tupl
     return [tuple(t) for t in own]
 
 
-def _children(layers: pd.DataFrame) -> list[list[int]]:
-    index = {name: i for i, name in enumerate(layers["name"].tolist())}  # lists: a Series iterates slowly
+def _children(layers: pd.DataFrame, index: dict[str, int]) -> list[list[int]]:
     children: list[list[int]] = [[] for _ in range(len(layers))]
     for i, parent in enumerate(layers["parent"].tolist()):
-        if not is_missing(parent):
-            children[index[parent]].append(i)
+        at = index.get(parent)
+        if at is not None:
+            children[at].append(i)
+        elif not is_missing(parent):  # only the root's is missing (tested here only, not per row)
+            raise KeyError(parent)
     return children
 
 
 def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Folds:
     """The folds of the module tree in `layers` (its tensors from `params`)."""
-    children = _children(layers)
-    keys = [name.rpartition(".")[2] for name in layers["name"].tolist()]
-    values = list(zip(layers["type"].tolist(), _own_tensors(layers, params)))
+    names = layers["name"].tolist()  # lists: a Series iterates slowly
+    index = {name: i for i, name in enumerate(names)}
+    children = _children(layers, index)
+    keys = [name.rpartition(".")[2] for name in names]
+    values = list(zip(layers["type"].tolist(), _own_tensors(layers, params, index)))
     ids: dict[tuple, int] = {}
     signature = [0] * len(layers)
     stop = list(range(1, len(layers) + 1))  # one past each row's subtree (rows are in pre-order)
@@ -86,7 +90,10 @@ def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Fo
                 label = f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}"
                 folds[kids[a]] = Fold(label, b - a, tuple(kids[a:b]), stop[kids[b - 1]])
                 for member in kids[a + 1 : b]:
-                    hidden.update(_subtree(member, children))
+                    if children[member]:
+                        hidden.update(_subtree(member, children))
+                    else:  # a leaf (most members of a run of leaves): itself
+                        hidden.add(member)
             a = b
     return Folds(folds, hidden)
 

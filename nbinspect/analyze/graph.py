@@ -122,13 +122,19 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         a, b = _under_common(parent, s, d)
         if a >= 0 and b >= 0 and parent[a] >= 0:
             inside[parent[a]].append((position[a], position[b], shape))
-    hashes: dict[str, int] = {}  # equal blocks repeat: each distinct text is hashed once
+    # Equal blocks repeat: each distinct value is written out and hashed once, found again
+    # by the value itself with its lists as tuples (str, int, None and tuples of them: equal
+    # values have equal texts), not by its text (repr was a third of the graph frames' cost).
+    hashes: dict[tuple, int] = {}
+    shape_texts: dict[tuple, str] = {}
 
-    def hashed(value: tuple) -> int:
-        text = repr(value)
-        h = hashes.get(text)
+    def hashed(key: tuple, value: tuple) -> int:
+        try:
+            h = hashes.get(key)
+        except TypeError:  # unhashable (symbolic sizes): by its text alone
+            return _hash_text(repr(value))
         if h is None:
-            h = hashes[text] = _hash_text(text)
+            h = hashes[key] = _hash_text(_call_text(value, shape_texts) if len(value) == 5 else repr(value))
         return h
 
     signature = [0] * n
@@ -136,12 +142,34 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         kind = flow.kind[node]
         if kind == "call":
             c = flow.call[node]
-            signature[node] = hashed((types[c], ins[c], outs[c], [signature[k] for k in children[node]], inside[node]))
+            kids = [signature[k] for k in children[node]]
+            i, o = ins[c], outs[c]
+            signature[node] = hashed(
+                (
+                    types[c],
+                    None if i is None else tuple(i),
+                    None if o is None else tuple(o),
+                    tuple(kids),
+                    tuple(inside[node]),
+                ),
+                (types[c], i, o, kids, inside[node]),
+            )
         elif kind == "op":
-            signature[node] = hashed(("op", flow.name[node], op_inputs[node]))
+            name, shapes = flow.name[node], op_inputs[node]
+            signature[node] = hashed(("op", name, tuple(shapes)), ("op", name, shapes))
         else:
-            signature[node] = hashed((kind, flow.name[node]))
+            signature[node] = hashed((kind, flow.name[node]), (kind, flow.name[node]))
     return signature
+
+
+def _call_text(value: tuple, shape_texts: dict[tuple, str]) -> str:
+    """``repr(value)`` of a call's (type, input shapes, output shapes, child signatures, edges
+    inside) written from its parts: the same text, without repr's recursion guard for each
+    of a container's thousands of edge tuples, and each distinct edge shape written once
+    (`shape_texts`). Positions and signatures are ints, whose str is their repr."""
+    type_name, ins, outs, kids, inside = value
+    edges = ", ".join([f"({a}, {b}, {shape_texts.get(s) or shape_texts.setdefault(s, repr(s))})" for a, b, s in inside])
+    return f"({type_name!r}, {ins!r}, {outs!r}, [{', '.join(map(str, kids))}], [{edges}])"
 
 
 def _under_common(parent: list[int], s: int, d: int) -> tuple[int, int]:

@@ -16,14 +16,6 @@ __all__ = ["flow", "layers_with_trace"]
 _TRACE = FrameSchema("layer trace columns", TRACE_COLUMNS)
 
 
-def _shapes(shapes: list | None) -> list | None:
-    return None if shapes is None else list(map(tuple, shapes))
-
-
-def _dtypes(dtypes: list | None) -> list | None:
-    return None if dtypes is None else list(map(dtype_name, dtypes))
-
-
 def flow(result: TraceResult) -> pd.DataFrame:
     """One row per module call in execution order (schema.FLOW), built column by column:
     no dict per call."""
@@ -41,10 +33,11 @@ def flow(result: TraceResult) -> pd.DataFrame:
             "depth": column("depth"),
             "parent": column("parent"),
             "call": column("call"),
-            "input_shapes": [_shapes(c.input_shapes) for c in calls],
+            # shapes as tuples, dtypes by name; None where the call raised (no function call per row)
+            "input_shapes": [None if s is None else list(map(tuple, s)) for s in column("input_shapes")],
             "input_bytes": column("input_bytes"),
-            "output_shapes": [_shapes(c.output_shapes) for c in calls],
-            "output_dtypes": [_dtypes(c.output_dtypes) for c in calls],
+            "output_shapes": [None if s is None else list(map(tuple, s)) for s in column("output_shapes")],
+            "output_dtypes": [None if d is None else list(map(dtype_name, d)) for d in column("output_dtypes")],
             "flops": column("flops") if result.flops else missing,
             "own_flops": column("own_flops") if result.flops else missing,
             "backward_flops": column("backward_flops") if result.backward else missing,
