@@ -38,7 +38,7 @@ from ...dtypes import dtype_name
 from ...errors import DTYPE_HINT, TraceError
 from .activations import SavedTensorMeter, storage_ids
 from .dataflow import DataflowCapture, GraphMode
-from .fake_kernels import FakeKernelShims
+from .fake_kernels import ShimmedFakeMode
 from .flops import FLASH_BACKWARD_NOTE, AutogradMarks, FlopCounter, coverage_note
 from .linear_shortcut import linear_flops, plain_linears
 
@@ -464,11 +464,8 @@ def run_trace(
         stack.enter_context(torch.inference_mode(inference_model))
         stack.enter_context(preserved(modules, model_tensors, training, real=not use_fake))
         if use_fake:
-            from torch._subclasses.fake_tensor import FakeTensorMode
-
             stack.enter_context(_quiet_fake_errors())
-            fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
-            stack.enter_context(FakeKernelShims())
+            fake_mode = stack.enter_context(ShimmedFakeMode(allow_non_fake_inputs=True))
             stand_in_device = torch.device("cpu") if on_meta else None
             device = stand_in_device or device
             params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
