@@ -14,6 +14,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -47,6 +48,10 @@ def numba_unwelcome() -> bool:
 # Asked in this order: the first that recognises an object takes it (a sharded torch model
 # is a torch model too, so the distributed backend comes before torch).
 _REGISTRY = ("vllm", "mlx", "distributed", "torch")
+# The module a backend's objects come from, when it is not always loaded: none of them can
+# exist before it is imported, so a plain torch session never imports the MLX, vLLM and
+# distributed backends (0.04–0.07 s of the first call).
+_FRAMEWORK = {"vllm": "vllm", "mlx": "mlx.nn", "distributed": "torch.distributed.tensor"}
 
 EXPECTED = "a torch.nn.Module or MLX module instance, a state_dict, or a checkpoint path"
 
@@ -62,6 +67,8 @@ def backend_named(name: str) -> Backend:
 def backend_for(obj: Any) -> Backend | None:
     """The backend that recognises `obj` (a model or engine), or None."""
     for name in _REGISTRY:
+        if _FRAMEWORK.get(name, __name__) not in sys.modules:
+            continue
         backend = backend_named(name)
         if backend.recognizes(obj):
             return backend
