@@ -29,6 +29,7 @@ __all__ = [
     "PRELUDE",
     "PeakRSS",
     "best_of",
+    "compile_sources",
     "gb",
     "interleaved",
     "interleaved_times",
@@ -77,6 +78,17 @@ def warm(*paths: Path) -> None:
         with open(path, "rb", buffering=0) as f:
             while f.readinto(buffer):
                 pass
+
+
+def compile_sources() -> None:
+    """Write nbinspect's bytecode, as ``pip install`` does: a first call measured in a fresh
+    interpreter must not include compiling the sources (``PYTHONDONTWRITEBYTECODE`` would
+    otherwise have every run compile them again)."""
+    import compileall
+
+    import nbinspect
+
+    compileall.compile_dir(Path(nbinspect.__file__).parent, quiet=1)
 
 
 def gb(n: float) -> str:

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from _measure import compile_sources
+
 
 def child(layers: int, d: int, repeat: int) -> None:
     import torch
@@ -75,6 +77,7 @@ def main() -> None:
     if args.child:
         child(args.layers, args.d_model, args.repeat)
         return
+    compile_sources()
     env = {**os.environ, **({"NBINSPECT_WARM_UP": "0"} if args.no_warm_up else {})}
     command = [sys.executable, __file__, "--child", "--layers", str(args.layers), "--d-model", str(args.d_model)]
     load = os.getloadavg()[0]
