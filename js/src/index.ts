@@ -11,7 +11,8 @@ import { TreeView } from "./view";
 
 /** InspectWidget's synced traits (nbinspect/widget.py). */
 export interface Traits {
-  payload: Payload;
+  /** JSON bytes from a kernel (one binary buffer: DataView), the object itself on a static page. */
+  payload: Payload | DataView;
   /** A dotted path ('' is the root module), or null when nothing is selected. */
   selected: string | null;
 }
@@ -48,6 +49,19 @@ function valueFetchers(invoke: Invoke | undefined): { region?: RegionFetcher; lo
   };
 }
 
+const decoded = new WeakMap<DataView, Payload>();
+
+/** The payload a trait holds: parsed from the kernel's JSON bytes (once per value), or as it is. */
+export function payloadOf(value: Payload | DataView | undefined): Payload | undefined {
+  if (!(value instanceof DataView)) return value;
+  let payload = decoded.get(value);
+  if (!payload) {
+    payload = JSON.parse(new TextDecoder().decode(value)) as Payload;
+    decoded.set(value, payload);
+  }
+  return payload;
+}
+
 /** Why this front-end cannot show `payload`, or null when it can. */
 export function incompatible(payload: Payload | undefined): string | null {
   const version = payload?.version;
@@ -65,11 +79,11 @@ function render({ model, el, experimental }: Props): () => void {
   const invoke = experimental ? commandInvoker(model) : undefined;
   const timeline = new Timeline(el); // metrics over training steps (nbinspect.track), above the tree
   const show = () => {
-    const payload = model.get("payload");
+    const payload = payloadOf(model.get("payload"));
     const problem = incompatible(payload);
     error.textContent = problem ?? "";
     timeline.update(problem ? undefined : payload?.timeline);
-    if (problem) {
+    if (problem || !payload) {
       view?.destroy();
       view = null;
       el.append(error);

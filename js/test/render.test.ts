@@ -155,6 +155,20 @@ describe("render", () => {
     expect(rows()[0].textContent).toContain("Other");
   });
 
+  it("reads the payload a kernel sends as JSON bytes (a DataView), the same as the object", () => {
+    const bytes = (p: Payload) => new DataView(new TextEncoder().encode(JSON.stringify(p)).buffer);
+    const fromObject = mountGrid(payload(), "blocks.2.fc");
+    const paths = fromObject.rows().map((r) => r.dataset.path);
+    unmountAll();
+    const { model, rows, row } = mountGrid(bytes(payload()) as unknown as Payload, "blocks.2.fc");
+    expect(rows().map((r) => r.dataset.path)).toEqual(paths);
+    expect(row("blocks.2.fc")!.getAttribute("aria-selected")).toBe("true");
+    const next = payload();
+    next.model.name = "Other";
+    model.change("payload", bytes(next) as unknown as Payload);
+    expect(rows()[0].textContent).toContain("Other");
+  });
+
   it("keeps expansion, selection, filter and sort across five live updates of the same model", () => {
     const { model, el, rows, row, grid } = mountGrid();
     const caret = (path: string) => row(path)!.querySelector<HTMLElement>(".nbi-caret")!;

@@ -166,6 +166,19 @@ def test_inspect_widget_is_handed_frames_and_answers_histogram_requests():
     assert "selected='body.0'" in repr(w)
 
 
+def test_the_payload_travels_as_one_buffer_of_json():
+    """ipywidgets sends bytes as a binary buffer and does not walk them (a dict it walks
+    twice); the front-end parses the JSON (js/src/index.ts payloadOf)."""
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    w = nbinspect.inspect(examples.build("cnn")).widget()
+    state, paths, buffers = _remove_buffers(w.get_state())
+    assert paths == [["payload"]] and "payload" not in state
+    assert json.loads(bytes(buffers[0])) == w.payload and w.payload["model"]["name"] == "SmallCNN"
+    w.payload = {**w.payload, "model": {"name": "Other", "framework": "torch"}}  # an update travels the same way
+    assert json.loads(w.get_state("payload")["payload"])["model"]["name"] == "Other"
+
+
 def test_inspection_displays_as_the_widget_with_a_stable_text_repr():
     insp = nbinspect.inspect(examples.build("cnn"))
     bundle = insp._repr_mimebundle_()
