@@ -22,11 +22,12 @@ Both paths give the same counts, min, max and histogram; the moments agree to ~1
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -48,6 +49,7 @@ __all__ = [
     "kernel_array",
     "kernels",
     "moment_sums",
+    "on_this_thread",
     "pair_sums",
     "sample_share",
     "stream_sums",
@@ -113,8 +115,24 @@ def warm_up() -> None:
         os.register_at_fork(before=_warm_up.join)
 
 
+_own_thread = threading.local()  # set on the threads of parallel.py: each of them reduces its tensors itself
+
+
+@contextlib.contextmanager
+def on_this_thread() -> Iterator[None]:
+    """Within it, this thread reduces each tensor alone instead of splitting it across the
+    pool's threads: for callers that already run one such thread per core (``workers=``),
+    whose tensors then go through without hand-offs, one thread's Python between tensors
+    overlapping the other's kernel."""
+    _own_thread.on = True
+    try:
+        yield
+    finally:
+        _own_thread.on = False
+
+
 def _threads(n: int) -> int:
-    if n < 2 * PART:  # one share (without asking the system, as every small tensor would)
+    if n < 2 * PART or getattr(_own_thread, "on", False):  # one share (without asking the system)
         return 1
     return max(1, min(torch.get_num_threads(), os.cpu_count() or 1, n // PART))
 
@@ -348,7 +366,7 @@ def stream_sums(
         s, sq, abs_sum = sums[:3]
         return j - i, int(counts[0]), int(counts[1]), int(counts[2]), s, sq, abs_sum, lo, hi
 
-    for part in _run(share, _splits(n, _threads(n))):
+    for part in _run(share, _splits(n, _threads(n))) if n else []:
         total.add(*part)
     values.verify()  # pieces read in full from a file that was then rewritten in place
     return total

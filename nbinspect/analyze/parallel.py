@@ -46,7 +46,8 @@ def parallel_tensor_stats(source: ModelSource, bins: int, workers: int) -> _Resu
         files = sorted(by_file, key=lambda f: -size[f])  # largest first: the workers end together
 
         def file_stats(file: str) -> _Results:
-            return tensor_stats(_subset(source, by_file[file]), bins, progress=False)
+            with fused.on_this_thread():
+                return tensor_stats(_subset(source, by_file[file]), bins, progress=False)
 
         with ThreadPoolExecutor(workers, thread_name_prefix="nbinspect-files") as pool:
             for part in pool.map(file_stats, files):
