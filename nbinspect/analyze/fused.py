@@ -16,6 +16,8 @@ them itself only for work of at least ``FUSED_ABOVE`` bytes, and otherwise takes
 path. float32/float64 arrays go through the kernels as they are, fp16/bf16 ones as their
 bit patterns, widened to float32 inside the kernel's loop (exact, one read of 2 bytes an
 element), other dtypes are upcast chunk by chunk into a reused buffer by torch first.
+A large tensor of a safetensors file is not loaded: the kernel reads it itself with
+``pread``, a piece at a time into a buffer per thread (:func:`stream_sums`).
 Without numba the torch path is kept.
 Both paths give the same counts, min, max and histogram; the moments agree to ~1e-8.
 """
