@@ -221,3 +221,46 @@ def test_the_kernel_is_not_given_bytes_outside_the_tensor(tmp_path):
     values = _file_tensor(tmp_path, t, pad=1)
     with pytest.raises(nbinspect.CheckpointError, match="outside the tensor"):
         values.span(t.numel() * 4 + 1)
+
+
+class _Stopping:
+    """The kernels, with a stream kernel that stops early as an interrupted ``pread`` does
+    (EINTR): after `pieces` pieces of a call, or at once when `pieces` is 0."""
+
+    def __init__(self, pieces: int):
+        self.pieces = pieces
+        self.calls = 0
+
+    def __getattr__(self, name):
+        return getattr(KERNELS, name)
+
+    def stream_moments(self, fd, base, start, end, x, *rest):
+        self.calls += 1
+        stop = min(end, start + self.pieces * x.size)
+        return KERNELS.stream_moments(fd, base, start, stop, x, *rest) if stop > start else start
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+def test_a_read_the_kernel_stops_early_is_resumed_to_the_same_numbers(tmp_path, small_pieces, dtype):
+    n = 7 * (PIECE // dtype.itemsize) + 5
+    t = _values(n, dtype, planted=True, seed=3)
+    values = _file_tensor(tmp_path, t, pad=5)
+    whole = np.zeros(-(-n // 3))
+    once = fused.stream_sums(KERNELS, values, n, dtype, _shift(t), whole, 3)
+    stopping = _Stopping(pieces=2)
+    sample = np.zeros_like(whole)
+    resumed = fused.stream_sums(stopping, values, n, dtype, _shift(t), sample, 3)
+    assert stopping.calls == 4  # 8 pieces, 2 a call
+    assert (resumed.n, resumed.count, resumed.nan, resumed.zeros) == (once.n, once.count, once.nan, once.zeros)
+    assert (resumed.lo, resumed.hi, resumed.s, resumed.sq, resumed.abs_sum) == (
+        once.lo, once.hi, once.s, once.sq, once.abs_sum
+    )  # fmt: skip
+    np.testing.assert_array_equal(sample, whole)
+    _check(resumed, sample, t, 3)
+
+
+def test_a_read_that_keeps_failing_where_python_reads_is_an_error_not_a_loop(tmp_path, small_pieces):
+    t = torch.randn(3 * PIECE)
+    values = _file_tensor(tmp_path, t, pad=1)
+    with pytest.raises(nbinspect.CheckpointError, match=r"values-torch.float32-12288-1.bin: cannot read byte 0"):
+        fused.stream_sums(_Stopping(pieces=0), values, t.numel(), t.dtype, 0.0, np.zeros(t.numel()), 1)
