@@ -8,7 +8,8 @@ Writes a synthetic checkpoint of `--gb` GiB of bf16 (or fp32) weights in 512 MB 
 a ``model.safetensors.index.json`` under /tmp (deleted at the end), reads it once so every
 pass starts from the page cache, then, each in a fresh process: the read-only pass
 (``safetensors.safe_open``, ``get_tensor`` and ``sum`` per tensor), ``nbinspect.stats(folder)``
-twice (the first call of the process, then again) and the read-only pass again; the same
+twice (the first call of the process, with the time it spent loading numba and the kernels,
+then again) and the read-only pass again; the same
 with one torch thread; and ``nbinspect.stats(folder, workers=N)``. Peak resident memory (the
 process, and its largest worker) is sampled from /proc.
 """
@@ -71,7 +72,15 @@ def measure(folder: str, workers: int | None, threads: int | None) -> None:
     resident memory is sampled every 50 ms from /proc for this process and its workers
     (ru_maxrss would carry the parent's high-water mark over exec)."""
     import nbinspect
+    from nbinspect.analyze import fused
 
+    loading = [0.0]
+    load = fused._load
+
+    def timed_load() -> None:  # what the first call spends loading numba and the kernels
+        loading[0] += _timed(load)
+
+    fused._load = timed_load
     if threads:
         torch.set_num_threads(threads)
     floor = [_timed(read_only, folder)]
@@ -85,6 +94,7 @@ def measure(folder: str, workers: int | None, threads: int | None) -> None:
         json.dumps(
             {
                 "seconds": seconds,
+                "loading": loading[0],
                 "again": again,
                 "floor": min(floor),
                 "rss": peak.peak,
@@ -149,7 +159,8 @@ def main() -> None:
         for label, r in rows:
             print(
                 f"  {label:14s} first call {r['seconds']:6.2f} s {size / 1e9 / r['seconds']:5.2f} GB/s "
-                f"{r['seconds'] / r['floor']:5.2f}x; again {r['again']:6.2f} s {size / 1e9 / r['again']:5.2f} GB/s "
+                f"{r['seconds'] / r['floor']:5.2f}x (loading the kernels {r['loading']:.2f} s); "
+                f"again {r['again']:6.2f} s {size / 1e9 / r['again']:5.2f} GB/s "
                 f"{r['again'] / r['floor']:5.2f}x the read-only pass ({r['floor']:.2f} s, "
                 f"{size / 1e9 / r['floor']:.1f} GB/s); peak RSS {r['rss'] / 2**20:6.0f} MB"
                 + (f" (largest worker {r['worker_rss'] / 2**20:.0f} MB)" if r["worker_rss"] else "")

@@ -26,7 +26,16 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-__all__ = ["BLOCK", "PAIR_BLOCK", "bin_counts", "moments_careful", "moments_fast", "pair_sums", "segment_moments"]
+__all__ = [
+    "BLOCK",
+    "PAIR_BLOCK",
+    "bin_counts",
+    "moments_careful",
+    "moments_fast",
+    "pair_sums",
+    "segment_moments",
+    "stream_moments",
+]
 
 # Elements per block of the statistics: summed in the array's own float type, then in float64.
 # Each vector lane's float32 partial sum adds BLOCK / lanes values, and the lanes depend on the
@@ -280,6 +289,113 @@ def moments_careful(x, shift):  # pragma: no cover - compiled
             hi = max(hi, y)
             zeros += y == 0
     return s, q, a, lo, hi, count, nan, zeros
+
+
+@intrinsic
+def _pread(typingctx, fd, array, at, count, offset):  # pragma: no cover - compiled
+    """libc's ``pread(fd, <byte `at` of array>, count, offset)``: the bytes read, 0 at the end
+    of the file, -1 on an error. Called by name (the symbol is resolved when the machine code
+    is linked, so the kernel stays cacheable, unlike a ctypes pointer baked into it)."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        fd, array_value, at, count, offset = args
+        data = context.make_array(signature.args[1])(context, builder, array_value).data
+        byte_pointer = ir.IntType(8).as_pointer()
+        i64 = ir.IntType(64)
+        pointer = builder.gep(builder.bitcast(data, byte_pointer), [at])
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(i64, [ir.IntType(32), byte_pointer, i64, i64]), "pread"
+        )
+        return builder.call(function, [builder.trunc(fd, ir.IntType(32)), pointer, count, offset])
+
+    return types.int64(types.int64, array, types.int64, types.int64, types.int64), codegen
+
+
+_STREAM_SIGNATURES = [
+    f"int64(int64, int64, int64, int64, {x}[::1], {i}[::1], {u}[::1], {f}, {i}, int64, uint64, float64,"
+    f" float64[::1], int64, float64[::1], int64[::1], {i}[::1], {u}[::1])"
+    for x, i, u, f in (
+        ("float32", "int32", "uint32", "float32"),
+        ("float64", "int64", "uint64", "float64"),
+        ("uint16", "int16", "uint16", "float32"),  # bf16 bit patterns
+        ("int16", "int16", "uint16", "float32"),  # fp16 bit patterns
+    )
+]
+
+
+@numba.njit(_STREAM_SIGNATURES, nogil=True, cache=True)
+def stream_moments(
+    fd,
+    base,
+    start,
+    end,
+    x,
+    signed,
+    unsigned,
+    shift,
+    negative_zero,
+    positive_limit,
+    negative_limit,
+    shift64,
+    sample,
+    stride,
+    sums,
+    counts,
+    signed_ext,
+    unsigned_ext,
+):  # pragma: no cover - compiled
+    """Elements start..end-1 of a tensor whose first byte is at `base` in the file `fd`, read
+    with pread x.size at a time into `x` (`signed`, `unsigned`: the same memory as integers)
+    and reduced while in cache, so a thread's whole share is one call: a block by
+    :func:`moments_fast`, or by :func:`moments_careful` when it holds NaN/Inf (its bits reach
+    the limits: `positive_limit` as signed, `negative_limit` as unsigned) or its float32 sums
+    overflow. Adds into the running state, so a call can resume where one stopped: `sums`
+    (s, sq, abs_sum around `shift`, and min/max of the careful blocks), `counts` (finite
+    count, NaN, zeros), the integer extremes of the fast blocks (`signed_ext`: min, max;
+    `unsigned_ext`: min, max). Elements at multiples of `stride` go into `sample` at their
+    index / stride. Returns `end`, or the element a read stopped at (the file ended early or
+    the read failed: the caller finds out why)."""
+    size = x.itemsize
+    a = start
+    while a < end:
+        b = min(a + x.size, end)
+        want = (b - a) * size
+        got = 0
+        while got < want:
+            r = _pread(fd, x, got, want - got, base + a * size + got)
+            if r <= 0:
+                return a
+            got += r
+        m = b - a
+        first = (stride - a % stride) % stride
+        at = (a + stride - 1) // stride
+        s, q, ab, smin, smax, umin, umax, zeros = moments_fast(
+            x[:m], signed[:m], unsigned[:m], shift, negative_zero, sample[at:], first, stride
+        )
+        if smax < positive_limit and umax < negative_limit and np.isfinite(q) and np.isfinite(ab):
+            sums[0] += s
+            sums[1] += q
+            sums[2] += ab
+            counts[0] += m
+            counts[2] += zeros
+            signed_ext[0] = min(signed_ext[0], smin)
+            signed_ext[1] = max(signed_ext[1], smax)
+            unsigned_ext[0] = min(unsigned_ext[0], umin)
+            unsigned_ext[1] = max(unsigned_ext[1], umax)
+        else:
+            s, q, ab, lo, hi, count, nan, zeros = moments_careful(x[:m], shift64)
+            sums[0] += s
+            sums[1] += q
+            sums[2] += ab
+            sums[3] = min(sums[3], lo)
+            sums[4] = max(sums[4], hi)
+            counts[0] += count
+            counts[1] += nan
+            counts[2] += zeros
+        a = b
+    return end
 
 
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF  # every bit of a float64 but the sign: the bits of |d|

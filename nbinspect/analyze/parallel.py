@@ -1,9 +1,11 @@
 """Weight statistics of a sharded checkpoint, its files spread over worker threads.
 
 Each worker takes whole shard files (largest first, one file at a time) and reduces their
-tensors with the ordinary streaming code: a large tensor of a safetensors file goes
-through the fused kernels 1 MiB at a time (``fused.stream_sums``), so each worker holds a
-few buffers, whatever the checkpoint's size. Threads, not processes: the kernels and
+tensors with the ordinary streaming code on its own thread (``fused.on_this_thread``: a
+tensor is not split again across the pool, so one worker's Python between tensors runs
+while the other is in the kernel): a large tensor of a safetensors file is one call of the
+fused kernel, which reads it 1 MiB at a time (``fused.stream_sums``), so each worker holds a
+buffer, whatever the checkpoint's size. Threads, not processes: the kernels and
 ``pread`` release the GIL, and a spawned process pays for importing torch and loading the
 kernels (seconds; measured 17 s for two workers on the shared 2-core machine under load)
 before reading anything, which a folder of a few GB never earns back. Tensors that are not
@@ -46,7 +48,8 @@ def parallel_tensor_stats(source: ModelSource, bins: int, workers: int) -> _Resu
         files = sorted(by_file, key=lambda f: -size[f])  # largest first: the workers end together
 
         def file_stats(file: str) -> _Results:
-            return tensor_stats(_subset(source, by_file[file]), bins, progress=False)
+            with fused.on_this_thread():
+                return tensor_stats(_subset(source, by_file[file]), bins, progress=False)
 
         with ThreadPoolExecutor(workers, thread_name_prefix="nbinspect-files") as pool:
             for part in pool.map(file_stats, files):

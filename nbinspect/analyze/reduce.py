@@ -330,13 +330,11 @@ def large_moments(t: torch.Tensor, bins: int, workspace: Scratch) -> Moments:
     return _with_histogram(total, picked, bins, kernels)
 
 
-class Streamed(Protocol):
-    """Values not in memory, read a piece at a time (``io.safetensors_file.FileTensor``)."""
+class Streamed(fused.FileSpan, Protocol):
+    """Values not in memory, read by the kernel from their file (``io.safetensors_file.FileTensor``)."""
 
     dtype: torch.dtype
     shape: tuple[int, ...]
-
-    def read_into(self, start: int, buffer: np.ndarray) -> None: ...
 
 
 _PROBES = 16  # places a streamed tensor's shift is read from, _PROBE elements each
@@ -348,6 +346,7 @@ def streamable(values: Any, workspace: Scratch) -> bool:
     return (
         workspace.kernels is not None
         and callable(getattr(values, "read_into", None))
+        and callable(getattr(values, "span", None))
         and getattr(values, "dtype", None) in fused.KERNEL_VIEWS
         and math.prod(values.shape) > SAMPLE
     )
@@ -368,7 +367,7 @@ def streamed_moments(values: Streamed, bins: int, workspace: Scratch) -> Moments
     shift = _shift(torch.from_numpy(probe.reshape(-1)).view(dtype))
     stride = _stride_of(n, values.shape)
     sample = workspace.get(torch.float64, "sample", -(-n // stride), exact=True).numpy()
-    sums = fused.stream_sums(k, values.read_into, n, dtype, shift, sample, stride)
+    sums = fused.stream_sums(k, values, n, dtype, shift, sample, stride)
     return _with_histogram(_moments_of(sums, bins), sample, bins, k)
 
 

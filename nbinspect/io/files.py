@@ -14,9 +14,10 @@ Every file nbinspect reads on behalf of a checkpoint goes through here.
 - Only regular files are opened (FIFOs, devices, sockets are refused; ``O_NONBLOCK`` so
   even the open cannot block).
 - A :class:`FileHandle` keeps the descriptor for the source's life and reads with
-  ``os.pread``: no memory map, so a file truncated by another process is a short read and
-  a one-line error, never SIGBUS. The file's identity (device, inode, size, mtime) is
-  checked around every read of values.
+  ``os.pread`` (the statistics kernel calls libc's ``pread`` on the same descriptor, within a
+  tensor's byte range): no memory map, so a file truncated by another process is a short
+  read and a one-line error, never SIGBUS. The file's identity (device, inode, size, mtime)
+  is checked around every read of values (around each tensor the kernel reads).
 """
 
 from __future__ import annotations

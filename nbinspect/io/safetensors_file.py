@@ -37,7 +37,8 @@ class FileTensor:
     memory map: a file truncated by another process is a one-line error, never SIGBUS).
     Called, it reads the whole tensor; :meth:`read_into` reads part of its bytes into a
     buffer, so a streaming reader (the statistics) can go through it a cache-sized piece
-    at a time without holding it all."""
+    at a time without holding it all, or :meth:`span` gives a kernel the place to read
+    from itself."""
 
     __slots__ = ("dtype", "handle", "nbytes", "offset", "shape")
 
@@ -61,6 +62,24 @@ class FileTensor:
         if start < 0 or start + n > self.nbytes:
             raise CheckpointError(f"{self.handle.where}: bytes {start:,}+{n:,} lie outside the tensor")
         self.handle.readinto(self.offset + start, memoryview(buffer))
+
+    def span(self, nbytes: int) -> tuple[int, int]:
+        """(file descriptor, offset of the first byte) for a reader that calls ``pread`` itself
+        (the statistics kernel) over `nbytes` from there, which must lie inside the tensor; it
+        repeats a read that stops early with :meth:`read_into` (which says why) and calls
+        :meth:`verify` after."""
+        if not 0 <= nbytes <= self.nbytes:
+            raise CheckpointError(f"{self.handle.where}: {nbytes:,} bytes lie outside the tensor")
+        self.handle.check()
+        return self.handle.fd, self.offset
+
+    def verify(self) -> None:
+        """Raise a one-line error if the file changed since it was opened."""
+        self.handle.check()
+
+    @property
+    def where(self) -> str:
+        return self.handle.where
 
     def rows(self, i0: int, i1: int) -> torch.Tensor:
         """Rows [i0, i1) along the first axis: only their bytes are read."""
