@@ -15,6 +15,18 @@ from nbinspect import examples
 GOLDEN = Path(__file__).parent / "golden"
 
 
+def pytest_configure(config):
+    """Load the statistics kernels before any test runs, as a session has them soon after
+    first use. Left to nbinspect's background warm-up (``analyze.fused.warm_up``), numba's
+    import created loggers while pytest walked logging's registry at a test's setup:
+    INTERNALERROR "dictionary changed size during iteration", the whole run lost."""
+    from nbinspect.analyze import fused
+
+    fused.warm_up()  # not where numba is unwelcome (vLLM installed) or NBINSPECT_WARM_UP=0
+    if fused._warm_up is not None:
+        fused._warm_up.join()
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from current output")
 
