@@ -59,18 +59,18 @@ def graph_frames(
 
     nodes = GRAPH_NODES.from_columns(
         {
-            "node": list(range(n)),
+            "node": np.arange(n, dtype=np.int64),
             "kind": flow.kind,
             "name": flow.name,
-            "call": [c if c >= 0 else None for c in flow.call],
-            "parent": [p if p >= 0 else None for p in flow.parent],
+            "call": _ids(flow.call),
+            "parent": _ids(flow.parent),
             "last": flow.last,
             "const": const,
             "signature": [format(s & (2**64 - 1), "016x") for s in signature],
-            "fold_first": [f if f >= 0 else None for f in fold_first],
-            "fold_count": [c or None for c in fold_count],
+            "fold_first": _ids(fold_first),
+            "fold_count": pd.arrays.IntegerArray(np.array(fold_count, dtype=np.int64), np.equal(fold_count, 0)),
             "fold_label": fold_label,
-            "same_as": [s if s >= 0 else None for s in same_as],
+            "same_as": _ids(same_as),
             "params": [tuple(flow.params[i]) if i in flow.params else None for i in range(n)],
         },
         n,
@@ -79,8 +79,8 @@ def graph_frames(
         {
             "producer": flow.src,
             "consumer": flow.dst,
-            "producer_call": [enclosing[s] if enclosing[s] >= 0 else None for s in flow.src],
-            "consumer_call": [enclosing[d] if enclosing[d] >= 0 else None for d in flow.dst],
+            "producer_call": _ids(list(map(enclosing.__getitem__, flow.src))),
+            "consumer_call": _ids(list(map(enclosing.__getitem__, flow.dst))),
             "producer_name": [call_name(s) for s in flow.src],
             "consumer_name": [call_name(d) for d in flow.dst],
             "tensor": flow.tensor,
@@ -94,6 +94,13 @@ def graph_frames(
         len(flow.src),
     )
     return edges, nodes
+
+
+def _ids(values: list[int]) -> pd.arrays.IntegerArray:
+    """Node or call ids (plain ints, -1 for none) as an Int64 column, missing where -1: packed
+    by numpy in C, without a list with None to test value by value."""
+    data = np.array(values, dtype=np.int64)
+    return pd.arrays.IntegerArray(data, data < 0)
 
 
 def _hash_text(text: str) -> int:

@@ -53,6 +53,12 @@ def _says_experts(m: ModuleEntry) -> bool:
     return "expert" in last or "expert" in m.type.lower()
 
 
+def _may_say_experts(modules: tuple[ModuleEntry, ...]) -> bool:
+    """False only if no module's name or type says "expert" (:func:`_says_experts`)."""
+    types = {m.type for m in modules}
+    return "expert" in "\n".join([*types, *(m.name for m in modules)]).lower()
+
+
 def _fused_size(m: ModuleEntry, own: list[TensorEntry]) -> int | None:
     """E when `m` holds fused experts (every own parameter [E, ...], one of them 3-D)."""
     shapes = [t.shape for t in own if t.kind == PARAMETER]
@@ -96,8 +102,13 @@ def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
     source = as_source(model)
     # fused experts hold a 3-D parameter; expert modules say so in their name or type
     deep = {t.module for t in source.tensors if t.kind == PARAMETER and t.shape is not None and len(t.shape) >= 3}
-    candidates = [m for m in source.modules if m.name in deep or _says_experts(m)]
-    if not candidates:  # most models: nothing more to look at
+    modules = source.modules
+    # most models: no name or type says "expert" (one test over the joined text, not one
+    # per module; a name's last part lies inside it) and no 3-D parameter
+    if not deep and not _may_say_experts(modules):
+        return []
+    candidates = [m for m in modules if m.name in deep or _says_experts(m)]
+    if not candidates:  # nothing more to look at
         return []
     by_name = {m.name: m for m in source.modules}
     children: dict[str, list[str]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+import numpy as np
 import pandas as pd
 
 from ..core.trace import TraceResult
@@ -31,7 +32,7 @@ def flow(result: TraceResult) -> pd.DataFrame:
             "name": column("name"),
             "type": column("type"),
             "depth": column("depth"),
-            "parent": column("parent"),
+            "parent": _parents(column("parent")),
             "call": column("call"),
             # shapes as tuples, dtypes by name; None where the call raised (no function call per row)
             "input_shapes": [None if s is None else list(map(tuple, s)) for s in column("input_shapes")],
@@ -47,6 +48,13 @@ def flow(result: TraceResult) -> pd.DataFrame:
         },
         n,
     )
+
+
+def _parents(parents: list[int | None]) -> pd.arrays.IntegerArray:
+    """The parent call indices (None for a root call) as an Int64 column, packed by numpy:
+    with a None among them, numpy would pack objects and pandas test each value."""
+    data = np.array([-1 if p is None else p for p in parents], dtype=np.int64)
+    return pd.arrays.IntegerArray(data, data < 0)
 
 
 def layers_with_trace(

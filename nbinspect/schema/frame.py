@@ -66,7 +66,7 @@ class FrameSchema:
         data = {c.name: _array(list(map(get, records, repeat(c.name))), c.dtype) for c in self.columns}
         return pd.DataFrame(data, columns=self.names)
 
-    def from_columns(self, columns: Mapping[str, Sequence[Any]], length: int) -> pd.DataFrame:
+    def from_columns(self, columns: Mapping[str, Sequence[Any] | np.ndarray], length: int) -> pd.DataFrame:
         """A frame of `length` rows from column sequences (None for missing values) or arrays
         (NaN / a masked pandas array for missing), the fast way for frames of many rows.
         Columns left out are missing; unknown ones are refused."""

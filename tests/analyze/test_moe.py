@@ -182,3 +182,23 @@ def test_llama_70b_config_traces_on_meta():
     assert layers.loc["model.layers.0.mlp.up_proj", "flops"] == 2 * 128 * 8192 * 28672
     assert traced.totals["activation_bytes"] > 0
     assert all(p.is_meta for p in model.parameters())
+
+
+def test_the_quick_no_experts_test_never_misses_a_module_that_says_experts():
+    """``_may_say_experts`` (one test over all names and types) is False only where no
+    module's last name part or type says "expert" (``_says_experts``, one module at a time)."""
+    from nbinspect.analyze.moe import _may_say_experts, _says_experts
+    from nbinspect.core.source import ModuleEntry
+
+    rng = np.random.default_rng(0)
+    parts = ["mlp", "Experts", "EXPERT", "exp", "ert", "0", "1", "gate", "ΣExpertΣ", "İexpert", "x\nexpert", "éxpert"]
+    types = ["Linear", "MoEExperts", "ExpertMLP", "Block", "ExPeRt", "Σς"]
+    for _ in range(500):
+        modules = tuple(
+            ModuleEntry(".".join(rng.choice(parts, size=rng.integers(1, 4))), str(rng.choice(types)), True, True, {})
+            for _ in range(rng.integers(1, 4))
+        )
+        if any(_says_experts(m) for m in modules):
+            assert _may_say_experts(modules), modules
+    plain = (ModuleEntry("", "Sequential", False, True, {}), ModuleEntry("0", "Linear", True, True, {}))
+    assert not _may_say_experts(plain)

@@ -126,19 +126,69 @@ class DataflowCapture:
     # ---- calls (from the recorder)
 
     def enter(self, module: Any, index: int, name: str, args: tuple, kwargs: dict) -> int:
+        return self.enter_key(id(module), index, name, args, kwargs)
+
+    def enter_key(self, key: int, index: int, name: str, args: tuple, kwargs: dict) -> int:
         g = self.graph
         node = g.add_node("call", name, self.stack[-1] if self.stack else -1, index)
-        if id(module) in self.leaf_modules:
+        if key in self.leaf_modules:
             for t in tensors_in((args, kwargs) if kwargs else args, self.array):
                 self.consumed(t, node)
             self.in_leaf += 1
         self.stack.append(node)
         return node
 
+    def enter_one(self, key: int, index: int, name: str, x: Any) -> int:
+        """:meth:`enter` for a call with one positional tensor argument (most calls), inlined:
+        the same node and edge, without the generic walk over the arguments."""
+        g, stack = self.graph, self.stack
+        node = len(g.kind)
+        g.kind.append("call")
+        g.name.append(name)
+        g.parent.append(stack[-1] if stack else -1)
+        g.call.append(index)
+        g.last.append(node)
+        if key in self.leaf_modules:
+            found = self.producer.get(id(x))  # consumed(): an edge from a live producer
+            if found is not None and found[0] >= 0 and found[0] != node and (found[3] is None or found[3]() is x):
+                g.src.append(found[0])
+                g.dst.append(node)
+                g.tensor.append(found[1])
+                g.shape.append(tuple(x.shape))
+                g.dtype.append(self.name_dtype(x.dtype))
+                g.nbytes.append(self.nbytes(x))
+                g.via.append(found[2])
+                g.inplace.append(False)
+            self.in_leaf += 1
+        stack.append(node)
+        return node
+
+    def exit_one(self, key: int, node: int, out: Any) -> None:
+        """:meth:`exit` for a call inside another that returned one tensor, inlined."""
+        stack = self.stack
+        if len(stack) < 2 or stack[-1] != node:  # the root, or an unusual stack: the general way
+            self.exit_by_key(key, node, out)
+            return
+        stack.pop()
+        if key in self.leaf_modules:
+            self.in_leaf -= 1
+        g = self.graph
+        g.last[node] = len(g.kind) - 1
+        found = self.producer.get(id(out))  # _own(): made before the call (or a dead id's entry)
+        if found is None or found[0] < node or (found[3] is not None and found[3]() is not out):
+            self.produced(out, node)
+
+    def exit_by_key(self, key: int, node: int, output: Any) -> None:
+        self._leave_key(key, node)
+        self._exited(node, output)
+
     def exit(self, module: Any, node: int, output: Any) -> None:
         """A call returned: its outputs made outside it (a leaf's, a pass-through module's)
         get it as their producer; the root's outputs each feed an ``output`` node."""
         self._leave(module, node)
+        self._exited(node, output)
+
+    def _exited(self, node: int, output: Any) -> None:
         g = self.graph
         if not self.stack:
             for path, t in leaves(output, "output"):
@@ -160,9 +210,12 @@ class DataflowCapture:
         self._leave(module, node)
 
     def _leave(self, module: Any, node: int) -> None:
+        self._leave_key(id(module), node)
+
+    def _leave_key(self, key: int, node: int) -> None:
         if self.stack and self.stack[-1] == node:
             self.stack.pop()
-        if id(module) in self.leaf_modules:
+        if key in self.leaf_modules:
             self.in_leaf -= 1
         self.graph.last[node] = len(self.graph.kind) - 1
 

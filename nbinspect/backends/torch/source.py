@@ -93,19 +93,19 @@ def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requi
     else:
         numel = tensor.numel()
         shape, nbytes = tuple(tensor.shape), numel * tensor.element_size()
-        key = _contiguous_key(tensor, numel, dtype) or storage_key(tensor)
+        key = None
+        try:  # storage_key of a contiguous tensor with memory (almost every one), from what is read
+            if numel and tensor.layout == _STRIDED and tensor.is_contiguous() and (ptr := tensor.data_ptr()):
+                key = ("mem", ptr, numel, dtype)
+        except Exception:  # fake/functional tensors have no data pointer
+            pass
+        if key is None:
+            key = storage_key(tensor)
     device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
     return TensorEntry(name, module, kind, shape, dtype_name(dtype), device, numel, nbytes, requires_grad, key, tensor)
 
 
-def _contiguous_key(tensor: torch.Tensor, numel: int, dtype: torch.dtype) -> Hashable | None:
-    """storage_key of a contiguous tensor with memory (almost every parameter), from what
-    the caller has read already; None for the rest, which storage_key sorts out."""
-    try:
-        ptr = tensor.data_ptr() if numel and tensor.layout == torch.strided and tensor.is_contiguous() else 0
-    except Exception:  # fake/functional tensors have no data pointer
-        return None
-    return ("mem", ptr, numel, dtype) if ptr else None
+_STRIDED = torch.strided
 
 
 def _walk(model: nn.Module) -> Iterator[tuple[str, str | None, nn.Module]]:

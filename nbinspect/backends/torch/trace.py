@@ -111,10 +111,11 @@ class TorchRecorder(Recorder):
             took = mode is not None and (size := depth()) > 0 and at(size - 1) is mode
             if took:
                 pop()
-            if not kwargs and len(args) == 1 and isinstance(args[0], Tensor):  # the common case, kept cheap
-                x = args[0]
+            x = args[0] if not kwargs and len(args) == 1 else None
+            if isinstance(x, Tensor):  # the common case, kept cheap
                 shapes, nbytes = [x.shape], x.nbytes
             else:
+                x = None
                 tensors = tensors_in((args, kwargs) if kwargs else args)
                 shapes, nbytes = [t.shape for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
             n = info[2]
@@ -126,7 +127,10 @@ class TorchRecorder(Recorder):
             stack.append(call)
             own_mode = False
             if flow is not None:
-                node = flow.enter(module, call.index, call.name, args, kwargs)
+                if x is not None:
+                    node = flow.enter_one(key, call.index, call.name, x)
+                else:
+                    node = flow.enter(module, call.index, call.name, args, kwargs)
                 # a module with children records the ops its own code runs: the mode on
                 # again, unless it already is (under another mode) or is stashed
                 own_mode = key not in leaves and (took or len(stack) == 1)
@@ -166,11 +170,13 @@ class TorchRecorder(Recorder):
             stack.pop()
             if marks is not None:
                 marks.mark(stack[-1].index if stack else -1)
-            if flow is not None:
-                flow.exit(module, node, output)
             if isinstance(output, Tensor):
+                if flow is not None:
+                    flow.exit_one(key, node, output)
                 call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
             else:
+                if flow is not None:
+                    flow.exit(module, node, output)
                 tensors = tensors_in(output)
                 call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
             if took:
