@@ -67,7 +67,8 @@ def backend_named(name: str) -> Backend:
 def backend_for(obj: Any) -> Backend | None:
     """The backend that recognises `obj` (a model or engine), or None."""
     for name in _REGISTRY:
-        if _FRAMEWORK.get(name, __name__) not in sys.modules:
+        framework = _FRAMEWORK.get(name)
+        if framework is not None and framework not in sys.modules:
             continue
         backend = backend_named(name)
         if backend.recognizes(obj):

@@ -206,6 +206,8 @@ def test_jupyterlab_reopened_without_the_kernel(reopened, trusted, theme, open_p
             await app.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'}); }"""
         )
         page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+        # a theme change shows JupyterLab's splash while the theme loads: not in the screenshot
+        page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
     _assert_clean(page, ".jp-Notebook")
     page.locator(".jp-Notebook .jp-Cell").nth(3).scroll_into_view_if_needed()
     _shoot(page, f"jupyterlab-reopened-{name}-{theme}")
