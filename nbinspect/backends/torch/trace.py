@@ -38,7 +38,7 @@ from ...dtypes import dtype_name
 from ...errors import DTYPE_HINT, TraceError
 from .activations import SavedTensorMeter, storage_ids
 from .dataflow import DataflowCapture, GraphMode
-from .fake_kernels import ShimmedFakeMode
+from .fake_kernels import ShimmedFakeMode, stand_in
 from .flops import FLASH_BACKWARD_NOTE, AutogradMarks, FlopCounter, coverage_note
 from .linear_shortcut import linear_flops, plain_linears
 
@@ -349,20 +349,6 @@ def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtyp
     return device, dtype
 
 
-def _stand_in(t: torch.Tensor, fake_mode, device: torch.device | None, dtype: torch.dtype | None) -> torch.Tensor:
-    """A fake tensor like `t`: converted as it is, or made on `device` (meta tensors are
-    stood in for on the CPU, where autocast works and attention picks a real kernel)."""
-    if device is None:
-        fake = fake_mode.from_tensor(t)
-    else:
-        fake = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device)
-    if dtype is not None and fake.is_floating_point() and fake.dtype != dtype:
-        fake = fake.detach().to(dtype)
-    if fake.is_floating_point() and fake.requires_grad != t.requires_grad:
-        fake = fake.detach().requires_grad_(t.requires_grad)
-    return fake
-
-
 @contextlib.contextmanager
 def _faked(
     modules: list[nn.Module], fake_mode, device: torch.device | None, param_dtype: torch.dtype | None
@@ -382,7 +368,7 @@ def _faked(
                         continue
                     fake = memo.get(id(t))
                     if fake is None:
-                        fake = memo[id(t)] = _stand_in(t, fake_mode, device, param_dtype)
+                        fake = memo[id(t)] = stand_in(t, fake_mode, device, param_dtype)
                     swapped.append((table, name, t))
                     table[name] = fake
         yield list(memo.values())
@@ -476,7 +462,7 @@ def run_trace(
             device = stand_in_device or device
             params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
             args, kwargs = map_inputs(
-                (args, kwargs), lambda t: resize(_stand_in(own_tensor(t), fake_mode, stand_in_device, None)), zeros
+                (args, kwargs), lambda t: resize(stand_in(own_tensor(t), fake_mode, stand_in_device, None)), zeros
             )
         else:
             args, kwargs = map_inputs((args, kwargs), own_tensor, zeros)
