@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -93,6 +92,7 @@ def widget_placeholder(name: str) -> str:
 def offline_view(
     key: str,
     payload: Mapping[str, Any],
+    payload_json: str,
     bundle: str,
     text: str,
     image_png: bytes | None = None,
@@ -100,7 +100,7 @@ def offline_view(
     figures: Sequence[tuple[bytes, str]] = (),
 ) -> str:
     """The saved output's HTML: static block (`image_png` above `text`), the offline view
-    of `payload` rendered by `bundle` where scripts run, and the style pairing it with the
+    of `payload` (written as `payload_json`) rendered by `bundle` where scripts run, and the style pairing it with the
     live widget. `key` is unique per output (an HTML id: letters, digits, '-')."""
     image = ""
     if image_png is not None:
@@ -117,13 +117,12 @@ def offline_view(
             f'<figure class="nbinspect-heatmap"><img src="data:image/png;base64,{encoded}" alt="{html.escape(label)}"'
             f' style="max-width:100%;image-rendering:pixelated"><figcaption>{html.escape(label)}</figcaption></figure>'
         )
-    data = json.dumps(payload, allow_nan=False, separators=(",", ":"))
     return (
         f'<div id="{key}" class="nbinspect-saved">'
         + _STYLE.format(key=key)
         + '<div class="nbinspect-view"></div>'
         + f'<div class="nbinspect-static">{image}{saved_view(text)}</div>'
-        + f'<div class="nbinspect-data" hidden data-payload="{html.escape(data)}"'
+        + f'<div class="nbinspect-data" hidden data-payload="{html.escape(payload_json)}"'
         + f' data-bundle="{html.escape(bundle)}"></div>'
         + _LOADER.format(key=key)
         + "</div>"

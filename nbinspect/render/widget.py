@@ -59,11 +59,11 @@ def in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def _json_bytes(payload: Mapping[str, Any], _widget: Any) -> bytes:
+def _json_bytes(payload: Mapping[str, Any], widget: InspectWidget) -> bytes:
     """The payload as one binary buffer of JSON. Sent as a dict, ipywidgets walks its ~10⁴
     values twice in Python (for widget references, then for buffers): ~25 ms of each display
     of GPT-2. The front-end parses the buffer once (``payloadOf`` in js/src/index.ts)."""
-    return json.dumps(payload, allow_nan=False, separators=(",", ":")).encode()
+    return widget.payload_json(payload).encode()
 
 
 class InspectWidget(anywidget.AnyWidget):
@@ -97,7 +97,16 @@ class InspectWidget(anywidget.AnyWidget):
         self._saved_pending = False
         self._saved = saved
         self._saved_ids: list[str] = []
+        self._json: tuple[Mapping[str, Any], str] | None = None
         super().__init__(_esm=bundle_source(), payload=dict(payload), **kwargs)
+
+    def payload_json(self, payload: Mapping[str, Any] | None = None) -> str:
+        """`payload` (the current one by default) as compact JSON, written once per payload:
+        the widget's message and the saved view carry the same text."""
+        payload = self.payload if payload is None else payload
+        if self._json is None or self._json[0] is not payload:
+            self._json = (payload, json.dumps(payload, allow_nan=False, separators=(",", ":")))
+        return self._json[1]
 
     def saved_bundle(self, key: str | None = None) -> dict[str, str]:
         """The output a notebook keeps beside the widget's: the offline view of the payload and
@@ -108,7 +117,9 @@ class InspectWidget(anywidget.AnyWidget):
         key = key or f"nbinspect-{uuid.uuid4().hex}"
         figures = list(self.pictures.values())  # PNGs made now, once per saved output
         return {
-            "text/html": offline_view(key, self.payload, bundle_source(), text, image, alt=name, figures=figures),
+            "text/html": offline_view(
+                key, self.payload, self.payload_json(), bundle_source(), text, image, alt=name, figures=figures
+            ),
             "text/plain": text,
         }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -177,6 +178,26 @@ def test_the_payload_travels_as_one_buffer_of_json():
     assert json.loads(bytes(buffers[0])) == w.payload and w.payload["model"]["name"] == "SmallCNN"
     w.payload = {**w.payload, "model": {"name": "Other", "framework": "torch"}}  # an update travels the same way
     assert json.loads(w.get_state("payload")["payload"])["model"]["name"] == "Other"
+
+
+def test_the_widget_and_its_saved_view_carry_one_json_text(monkeypatch):
+    """The payload is written to JSON once for the widget's message and the saved view, and
+    again only when it changes."""
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    from nbinspect.render import widget as widget_module
+
+    written = []
+    dumps = json.dumps
+    monkeypatch.setattr(widget_module.json, "dumps", lambda *a, **k: written.append(1) or dumps(*a, **k))
+    w = nbinspect.inspect(examples.build("cnn")).widget()
+    _, _, buffers = _remove_buffers(w.get_state())
+    saved = html.unescape(re.search(r'data-payload="([^"]*)"', w.saved_bundle()["text/html"]).group(1))
+    assert saved == bytes(buffers[0]).decode() and json.loads(saved) == w.payload
+    assert len(written) == 1
+    w.payload = {**w.payload, "model": {"name": "Other", "framework": "torch"}}
+    assert json.loads(w.get_state("payload")["payload"])["model"]["name"] == "Other"
+    assert "&quot;Other&quot;" in w.saved_bundle()["text/html"] and len(written) == 2
 
 
 def test_inspection_displays_as_the_widget_with_a_stable_text_repr():
