@@ -97,7 +97,22 @@ def test_meta_tensors_stand_in_on_the_cpu():
         )
 
 
+class _ViewBuffer(torch.nn.Module):
+    """A buffer that is a view of a parameter (converted by torch) beside the parameter (made directly)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 8))
+        self.register_buffer("wt", self.w.detach().t())
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.tanh(self.proj(x @ self.wt) @ self.w)
+
+
 def _model(name: str) -> tuple[torch.nn.Module, torch.Tensor]:
+    if name == "buffer viewing a parameter":
+        return _ViewBuffer(), torch.randn(3, 8)
     if name == "mixtral on meta":  # fused experts, built on meta: the stand-ins are made on the CPU
         from transformers import MixtralConfig
 
@@ -108,7 +123,9 @@ def _model(name: str) -> tuple[torch.nn.Module, torch.Tensor]:
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "amp-fp16"])
-@pytest.mark.parametrize("name", ["tiny_lm", "cnn", "frozen", "shared", "mixtral on meta"])
+@pytest.mark.parametrize(
+    "name", ["tiny_lm", "cnn", "frozen", "shared", "mixtral on meta", "buffer viewing a parameter"]
+)
 def test_the_plan_is_the_same_as_with_torchs_conversion(name, precision, monkeypatch):
     model, x = _model(name)
     direct = nbinspect.memory(model, input=x, batch_size=4, precision=precision, optimizer="adamw")
