@@ -208,16 +208,16 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
         prefix = f"{path}." if path else ""
         for local, p in module._parameters.items():
             if p is not None:
-                tensors.append(_tensor_entry(prefix + local, path, PARAMETER, p, p.requires_grad))
+                tensors.append(_tensor_entry(full := prefix + local, path, PARAMETER, p, p.requires_grad))
                 if first:
                     own.append(p)
-                    paths.setdefault(id(p), prefix + local)
+                    paths.setdefault(id(p), full)
         for local, b in module._buffers.items():
             if b is not None:
-                tensors.append(_tensor_entry(prefix + local, path, BUFFER, b, False))
+                tensors.append(_tensor_entry(full := prefix + local, path, BUFFER, b, False))
                 if first:
                     own.append(b)
-                    paths.setdefault(id(b), prefix + local)
+                    paths.setdefault(id(b), full)
         if scheme is not None:
             tensors += _packed(module, prefix, path)
     return ModelSource(
