@@ -271,7 +271,13 @@ def inspect(
     inspection, found = _read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
     if input is not None:
         inspection = with_forward(
-            inspection, found.model, input, backward=backward, flops=flops, input_dtype=input_dtype, walk=_walk(found)
+            inspection,
+            found.model,
+            input,
+            backward=backward,
+            flops=flops,
+            input_dtype=input_dtype,
+            walk=_walk(found, model),
         )
     return inspection
 
@@ -287,9 +293,10 @@ def _read(model: Any, request: pipeline.Request, name: str | None = None) -> tup
     return inspection, found
 
 
-def _walk(found: pipeline.Found) -> Any:
-    """The walk of the model's tree its source made, for the trace that follows at once."""
-    return found.source.walk if found.source is not None else None
+def _walk(found: pipeline.Found, model: Any) -> Any:
+    """The walk of `model`'s tree its source made just now, for the trace that follows at
+    once; None for a source made earlier (a ModelSource given: the model may have changed)."""
+    return found.source.walk if found.source is not None and found.model is model else None
 
 
 @on_receiving_rank(0)
@@ -310,8 +317,16 @@ def trace(
     module and carries ``partial``. Weight statistics are not computed (use
     ``inspect(model, input=x)`` for both)."""
     inspection, found = _read(model, pipeline.Request(stats=False))
-    walk = _walk(found) if found.model is model else None
-    return _traced(inspection, model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype, walk=walk)
+    return _traced(
+        inspection,
+        model,
+        args,
+        kwargs,
+        backward=backward,
+        flops=flops,
+        input_dtype=input_dtype,
+        walk=_walk(found, model),
+    )
 
 
 def with_forward(inspection: _I, model: Any, input: Any, **options: Any) -> _I:

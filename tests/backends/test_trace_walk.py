@@ -111,15 +111,15 @@ def test_a_trace_with_the_walk_equals_one_that_walks_again(case, backward, monke
     given = []
     real = inspection._walk
 
-    def spying(found):
-        given.append(real(found))
+    def spying(found, model):
+        given.append(real(found, model))
         return given[-1]
 
     with monkeypatch.context() as m:
         m.setattr(inspection, "_walk", spying)
         once = nbinspect.trace(model, *args, backward=backward, **kwargs)
     assert given and given[0] is not None, "the trace did not take the source's walk"
-    monkeypatch.setattr(inspection, "_walk", lambda found: None)  # run_trace walks the model itself
+    monkeypatch.setattr(inspection, "_walk", lambda found, model: None)  # run_trace walks the model itself
     again = nbinspect.trace(model, *args, backward=backward, **kwargs)
     assert once.frames.keys() == again.frames.keys()
     for key in once.frames:
@@ -131,10 +131,26 @@ def test_inspect_with_an_input_takes_the_walk_too(monkeypatch):
     model, args, _ = WALK_CASES["tied_lm"]
     given = []
     real = inspection._walk
-    monkeypatch.setattr(inspection, "_walk", lambda found: given.append(real(found)) or given[-1])
+    monkeypatch.setattr(inspection, "_walk", lambda found, model: given.append(real(found, model)) or given[-1])
     traced = nbinspect.inspect(model, input=args[0])
     assert given and given[0] is not None
-    monkeypatch.setattr(inspection, "_walk", lambda found: None)
+    monkeypatch.setattr(inspection, "_walk", lambda found, model: None)
     again = nbinspect.inspect(model, input=args[0])
     for key in traced.frames:
         pd.testing.assert_frame_equal(traced.frames[key], again.frames[key], check_exact=True, obj=key)
+
+
+def test_a_source_made_earlier_is_walked_again(monkeypatch):
+    """A ModelSource given to inspect was made before the model may have changed: its walk
+    is not taken."""
+    from nbinspect.backends import as_source
+
+    model = nn.Sequential(nn.Linear(8, 8))
+    source = as_source(model)
+    model.append(nn.Linear(8, 4))  # changed after its source was made
+    given = []
+    real = inspection._walk
+    monkeypatch.setattr(inspection, "_walk", lambda found, m: given.append(real(found, m)) or given[-1])
+    traced = nbinspect.inspect(source, input=torch.randn(2, 8), stats=False)
+    assert given == [None]
+    assert traced.flow["name"].tolist() == ["", "0", "1"]
