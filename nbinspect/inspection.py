@@ -268,18 +268,35 @@ def inspect(
     (see ``backends/vllm/engine.py``); `sample_input` (a prompt) adds one greedy generation."""
     if input is not None and is_engine(model):
         raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
-    found = pipeline.read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
+    inspection, found = _read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
+    if input is not None:
+        inspection = with_forward(
+            inspection,
+            found.model,
+            input,
+            backward=backward,
+            flops=flops,
+            input_dtype=input_dtype,
+            walk=_walk(found, model),
+        )
+    return inspection
+
+
+def _read(model: Any, request: pipeline.Request, name: str | None = None) -> tuple[Inspection, pipeline.Found]:
+    found = pipeline.read(model, request, name)
     inspection = Inspection(
         found.name, found.framework, found.frames, found.totals, found.io, found.metadata, input_paths(model)
     )
     if found.source is not None:
         frames = inspection.frames
         inspection.values = ValueAccess({None: found.source}, {None: lambda: frames.get("stats")})
-    if input is not None:
-        inspection = with_forward(
-            inspection, found.model, input, backward=backward, flops=flops, input_dtype=input_dtype
-        )
-    return inspection
+    return inspection, found
+
+
+def _walk(found: pipeline.Found, model: Any) -> Any:
+    """The walk of `model`'s tree its source made just now, for the trace that follows at
+    once; None for a source made earlier (a ModelSource given: the model may have changed)."""
+    return found.source.walk if found.source is not None and found.model is model else None
 
 
 @on_receiving_rank(0)
@@ -299,14 +316,22 @@ def trace(
     left exactly as it was. If the forward pass raises, :class:`TraceError` names the
     module and carries ``partial``. Weight statistics are not computed (use
     ``inspect(model, input=x)`` for both)."""
+    inspection, found = _read(model, pipeline.Request(stats=False))
     return _traced(
-        inspect(model, stats=False), model, args, kwargs, backward=backward, flops=flops, input_dtype=input_dtype
+        inspection,
+        model,
+        args,
+        kwargs,
+        backward=backward,
+        flops=flops,
+        input_dtype=input_dtype,
+        walk=_walk(found, model),
     )
 
 
 def with_forward(inspection: _I, model: Any, input: Any, **options: Any) -> _I:
     """`inspection` of `model` with one forward pass on `input` traced, as ``inspect(model,
-    input=...)`` does (`options`: ``backward``, ``flops``, ``input_dtype``)."""
+    input=...)`` does (`options`: ``backward``, ``flops``, ``input_dtype``, ``walk``)."""
     args, kwargs = split_input(input)
     return _traced(inspection, model, args, kwargs, **options)
 

@@ -83,9 +83,13 @@ def _frames(source: ModelSource, request: Request, moments: Any = None) -> dict[
     return frames
 
 
-def run_trace(model: Any, args: tuple, kwargs: dict, **options: Any) -> TraceResult:
-    """One forward pass of `model`, recorded by its backend (see ``backends/torch/trace.py``)."""
+def run_trace(model: Any, args: tuple, kwargs: dict, walk: Any = None, **options: Any) -> TraceResult:
+    """One forward pass of `model`, recorded by its backend (see ``backends/torch/trace.py``).
+    `walk`: ``ModelSource.walk`` of the source just made of `model`, which its backend's
+    trace takes instead of walking the model again."""
     backend = backend_for(model) or backend_named("torch")  # torch's trace names what is not a model
+    if walk is not None:
+        options["walk"] = walk
     return backend.trace(model, args, kwargs, **options)
 
 

@@ -71,6 +71,9 @@ class ModelSource:
     model: Any = field(default=None, repr=False, compare=False)  # live model, if there is one
     # What a file held besides the weights (epoch, optimizer summary, load report, ...).
     metadata: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # What the backend gathered of the live model while walking it, for a trace that follows
+    # at once (nbinspect.trace): the model is walked once, not again by the trace's set-up.
+    walk: Any = field(default=None, repr=False, compare=False)
     # Set by sources spread over processes (core/collective.py): how analyzers combine ranks.
     collective: ClassVar[Any] = None
 

@@ -172,10 +172,22 @@ def quantization(module: nn.Module) -> str | None:
         return "packed (unreadable)"
 
 
+@dataclasses.dataclass
+class ModelWalk:
+    """What a trace needs of the model's tree (``trace.run_trace``), gathered by
+    :func:`from_module`'s walk, so that ``nbinspect.trace`` walks the model once."""
+
+    named_modules: list[tuple[str, nn.Module]]  # each module once, at its first path, pre-order
+    tensors: list[torch.Tensor]  # their parameters and buffers (a tied one at each module holding it)
+    paths: dict[int, str]  # id -> first path of each of those tensors
+
+
 def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
     modules: list[ModuleEntry] = []
     tensors: list[TensorEntry] = []
     first_path: dict[int, str] = {}
+    walk = ModelWalk([], [], {})
+    named, own, paths = walk.named_modules, walk.tensors, walk.paths
     # Every path of a module registered at two paths shows, so the tree is the tree the
     # user wrote; alias_of says it is the same object.
     for path, parent, module in _walk(model):
@@ -185,15 +197,27 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
         if scheme is not None:
             attrs = {**attrs, "quantization": scheme}
         # positional: keyword arguments cost a third more, once per module
-        is_leaf, alias = not module._modules, None if alias_of == path else alias_of
-        modules.append(ModuleEntry(path, type(module).__name__, is_leaf, module.training, attrs, alias, parent))
+        first, is_leaf = alias_of == path, not module._modules
+        modules.append(
+            ModuleEntry(
+                path, type(module).__name__, is_leaf, module.training, attrs, None if first else alias_of, parent
+            )
+        )
+        if first:
+            named.append((path, module))
         prefix = f"{path}." if path else ""
         for local, p in module._parameters.items():
             if p is not None:
-                tensors.append(_tensor_entry(prefix + local, path, PARAMETER, p, p.requires_grad))
+                tensors.append(_tensor_entry(full := prefix + local, path, PARAMETER, p, p.requires_grad))
+                if first:
+                    own.append(p)
+                    paths.setdefault(id(p), full)
         for local, b in module._buffers.items():
             if b is not None:
-                tensors.append(_tensor_entry(prefix + local, path, BUFFER, b, False))
+                tensors.append(_tensor_entry(full := prefix + local, path, BUFFER, b, False))
+                if first:
+                    own.append(b)
+                    paths.setdefault(id(b), full)
         if scheme is not None:
             tensors += _packed(module, prefix, path)
     return ModelSource(
@@ -202,6 +226,7 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
         modules=tuple(modules),
         tensors=tuple(tensors),
         model=model,
+        walk=walk,
     )
 
 

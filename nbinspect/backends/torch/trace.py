@@ -41,6 +41,7 @@ from .dataflow import DataflowCapture, GraphMode
 from .fake_kernels import ShimmedFakeMode, stand_in
 from .flops import FLASH_BACKWARD_NOTE, AutogradMarks, FlopCounter, coverage_note
 from .linear_shortcut import linear_flops, plain_linears
+from .source import ModelWalk
 
 __all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
 
@@ -401,6 +402,7 @@ def run_trace(
     autocast_dtype: torch.dtype | None = None,
     batch_size: int | None = None,
     graph: bool = True,
+    walk: ModelWalk | None = None,
 ) -> TraceResult:
     """Run ``model(*args, **kwargs)`` once and record every module call.
 
@@ -412,7 +414,8 @@ def run_trace(
     `graph=False` skips recording the dataflow (``result.dataflow``, see :mod:`.dataflow`).
     `fake` forces (or forbids) FakeTensorMode; by default it is used for meta models, and
     whenever the parameters are cast or the batch resized, so the model is never touched.
-    Raises :class:`TraceError` naming the module that failed.
+    `walk`: the model's tree as :func:`.source.from_module` just walked it (the trace then
+    does not walk it again). Raises :class:`TraceError` naming the module that failed.
     """
     if not isinstance(model, nn.Module):
         what = "a checkpoint or state_dict (no forward pass to run)" if model is None else type(model).__name__
@@ -420,9 +423,11 @@ def run_trace(
     kwargs = dict(kwargs or {})
     if backward and not flops:
         raise ValueError("backward=True counts backward FLOPs, so it needs flops=True")
-    named_modules = named_modules_of(model)
+    if walk is None:
+        named_modules = named_modules_of(model)
+        walk = ModelWalk(named_modules, tensors_of([m for _, m in named_modules]), {})
+    named_modules, model_tensors = walk.named_modules, walk.tensors
     modules = [m for _, m in named_modules]
-    model_tensors = tensors_of(modules)
     device, model_dtype = _device_dtype(model_tensors)
     dtype = input_dtype or param_dtype or model_dtype
     given = tensors_in((args, kwargs))
@@ -481,7 +486,8 @@ def run_trace(
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
         capture = recorder.dataflow
         if capture is not None:
-            capture.param_names = _tensor_paths(named_modules)  # the fakes' ids, when swapped in
+            # the fakes' ids when swapped in; the walk's paths hold the real tensors'
+            capture.param_names = walk.paths if walk.paths and not use_fake else _tensor_paths(named_modules)
             capture.inputs({**{str(i): a for i, a in enumerate(args)}, **kwargs})
             result.dataflow = capture.graph
         if not inference_model:
