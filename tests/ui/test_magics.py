@@ -278,6 +278,7 @@ def no_hooks_left(model) -> bool:
 
 
 def test_cell_magic_errors(ip):
+    ip.run_cell("import torch; x3 = torch.randn(3, 32); cellnet = examples.build('mlp')")  # its own: any order
     with pytest.raises(UsageError, match="never called cellnet"):
         ip.run_cell_magic("inspect_model", "cellnet", "y = 1")
     with pytest.raises(UsageError, match="--input-shape does not apply"):
