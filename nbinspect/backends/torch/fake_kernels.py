@@ -16,8 +16,9 @@ wrappers (about a tenth of the plan).
 
 :func:`stand_in` makes the fakes that parameters and buffers are swapped for. A plain dense
 tensor's fake is made from a meta tensor of its shape and strides, as FakeTensorMode's
-converter ends up making it, without describing the real tensor first (~10x cheaper: a
-tenth of GPT-2's memory plan); anything else is converted by ``from_tensor``.
+converter ends up making it, without describing the real tensor first (swapping GPT-2's 149
+tensors: 28-39 -> 8-10 ms, a tenth of its memory plan); anything else is converted by
+``from_tensor``.
 """
 
 from __future__ import annotations
