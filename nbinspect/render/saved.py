@@ -101,7 +101,8 @@ def offline_view(
 ) -> str:
     """The saved output's HTML: static block (`image_png` above `text`), the offline view
     of `payload` (written as `payload_json`) rendered by `bundle` where scripts run, and the
-    style pairing it with the live widget. `key` is unique per output (an HTML id: letters, digits, '-')."""
+    style pairing it with the live widget. `key` is unique per output (an HTML id: letters,
+    digits, '-')."""
     image = ""
     if image_png is not None:
         encoded = base64.b64encode(image_png).decode("ascii")
