@@ -132,3 +132,19 @@ def test_the_plan_is_the_same_as_with_torchs_conversion(name, precision, monkeyp
     monkeypatch.setattr(fake_kernels, "_plain", lambda t: False)
     converted = nbinspect.memory(model, input=x, batch_size=4, precision=precision, optimizer="adamw")
     pd.testing.assert_frame_equal(pd.DataFrame(direct), pd.DataFrame(converted))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_quantized_model_is_planned_on_fake_tensors_every_time():
+    """Packed weights cannot be compared, so FakeTensorMode's shared op cache is off for a
+    model that holds them: with it on, the second plan failed there and fell back to a real
+    run scaled from its batch."""
+    torch.manual_seed(0)
+    float_model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.LayerNorm(8))
+    model = torch.ao.quantization.quantize_dynamic(float_model, {torch.nn.Linear}, dtype=torch.qint8)
+    plans = [pd.DataFrame(nbinspect.memory(model, input=torch.randn(3, 5), batch_size=4)) for _ in range(3)]
+    whole = plans[0][plans[0]["layer"].isna()].set_index("component")
+    assert whole.loc["activations", "note"].endswith("measured on fake tensors")
+    assert whole.loc["activations", "bytes"] > 0
+    for plan in plans[1:]:
+        pd.testing.assert_frame_equal(plan, plans[0])

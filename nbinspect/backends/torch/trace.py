@@ -350,6 +350,11 @@ def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtyp
     return device, dtype
 
 
+def _holds_script_objects(modules: list[nn.Module]) -> bool:
+    """Whether a module keeps a TorchScript object (the packed weights of quantized layers)."""
+    return any(isinstance(v, torch.ScriptObject) for m in modules for v in vars(m).values())
+
+
 @contextlib.contextmanager
 def _faked(
     modules: list[nn.Module], fake_mode, device: torch.device | None, param_dtype: torch.dtype | None
@@ -463,6 +468,10 @@ def run_trace(
         if use_fake:
             stack.enter_context(_quiet_fake_errors())
             fake_mode = stack.enter_context(ShimmedFakeMode(allow_non_fake_inputs=True))
+            # FakeTensorMode's op cache (shared by every trace of the process) compares keys
+            # holding a quantized layer's packed weights, which cannot be compared: the second
+            # trace of such a model failed there and fell back to a real run, scaled
+            fake_mode.cache_enabled = not _holds_script_objects(modules)
             stand_in_device = torch.device("cpu") if on_meta else None
             device = stand_in_device or device
             params = stack.enter_context(_faked(modules, fake_mode, stand_in_device, param_dtype))
