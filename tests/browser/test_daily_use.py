@@ -284,7 +284,9 @@ def test_a_live_view_keeps_expansion_selection_and_scroll_across_five_updates(tm
     expect(page.locator(".nbi-framework")).to_contain_text("training run (torch)")
     expect(page.locator(".nbi-framework")).to_contain_text("measured every 2 steps")
     page.get_by_role("button", name="Expand all").click()
+    expect(row(page, "blocks.1")).to_have_attribute("aria-expanded", "true")  # drawn expanded before the fold
     row(page, "blocks.1").locator(".nbi-caret").click()  # the user folds one block away
+    expect(row(page, "blocks.1")).to_have_attribute("aria-expanded", "false")  # under load the fold lands late
     grid = page.locator("[role=treegrid]")
     grid.evaluate("g => { g.scrollTop = 120; }")
     page.wait_for_timeout(50)
