@@ -30,7 +30,7 @@ import os
 import struct
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -48,6 +48,7 @@ __all__ = [
     "PART",
     "MomentSums",
     "PairSums",
+    "alone",
     "kernel_array",
     "kernels",
     "moment_sums",
@@ -55,6 +56,7 @@ __all__ = [
     "pair_sums",
     "sample_share",
     "stream_sums",
+    "threads",
     "warm_up",
 ]
 
@@ -133,22 +135,50 @@ def on_this_thread() -> Iterator[None]:
         _own_thread.on = False
 
 
+def threads() -> int:
+    """How many threads this thread's kernels may use: torch's thread count, at most one per
+    core, 1 on a thread that reduces its tensors alone (:func:`on_this_thread`)."""
+    if getattr(_own_thread, "on", False):
+        return 1
+    return max(1, min(torch.get_num_threads(), os.cpu_count() or 1))
+
+
 def _threads(n: int) -> int:
     if n < 2 * PART or getattr(_own_thread, "on", False):  # one share (without asking the system)
         return 1
-    return max(1, min(torch.get_num_threads(), os.cpu_count() or 1, n // PART))
+    return max(1, min(threads(), n // PART))
+
+
+def _the_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="nbinspect")
+    return _pool
 
 
 def _run(fn: Callable[..., Any], parts: list[tuple]) -> list[Any]:
     """fn(*part) for every part, on threads when there is more than one (the kernels release
     the GIL)."""
-    global _pool
     if len(parts) == 1:
         return [fn(*parts[0])]
-    with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="nbinspect")
-    return list(_pool.map(lambda p: fn(*p), parts))
+    return list(_the_pool().map(lambda p: fn(*p), parts))
+
+
+Result = TypeVar("Result")
+
+
+def alone(fn: Callable[..., Result], *args: Any) -> Future[Result]:
+    """fn(*args) on one of the pool's threads, which reduces each tensor alone
+    (:func:`on_this_thread`): for many large tensors, one per thread, so one thread's
+    Python between tensors runs while the others are in the kernels (they release the GIL)
+    instead of every thread waiting for it. fn must not wait for the pool itself."""
+
+    def run() -> Result:
+        with on_this_thread():
+            return fn(*args)
+
+    return _the_pool().submit(run)
 
 
 def _splits(n: int, parts: int) -> list[tuple[int, int]]:

@@ -26,7 +26,7 @@ from ..core.moments import Moments, histogram_edges, merge, merge_groups, spread
 from ..errors import CheckpointError, UnsupportedTensorError
 from ..schema import PARAMETER, STATS
 from . import fused
-from .parallel import parallel_tensor_stats
+from .parallel import WholeTensors, parallel_tensor_stats
 from .reduce import CHUNK, SAMPLE, batch_moments, large_moments, streamable, streamed_moments
 from .scratch import Scratch
 
@@ -125,12 +125,17 @@ def tensor_stats(
 
     large = sum(t.nbytes for t in unique.values() if t.numel > SAMPLE)
     workspace = Scratch(CHUNK, fused.kernels(large))
-    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace:
+    streamed = [t.nbytes for t in unique.values() if type(t.tensor) not in _TENSORS and streamable(t.tensor, workspace)]
+    whole = WholeTensors(streamed)
+    with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace, whole:
         for key, entry in unique.items():
             values, note, implicit, n = entry.tensor, None, 0, entry.numel
             # The common case without _real_values' checks: a small plain tensor in memory (10,000s of them).
             plain = type(values) in _TENSORS and values.dtype in _PLAIN and values.is_cpu
             if not plain and streamable(values, workspace):  # a large tensor in a file: read a piece at a time
+                if whole.takes(entry.nbytes):  # on a thread of its own; counted in the bar when done
+                    whole.submit(key, entry.nbytes, _streamed, values, bins, Scratch(CHUNK, workspace.kernels))
+                    continue
                 results[key] = _streamed(values, bins, workspace)
                 values = None
             elif not (n <= SAMPLE and plain and values.layout == torch.strided):
@@ -163,6 +168,9 @@ def tensor_stats(
                 unreported = 0
         flush()
         bar.update(unreported)
+        for key, nbytes, result in whole.results():
+            results[key] = result
+            bar.update(nbytes)
     return results
 
 
