@@ -308,3 +308,24 @@ def test_checkpoint_sources_are_not_changed_by_a_trace_of_their_loaded_model(tmp
     torch.save(model.state_dict(), tmp_path / "wn.pt")
     source = load_checkpoint(tmp_path / "wn.pt")
     assert {t.name for t in source.tensors} == set(model.state_dict())
+
+
+@pytest.mark.parametrize("call", ["trace", "inspect", "memory"])
+def test_a_lazy_model_not_run_yet_is_one_line_naming_its_lazy_modules_and_stays_lazy(call):
+    """Its first forward would make the parameters: the trace refuses, in one line, instead
+    of initializing them (or failing with torch's paragraph)."""
+    model = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.Sequential(nn.Linear(4, 4), nn.LazyConv1d(2, 1)))
+    x = torch.randn(2, 3)
+    run = {
+        "trace": lambda: nbinspect.trace(model, x),
+        "inspect": lambda: nbinspect.inspect(model, input=x),
+        "memory": lambda: nbinspect.memory(model, input=x, batch_size=4, optimizer="adamw"),
+    }[call]
+    with pytest.raises(ValueError) as caught:
+        run()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("LazyLinear '0', LazyConv1d '2.1': lazy, not initialized yet")
+    assert isinstance(model[0].weight, nn.parameter.UninitializedParameter)
+    assert isinstance(model[2][1].bias, nn.parameter.UninitializedParameter)
+    assert nbinspect.inspect(model).totals["total_params"] == 4 * 4 + 4  # without an input: listed, not traced

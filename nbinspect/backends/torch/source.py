@@ -82,13 +82,13 @@ def compact(tensor: torch.Tensor) -> torch.Tensor:
     return tensor[tuple(slice(0, 1) if st == 0 else slice(None) for st in tensor.stride())]
 
 
-_LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # not in the stubs
+LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # not in the stubs
 
 
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
     key: Hashable
     dtype = tensor.dtype
-    if isinstance(tensor, _LAZY):  # lazy: no shape yet
+    if isinstance(tensor, LAZY):  # lazy: no shape yet
         shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
     else:
         numel = tensor.numel()

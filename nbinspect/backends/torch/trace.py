@@ -41,7 +41,7 @@ from .dataflow import DataflowCapture, GraphMode
 from .fake_kernels import ShimmedFakeMode, stand_in
 from .flops import FLASH_BACKWARD_NOTE, AutogradMarks, FlopCounter, coverage_note
 from .linear_shortcut import linear_flops, plain_linears
-from .source import ModelWalk
+from .source import LAZY, ModelWalk
 
 __all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
 
@@ -432,6 +432,7 @@ def run_trace(
         named_modules = named_modules_of(model)
         walk = ModelWalk(named_modules, tensors_of([m for _, m in named_modules]), {})
     named_modules, model_tensors = walk.named_modules, walk.tensors
+    _refuse_lazy(named_modules, model_tensors)
     modules = [m for _, m in named_modules]
     device, model_dtype = _device_dtype(model_tensors)
     dtype = input_dtype or param_dtype or model_dtype
@@ -527,6 +528,23 @@ def run_trace(
             " (made under torch.inference_mode), so autograd cannot run on them."
         )
     return result
+
+
+def _refuse_lazy(named_modules: list[tuple[str, nn.Module]], tensors: list[torch.Tensor]) -> None:
+    """One line instead of torch's paragraph for a model whose lazy modules have not run yet:
+    their first forward would make the parameters, and the trace never changes the model."""
+    if not any(isinstance(t, LAZY) for t in tensors):
+        return
+    lazy = [
+        f"{type(m).__name__} '{path}'"
+        for path, m in named_modules
+        if any(isinstance(t, LAZY) for t in (*m._parameters.values(), *m._buffers.values()))
+    ]
+    shown = ", ".join(lazy[:3]) + (f" and {len(lazy) - 3} more" if len(lazy) > 3 else "")
+    raise ValueError(
+        f"{shown}: lazy, not initialized yet; run the model once on a real input to make its parameters"
+        " (nbinspect does not: it never changes the model)"
+    )
 
 
 def _dtype_hint(exc: Exception, dtype: torch.dtype) -> str:
