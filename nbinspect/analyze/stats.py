@@ -123,10 +123,9 @@ def tensor_stats(
                 )
         pending.clear()
 
-    large = sum(t.nbytes for t in unique.values() if t.numel > SAMPLE)
-    workspace = Scratch(CHUNK, fused.kernels(large))
-    streamed = [t.nbytes for t in unique.values() if type(t.tensor) not in _TENSORS and streamable(t.tensor, workspace)]
-    whole = WholeTensors(streamed)
+    sizes = [t.nbytes for t in unique.values() if t.numel > SAMPLE]
+    workspace = Scratch(CHUNK, fused.kernels(sum(sizes)))
+    whole = WholeTensors(sizes if workspace.kernels is not None else [])
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace, whole:
         for key, entry in unique.items():
             values, note, implicit, n = entry.tensor, None, 0, entry.numel
@@ -156,6 +155,11 @@ def tensor_stats(
                 if len(pending) >= _BATCH_TENSORS or pending_elements >= _BATCH_ELEMENTS:
                     flush()
                     pending_elements = 0
+            elif plain and values is entry.tensor and entry.release_hook is None and whole.takes(entry.nbytes):
+                # in memory as it is (no copy held, no pages to give back): on a thread of its own
+                reduce = partial(_large_alone, bins=bins, kernels=workspace.kernels)
+                whole.submit(key, entry.nbytes, _guarded, partial(_one, reduce, values, implicit, note, bins))
+                continue
             else:
                 results[key] = _guarded(
                     partial(_one, lambda v: large_moments(v, bins, workspace), values, implicit, note, bins)
@@ -172,6 +176,12 @@ def tensor_stats(
             results[key] = result
             bar.update(nbytes)
     return results
+
+
+def _large_alone(values: torch.Tensor, bins: int, kernels: Any) -> Moments:
+    """:func:`large_moments` on a pool thread (its own buffers; grad mode is per thread)."""
+    with torch.no_grad(), Scratch(CHUNK, kernels) as workspace:
+        return large_moments(values, bins, workspace)
 
 
 def _streamed(values: Any, bins: int, workspace: Scratch) -> tuple[Moments | None, str | None]:
