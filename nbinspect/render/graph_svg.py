@@ -130,7 +130,12 @@ def graph_svg(graph: Mapping[str, Any], title: str = "") -> str:
         f"<title>{esc(title or 'dataflow')}</title>",
         '<defs><marker id="a" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" '
         'orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/></marker></defs>',
+        # a light card under the drawing, as the saved curves' image has: the picture cannot
+        # follow the reader's theme, and its grey edge labels were unreadable on a dark page
+        f'<rect x="0.5" y="0.5" width="{width - 1:.0f}" height="{height - 1:.0f}" rx="8" '
+        'fill="#fff" stroke="#c4c4c4"/>',
     ]
+    labels = []  # drawn after every edge, each on a halo: an edge crossing a label passes under it
     for (a, b), text in pairs.items():
         (xa, ya), (xb, yb) = pos[a], pos[b]
         x1, y1, x2, y2 = xa + _W / 2, ya + _H, xb + _W / 2, yb
@@ -138,10 +143,11 @@ def graph_svg(graph: Mapping[str, Any], title: str = "") -> str:
             f'<path d="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + 20:.1f} {x2:.1f},{y2 - 20:.1f} {x2:.1f},{y2:.1f}" '
             'fill="none" stroke="#888" marker-end="url(#a)"/>'
         )
-        out.append(
-            f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2 + 3:.1f}" font-size="9" fill="#666">'
-            f"{esc(text)}</text>"
+        labels.append(
+            f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2 + 3:.1f}" font-size="9" fill="#666" '
+            f'stroke="#fff" stroke-width="3" paint-order="stroke">{esc(text)}</text>'
         )
+    out += labels
     several = _several_positional(nodes)
     for i in drawn:
         x, y = pos[i]

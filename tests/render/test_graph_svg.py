@@ -31,6 +31,13 @@ def test_first_view_of_tiny_lm():
     )
     root = ET.fromstring(svg)
     assert len(list(root.iter(f"{SVG}path"))) == 1 + 7  # the arrow marker and the 7 edges of the view
+    # drawn on a white card (its grey edge labels were unreadable on a dark page through it)
+    card = root.find(f"{SVG}rect")
+    assert card is not None and card.get("fill") == "#fff"
+    assert (
+        float(card.get("width")) >= float(root.get("width")) - 1
+        and float(card.get("height")) >= float(root.get("height")) - 1
+    )
 
 
 def test_inputs_are_named_input_or_by_their_keyword():
