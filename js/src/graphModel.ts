@@ -14,6 +14,8 @@ export interface Graph {
   /** Call nodes with children (expandable). */
   expandable: boolean[];
   depth: number[];
+  /** Whether the inputs come from more than one positional argument (see `inputLabel`). */
+  severalPositional: boolean;
 }
 
 export interface ViewEdge {
@@ -69,7 +71,22 @@ export function buildGraph(data: GraphData): Graph {
     } else top.push(i);
   }
   const expandable = children.map((kids, i) => data.nodes.kind[i] === "call" && kids.length > 0);
-  return { data, n, children, top, expandable, depth };
+  const heads = new Set(
+    data.nodes.name.filter((_, i) => data.nodes.kind[i] === "input").map((name) => name.split(".")[0]),
+  );
+  const severalPositional = [...heads].filter((head) => /^\d+$/.test(head)).length > 1;
+  return { data, n, children, top, expandable, depth, severalPositional };
+}
+
+/** What an input node is called: its path names a keyword argument as it is ("input_ids",
+ * "batch.mask"), but a positional one by its index ("0", "1.mask"), which reads as a number;
+ * that becomes "input" ("input 0", "input 1" when `several` positional arguments are drawn).
+ * render/graph_svg.py `_input_label` (the picture without JavaScript) says the same. */
+export function inputLabel(path: string, several: boolean): string {
+  const dot = path.indexOf(".");
+  const head = dot < 0 ? path : path.slice(0, dot);
+  if (!/^\d+$/.test(head)) return path;
+  return (several ? `input ${head}` : "input") + (dot < 0 ? "" : path.slice(dot));
 }
 
 /** True for a member of a folded run other than its first (it is drawn as the first). */
@@ -151,7 +168,7 @@ export function view(g: Graph, s: GraphViewState): View {
       const key = `${src}|${dst}`;
       if (!stubSeen.has(key)) {
         stubSeen.add(key);
-        stubs.push({ dst, from: g.data.nodes.name[src], shape: e.shape[i], dtype: e.dtype[i] });
+        stubs.push({ dst, from: fullName(g, src), shape: e.shape[i], dtype: e.dtype[i] });
       }
       continue;
     }
@@ -174,7 +191,14 @@ export function view(g: Graph, s: GraphViewState): View {
   return { ...v, edges: [...merged.values()], stubs };
 }
 
-/** Module path of a call, function name of an op, path of an input or output. */
+/** The full name: module path of a call, function name of an op, path of an output,
+ * `inputLabel` of an input (tooltips, side-input stubs). */
+export function fullName(g: Graph, node: number): string {
+  const d = g.data.nodes;
+  return d.kind[node] === "input" ? inputLabel(d.name[node], g.severalPositional) : d.name[node];
+}
+
+/** Module path of a call, function name of an op, path of an output, `inputLabel` of an input. */
 export function label(g: Graph, node: number, unfolded: Set<number>): string {
   const d = g.data.nodes;
   if (d.kind[node] === "call") {
@@ -186,7 +210,7 @@ export function label(g: Graph, node: number, unfolded: Set<number>): string {
     if (name === "") return "(root)";
     return /^\d+$/.test(key) && parts.length > 1 ? parts.slice(-2).join(".") : key; // "layers.3", not "3"
   }
-  return d.name[node];
+  return fullName(g, node);
 }
 
 /** Shape as "[1, 128, 4096]". */

@@ -6,7 +6,7 @@
 import { h, svg } from "./dom";
 import { formatBytes, formatCompact } from "./format";
 import { edgeText, type Layout, type Rect, stubText } from "./graphLayout";
-import { type Graph, label, type View } from "./graphModel";
+import { fullName, type Graph, label, type View } from "./graphModel";
 import type { ColourOption } from "./payload";
 
 /** Edge labels are drawn on the edges up to this many visible edges (else in each edge's tooltip). */
@@ -97,7 +97,7 @@ export function legendParts(c: ColourOption | undefined): HTMLElement[] {
 /** A node's accessible description (its aria-label and tooltip). */
 export function describeNode(g: Graph, n: number, value: number | null, c: ColourOption | undefined): string {
   const d = g.data.nodes;
-  const parts = [d.kind[n] === "call" ? d.name[n] || "(root)" : d.name[n]];
+  const parts = [d.kind[n] === "call" ? d.name[n] || "(root)" : fullName(g, n)];
   if (d.type[n]) parts.push(d.type[n]);
   if (d.params[n]?.length) parts.push(`reads ${d.params[n]?.join(", ")}`);
   if (d.fold_first[n] === n && d.fold_label[n]) parts.push(`${d.fold_count[n]} equal blocks`);

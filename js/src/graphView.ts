@@ -7,7 +7,7 @@
 
 import { button, h, svg } from "./dom";
 import { GraphLayout, type Layout } from "./graphLayout";
-import { buildGraph, type Graph, type GraphViewState, hiddenMember, type View, view } from "./graphModel";
+import { buildGraph, fullName, type Graph, type GraphViewState, hiddenMember, type View, view } from "./graphModel";
 import { PanZoom } from "./graphPanZoom";
 import { defs, edgeTitle, graphMarkup, LABELLED_EDGES, legendParts, standaloneSvg, viewColour } from "./graphSvg";
 import type { ColourOption, GraphData } from "./payload";
@@ -259,7 +259,7 @@ export class GraphView {
       el.classList.toggle("nbi-selected", d.kind[n] === "call" && d.name[n] === s.selected);
       el.classList.toggle(
         "nbi-match",
-        query !== "" && (d.name[n].toLowerCase().includes(query) || d.type[n].toLowerCase().includes(query)),
+        query !== "" && (fullName(this.g, n).toLowerCase().includes(query) || d.type[n].toLowerCase().includes(query)),
       );
     }
     for (const el of this.world.querySelectorAll<SVGGElement>(".nbi-graph-box"))

@@ -6,6 +6,7 @@ import { h } from "./dom";
 import type { LocateFetcher, LocateRow, RegionFetcher, RegionHeader } from "./heatmapRegion";
 import { commandInvoker, type Invoke } from "./invoke";
 import { type Hist, PAYLOAD_VERSION, type Payload } from "./payload";
+import { JP } from "./styles";
 import { Timeline } from "./timeline";
 import { TreeView } from "./view";
 
@@ -74,7 +75,7 @@ export function incompatible(payload: Payload | undefined): string | null {
 }
 
 function render({ model, el, experimental }: Props): () => void {
-  const error = h("div", "nbi-error", undefined, { role: "alert", style: "color: var(--jp-error-color1, #d32f2f)" });
+  const error = h("div", "nbi-error", undefined, { role: "alert", style: `color: ${JP.error1}` });
   let view: TreeView | null = null;
   const invoke = experimental ? commandInvoker(model) : undefined;
   const timeline = new Timeline(el); // metrics over training steps (nbinspect.track), above the tree

@@ -1,5 +1,24 @@
 // The widget's CSS. Colours come from JupyterLab's theme variables, so the widget follows
-// light and dark themes; the fallbacks are the light theme.
+// light and dark themes; where they are missing (marimo) the fallbacks (`JP`) follow the
+// page's colour scheme.
+
+/** JupyterLab's theme colours, each with the fallback used where a front-end does not define
+ * it: JupyterLab's light value, or its dark one (as render/html.py writes them) where the page
+ * declares a dark colour scheme: marimo's dark theme sets `color-scheme: dark` and no --jp-*
+ * variable, and a light fallback there drew dark text on its dark page. */
+export const JP = {
+  layout0: "var(--jp-layout-color0, light-dark(#ffffff, #111111))",
+  layout1: "var(--jp-layout-color1, light-dark(#ffffff, #212121))",
+  layout2: "var(--jp-layout-color2, light-dark(#eeeeee, #424242))",
+  font0: "var(--jp-ui-font-color0, light-dark(#000000de, #ffffff))",
+  font1: "var(--jp-ui-font-color1, light-dark(#000000de, #ffffffde))",
+  font2: "var(--jp-ui-font-color2, light-dark(#0000008a, #ffffff8a))",
+  border1: "var(--jp-border-color1, light-dark(#bdbdbd, #616161))",
+  border2: "var(--jp-border-color2, light-dark(#e0e0e0, #424242))",
+  brand1: "var(--jp-brand-color1, light-dark(#1976d2, #42a5f5))",
+  warn1: "var(--jp-warn-color1, light-dark(#f57c00, #ffb74d))",
+  error1: "var(--jp-error-color1, light-dark(#d32f2f, #ef5350))",
+};
 
 /** The details panel sits beside the table in a widget wider than this (px), else below it. */
 export const DETAIL_BESIDE_FROM = 1360;
@@ -10,14 +29,14 @@ export const DETAIL_BESIDE_WIDTH = DETAIL + GAP;
 
 export const STYLES = `
 .nbi {
-  --nbi-bg: var(--jp-layout-color0, #fff);
-  --nbi-bg-alt: var(--jp-layout-color1, #fff);
-  --nbi-bg-head: var(--jp-layout-color2, #eee);
-  --nbi-fg: var(--jp-ui-font-color0, rgba(0,0,0,.87));
-  --nbi-fg-dim: var(--jp-ui-font-color2, rgba(0,0,0,.54));
-  --nbi-border: var(--jp-border-color2, #e0e0e0);
-  --nbi-accent: var(--jp-brand-color1, #1976d2);
-  --nbi-warn: var(--jp-warn-color1, #f57c00);
+  --nbi-bg: ${JP.layout0};
+  --nbi-bg-alt: ${JP.layout1};
+  --nbi-bg-head: ${JP.layout2};
+  --nbi-fg: ${JP.font0};
+  --nbi-fg-dim: ${JP.font2};
+  --nbi-border: ${JP.border2};
+  --nbi-accent: ${JP.brand1};
+  --nbi-warn: ${JP.warn1};
   font-family: var(--jp-ui-font-family, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif);
   font-size: var(--jp-ui-font-size1, 13px);
   color: var(--nbi-fg);
@@ -78,9 +97,9 @@ export const STYLES = `
 .nbi-tag, .nbi-problem { flex: 0 100 auto; min-width: 2.2em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .nbi-col-name > .nbi-key { flex: 0 1 auto; min-width: min(6ch, 100%); }
 .nbi-problem { padding: 0 5px; border-radius: 8px; font-size: .8em; line-height: 16px; font-weight: 600;
-  color: var(--jp-error-color1, #d32f2f); background: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 14%, transparent); }
+  color: ${JP.error1}; background: color-mix(in srgb, ${JP.error1} 14%, transparent); }
 .nbi-problems { order: 10; flex-basis: 100%; padding: 3px 8px; border-radius: 4px; font-weight: 600;
-  color: var(--jp-error-color1, #d32f2f); background: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 12%, transparent); }
+  color: ${JP.error1}; background: color-mix(in srgb, ${JP.error1} 12%, transparent); }
 .nbi-legend { display: inline-flex; align-items: center; gap: 6px; margin: 0 0 6px; font-size: .85em; color: var(--nbi-fg-dim); }
 .nbi-legend-label { font-weight: 600; }
 .nbi-legend-bar { width: 120px; height: 10px; border-radius: 2px; border: 1px solid var(--nbi-border);

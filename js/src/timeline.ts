@@ -8,37 +8,41 @@ import { h, svg } from "./dom";
 import { formatStat } from "./format";
 import { niceTicks, tickFormat } from "./histogram";
 import type { Timeline as TimelineData, TimelineSeries } from "./payload";
+import { JP } from "./styles";
 
 const WIDTH = 320;
-const HEIGHT = 150;
-const PAD = { left: 52, right: 10, top: 8, bottom: 26 };
+const HEIGHT = 162;
+// the bottom holds the x tick labels, then the axis title centred under them (not beside the
+// first tick label, which it touched)
+const PAD = { left: 52, right: 10, top: 8, bottom: 38 };
 
 const STYLES = `
 .nbi-timeline { margin: 0 0 8px; font: 12px var(--jp-ui-font-family, system-ui, sans-serif);
-  color: var(--jp-ui-font-color1, #000000de); }
-.nbi-timeline-title { color: var(--jp-ui-font-color2, #0000008a); margin: 0 0 4px; }
+  color: ${JP.font1}; }
+.nbi-timeline-title { color: ${JP.font2}; margin: 0 0 4px; }
 .nbi-timeline-controls { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 0 0 6px; }
 .nbi-timeline-controls select, .nbi-timeline-controls summary { font: inherit; color: inherit;
-  background: var(--jp-layout-color1, #fff); border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px;
+  background: ${JP.layout1}; border: 1px solid ${JP.border2}; border-radius: 4px;
   padding: 2px 6px; cursor: pointer; }
 .nbi-timeline-picker { position: relative; }
 .nbi-timeline-picker > summary { list-style: none; }
 .nbi-timeline-picker-list { position: absolute; z-index: 6; top: 26px; left: 0; display: grid; gap: 2px; padding: 6px 10px;
-  max-height: 260px; overflow: auto; white-space: nowrap; background: var(--jp-layout-color1, #fff);
-  border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; box-shadow: 0 2px 8px rgba(0,0,0,.2); }
+  max-height: 260px; overflow: auto; white-space: nowrap; background: ${JP.layout1};
+  border: 1px solid ${JP.border2}; border-radius: 4px; box-shadow: 0 2px 8px rgba(0,0,0,.2); }
 .nbi-timeline-charts { display: flex; flex-wrap: wrap; gap: 8px; }
-.nbi-timeline-card { border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; padding: 4px 6px;
-  background: var(--jp-layout-color1, #fff); width: ${WIDTH + 14}px; }
-.nbi-timeline-key { color: var(--jp-ui-font-color1, #000000de); font-weight: 600; overflow-wrap: anywhere; }
-.nbi-timeline-value { font-variant-numeric: tabular-nums; color: var(--jp-ui-font-color2, #0000008a); min-height: 1.3em; }
+.nbi-timeline-card { border: 1px solid ${JP.border2}; border-radius: 4px; padding: 4px 6px;
+  background: ${JP.layout1}; width: ${WIDTH + 14}px; }
+.nbi-timeline-key { color: ${JP.font1}; font-weight: 600; overflow-wrap: anywhere; }
+.nbi-timeline-value { font-variant-numeric: tabular-nums; color: ${JP.font2}; min-height: 1.3em; }
 .nbi-timeline svg { display: block; overflow: visible; }
-.nbi-timeline .nbi-line { fill: none; stroke: var(--jp-brand-color1, #1976d2); stroke-width: 1.6; }
-.nbi-timeline .nbi-line-raw { fill: none; stroke: var(--jp-brand-color1, #1976d2); stroke-width: 1; opacity: .3; }
-.nbi-timeline .nbi-tick line, .nbi-timeline .nbi-frame { stroke: var(--jp-border-color1, #bdbdbd); }
+.nbi-timeline .nbi-line { fill: none; stroke: ${JP.brand1}; stroke-width: 1.6; }
+.nbi-timeline .nbi-line-raw { fill: none; stroke: ${JP.brand1}; stroke-width: 1; opacity: .3; }
+.nbi-timeline .nbi-tick line, .nbi-timeline .nbi-frame { stroke: ${JP.border1}; }
 .nbi-timeline .nbi-frame { fill: none; }
-.nbi-timeline .nbi-tick text { fill: var(--jp-ui-font-color2, #0000008a); font-size: 10px; }
-.nbi-timeline .nbi-cursor { stroke: var(--jp-ui-font-color2, #0000008a); stroke-dasharray: 3 2; }
-.nbi-timeline circle { fill: var(--jp-brand-color1, #1976d2); }
+.nbi-timeline .nbi-tick text { fill: ${JP.font2}; font-size: 10px; }
+.nbi-timeline .nbi-axis-title { fill: ${JP.font1}; font-size: 11px; text-anchor: middle; }
+.nbi-timeline .nbi-cursor { stroke: ${JP.font2}; stroke-dasharray: 3 2; }
+.nbi-timeline circle { fill: ${JP.brand1}; }
 `;
 
 export type Scale = "auto" | "linear" | "log";
@@ -197,10 +201,9 @@ function card(steps: number[], series: TimelineSeries, weight: number, scale: Sc
     chart.append(g);
   }
   const stepLabel = svg("text", {
-    x: PAD.left - 6,
-    y: HEIGHT - PAD.bottom + 14,
-    "text-anchor": "end",
-    class: "nbi-tick",
+    x: PAD.left + (WIDTH - PAD.left - PAD.right) / 2,
+    y: HEIGHT - 5,
+    class: "nbi-axis-title",
   });
   stepLabel.textContent = "step";
   chart.append(stepLabel);

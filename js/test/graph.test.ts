@@ -3,7 +3,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { GraphLayout } from "../src/graphLayout";
-import { buildGraph, label, view } from "../src/graphModel";
+import { buildGraph, inputLabel, label, view } from "../src/graphModel";
 import { scaled } from "../src/graphSvg";
 import { initialExpansion } from "../src/graphView";
 import { fixture } from "./fixtures";
@@ -73,6 +73,15 @@ describe("graph model (tiny_lm traced in Python)", () => {
     expect(v.hiddenConstants).toBe(1);
     expect(v.nodes).not.toContain(byName(g, "blocks.1"));
     expect(label(g, byName(g, "blocks.0"), new Set())).toBe("blocks.0–1 ×2");
+    expect(label(g, byName(g, "0", "input"), new Set())).toBe("input"); // the only positional argument, not "0"
+  });
+
+  it("inputs: a positional argument is 'input' (numbered when there are several), a keyword keeps its name", () => {
+    expect(inputLabel("0", false)).toBe("input");
+    expect(inputLabel("0", true)).toBe("input 0");
+    expect(inputLabel("1.mask", true)).toBe("input 1.mask");
+    expect(inputLabel("input_ids", true)).toBe("input_ids");
+    expect(inputLabel("batch.0", false)).toBe("batch.0");
   });
 
   it("an expanded folded block stands for every member: its last op feeds ln_f, no edge between members", () => {

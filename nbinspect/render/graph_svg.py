@@ -55,7 +55,26 @@ def _initial_view(nodes: Mapping[str, list]) -> tuple[list[int], dict[int, int]]
     return sorted(drawn), stand_in
 
 
-def _label(nodes: Mapping[str, list], i: int) -> tuple[str, str]:
+def _input_label(path: str, several: bool) -> str:
+    """What an input node is called: its path names a keyword argument as it is
+    ("input_ids", "batch.mask"), but a positional one by its index ("0", "1.mask"), which reads
+    as a number; that becomes "input" ("input 0", "input 1" when `several` positional
+    arguments are drawn). js/src/graphModel.ts ``inputLabel`` says the same."""
+    head, dot, rest = path.partition(".")
+    if not head.isdigit():
+        return path
+    return (f"input {head}" if several else "input") + dot + rest
+
+
+def _several_positional(nodes: Mapping[str, list]) -> bool:
+    """Whether the inputs come from more than one positional argument."""
+    heads = {n.partition(".")[0] for k, n in zip(nodes["kind"], nodes["name"]) if k == "input"}
+    return sum(h.isdigit() for h in heads) > 1
+
+
+def _label(nodes: Mapping[str, list], i: int, several: bool) -> tuple[str, str]:
+    if nodes["kind"][i] == "input":
+        return _input_label(nodes["name"][i], several), ""
     if nodes["kind"][i] != "call":
         return nodes["name"][i], ""
     if nodes["fold_first"][i] == i and nodes["fold_label"][i]:
@@ -111,7 +130,12 @@ def graph_svg(graph: Mapping[str, Any], title: str = "") -> str:
         f"<title>{esc(title or 'dataflow')}</title>",
         '<defs><marker id="a" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" '
         'orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/></marker></defs>',
+        # a light card under the drawing, as the saved curves' image has: the picture cannot
+        # follow the reader's theme, and its grey edge labels were unreadable on a dark page
+        f'<rect x="0.5" y="0.5" width="{width - 1:.0f}" height="{height - 1:.0f}" rx="8" '
+        'fill="#fff" stroke="#c4c4c4"/>',
     ]
+    labels = []  # drawn after every edge, each on a halo: an edge crossing a label passes under it
     for (a, b), text in pairs.items():
         (xa, ya), (xb, yb) = pos[a], pos[b]
         x1, y1, x2, y2 = xa + _W / 2, ya + _H, xb + _W / 2, yb
@@ -119,13 +143,15 @@ def graph_svg(graph: Mapping[str, Any], title: str = "") -> str:
             f'<path d="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + 20:.1f} {x2:.1f},{y2 - 20:.1f} {x2:.1f},{y2:.1f}" '
             'fill="none" stroke="#888" marker-end="url(#a)"/>'
         )
-        out.append(
-            f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2 + 3:.1f}" font-size="9" fill="#666">'
-            f"{esc(text)}</text>"
+        labels.append(
+            f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2 + 3:.1f}" font-size="9" fill="#666" '
+            f'stroke="#fff" stroke-width="3" paint-order="stroke">{esc(text)}</text>'
         )
+    out += labels
+    several = _several_positional(nodes)
     for i in drawn:
         x, y = pos[i]
-        name, kind_type = _label(nodes, i)
+        name, kind_type = _label(nodes, i, several)
         kind = nodes["kind"][i]
         fill = {"call": "#fff", "op": "#eee"}.get(kind, "#dbe9f8")
         rx = 5 if kind == "call" else _H / 2

@@ -55,9 +55,36 @@ def _shown_subclass(figure: type) -> Any:
 
 
 def figure_png(fig: Any, dpi: int = 72) -> bytes:
-    """`fig` as PNG bytes (for a saved notebook's static view), at `dpi`."""
+    """`fig` as PNG bytes (for a saved notebook's static view), at `dpi`, drawn on a light
+    card: rounded, a grey border, transparent around it.
+
+    An image cannot follow the reader's theme. Light charts on a transparent image lose
+    their dark text on a dark page, and light text would be lost on GitHub's white one; a
+    light card keeps every number at its light-theme contrast wherever the notebook is read,
+    and its border and rounded corners show a dark theme's page around it, so it reads as a
+    chart card (as the widget draws its charts) rather than a white rectangle pasted in."""
+    from matplotlib.patches import FancyBboxPatch
+
+    width, height = fig.get_size_inches()
+    inset = 0.02  # inches: the border's stroke stays inside the image
+    card = FancyBboxPatch(
+        (inset, inset),
+        width - 2 * inset,
+        height - 2 * inset,
+        boxstyle="round,pad=0,rounding_size=0.12",
+        transform=fig.dpi_scale_trans,
+        facecolor="white",
+        edgecolor="#c4c4c4",
+        linewidth=1,
+        zorder=-1,  # under the axes
+    )
+    fig.add_artist(card)
+    engine = fig.get_layout_engine()
+    if engine is not None and hasattr(engine, "set"):  # constrained layout: the titles clear of the border
+        engine.set(w_pad=0.1, h_pad=0.1)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
+    fig.savefig(buffer, format="png", dpi=dpi, facecolor="none")
+    card.remove()
     return buffer.getvalue()
 
 

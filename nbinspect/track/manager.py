@@ -36,7 +36,7 @@ from .activation import ActivationMetrics
 from .change import KEY_ALIASES, ParameterChangeMetrics
 from .config import AnalysisConfig
 from .delta import ArchitectureChanged, ParameterDelta
-from .forward import INPUTS_ARE, check_inputs
+from .forward import check_inputs
 from .gradient import GradientMetrics, OptimizerStateMetrics
 from .metric import AnalysisContext, MetricComputer, call_compute
 from .snapshot import ParameterSnapshot
@@ -214,9 +214,14 @@ class ModelAnalysisManager:
                 self._said.add(("inputs", "none"))
                 what = " and ".join("sparse quality" if n == "sparse" else n for n in needing)
                 flags = ", ".join(f"{'sparse_quality' if n == 'sparse' else n}_enabled=False" for n in needing)
+                # short lines: a saved notebook shows the warning unwrapped (on GitHub one long
+                # line widened a 700 px page to 2,600 px)
                 warnings.warn(
-                    f"nbinspect.track: {what} skipped: on_optimizer_step() got no inputs= ({INPUTS_ARE}); "
-                    f"{flags} silences this (later skips are counted in manager.skipped)",
+                    f"nbinspect.track: {what} skipped (no inputs=)\n"
+                    "  pass on_optimizer_step() inputs=, the batch the model is called with\n"
+                    "  (a tensor, a tuple of positional arguments or a dict of keyword arguments);\n"
+                    f"  {flags} turn{'s it' if len(needing) == 1 else ' them'} off;\n"
+                    "  later skips are counted in manager.skipped",
                     TrackingWarning,
                     stacklevel=4,
                 )

@@ -140,8 +140,10 @@ class TrackWidget(InspectWidget):
         measurement as a PNG, the last values and the model's parameter totals as text."""
         history = self._manager.history
         title = self.payload.get("timeline", {}).get("title", "")
-        heading = f"{self._name}: training dynamics, {title}"
-        lines = [heading, "=" * len(heading)]
+        heading = f"{self._name}: training dynamics"
+        # the title's parts a line each: the block is read unwrapped (GitHub), one line was
+        # wider than a 700 px page
+        lines = [heading, "=" * len(heading), *title.split(" · ")]
         chosen = self._chosen(history)
         image = None
         if not history.empty and chosen:

@@ -39,6 +39,14 @@ def test_click_selects_the_module_and_fills_the_detail_panel(tiny_lm_graph):
     expect(row(page, "lm_head")).to_have_attribute("aria-selected", "true")
 
 
+def test_the_input_node_is_called_input_as_in_the_saved_picture(tiny_lm_graph):
+    """tiny_lm's one positional argument has the path "0": the node reads "input", as the
+    picture saved for readers without JavaScript (render/graph_svg.py) draws it."""
+    labels = tiny_lm_graph.locator(".nbi-graph-input .nbi-graph-label")
+    expect(labels).to_have_text(["input"])
+    expect(tiny_lm_graph.locator(".nbi-graph-input")).to_have_attribute("aria-label", re.compile(r"^input\b"))
+
+
 def test_expand_and_collapse_a_folded_block(tiny_lm_graph):
     page = tiny_lm_graph
     fold = graph_node(page, "blocks.0–1 ×2")
@@ -70,7 +78,9 @@ def test_export_svg_is_a_parseable_picture_of_the_view(tiny_lm_graph):
     root = ET.parse(download.value.path()).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text") if "nbi-graph-label" in t.get("class", "")]
-    assert sorted(labels) == sorted(["0", "tok_emb", "pos_emb", "add", "blocks.0–1 ×2", "ln_f", "lm_head", "output"])
+    assert sorted(labels) == sorted(
+        ["input", "tok_emb", "pos_emb", "add", "blocks.0–1 ×2", "ln_f", "lm_head", "output"]
+    )
     assert float(root.get("width")) > 100
 
 

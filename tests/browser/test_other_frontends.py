@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .jupyterlab_server import TOKEN, _free_port, jupyterlab
+from .pages import contrast
 from .test_jupyterlab import NOTEBOOK
 
 SHOTS = os.environ.get("NBINSPECT_SCREENSHOT_DIR")
@@ -45,6 +46,9 @@ if __name__ == "__main__":
 def marimo_app(tmp_path_factory, browser):
     root = tmp_path_factory.mktemp("marimo")
     (root / "app.py").write_text(APP)
+    # marimo's own default is its light theme whatever the browser prefers: "system" follows
+    # the page's colour scheme, so the dark run below is marimo's dark theme
+    (root / ".marimo.toml").write_text('[display]\ntheme = "system"\n')
     port = _free_port()
     log = open(root / "server.log", "w")  # noqa: SIM115 (closed below)
     env = {**os.environ, "HOME": str(root), "MARIMO_SKIP_UPDATE_CHECK": "1"}
@@ -94,6 +98,19 @@ def test_a_marimo_app_shows_the_widget_and_reacts_to_clicks(marimo_app, browser,
         # the values come from the kernel through the widget's commands (marimo has no experimental.invoke)
         expect(page.locator(".nbi-heat")).to_have_attribute("data-grid", re.compile(r"\d+x\d+"), timeout=30_000)
         expect(page.locator(".nbi-detail")).not_to_contain_text("could not be fetched")
+        # marimo defines no JupyterLab variable: the widget's colours follow its theme (a white
+        # widget on its dark page before), every text readable on what is behind it
+        background = page.locator(".nbi").evaluate("e => getComputedStyle(e).backgroundColor")
+        assert background == ("rgb(17, 17, 17)" if dark else "rgb(255, 255, 255)")
+        texts = [
+            ".nbi-model",
+            ".nbi-total-label",
+            ".nbi-detail-title",
+            ".nbi-chart .nbi-axis text",
+            '[data-path="features"]',
+        ]
+        for text in texts:
+            assert contrast(page.locator(text).first) >= 4.5, text
         if SHOTS:
             page.screenshot(path=f"{SHOTS}/marimo-{width}{'-dark' if dark else ''}.png", full_page=True)
     finally:

@@ -33,11 +33,14 @@ CELLS = [
     "from nbinspect.track import AnalysisConfig, ModelAnalysisManager\n"
     "manager = ModelAnalysisManager.create(AnalysisConfig(interval=2, gradient_enabled=True))\n"
     "run = examples.build('tiny_lm')\n"
-    "manager.widget(run, metrics=['param_change/norm_l2', 'param_change/relative_change', 'gradient/norm'])",
+    "manager.widget(run, metrics=['param_change/norm_l2',\n"
+    "                             'param_change/relative_change', 'gradient/norm'])",
+    # code lines that fit a 700 px page unwrapped (the GitHub-like reading checks the width)
     "torch.manual_seed(0)\nopt = torch.optim.AdamW(run.parameters(), lr=1e-3)\n"
-    "for _ in range(6):\n    opt.zero_grad()\n    logits = run(x)\n"
-    "    torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1)).backward()\n"
-    "    opt.step()\n    manager.on_optimizer_step(run, optimizer=opt)",
+    "for _ in range(6):\n    opt.zero_grad()\n    logits = run(x)[:, :-1]\n"
+    "    loss = torch.nn.functional.cross_entropy(\n"
+    "        logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))\n"
+    "    loss.backward()\n    opt.step()\n    manager.on_optimizer_step(run, optimizer=opt, inputs=x)",
 ]
 # what every reading shows as text
 MODEL_TEXT = ["TinyLM", "NaN"]
@@ -65,6 +68,7 @@ def test_the_saved_outputs_carry_the_summary_and_nothing_stale(saved):
     progress = [o for o in saved.cells[2].outputs if o["output_type"] == "display_data"]
     assert [o["data"] for o in progress] == [{}]  # the bar's output emptied when it closed
     assert not [o for o in saved.cells[2].outputs if o.get("name") == "stderr"]
+    assert not [o for o in saved.cells[4].outputs if o.get("name") == "stderr"]  # the training loop warns of nothing
     track_html = saved.cells[3].outputs[1]["data"]["text/html"]
     assert "data:image/png;base64," in track_html and "steps 4→6" in track_html  # the last measurement
 
@@ -163,6 +167,14 @@ def test_as_github_shows_it_without_javascript(saved, width, tmp_path, browser):
         expect(curves).to_be_visible()
         assert curves.evaluate("img => img.naturalWidth") > 300  # the curves as a static image
         assert "import(" not in text and "createObjectURL" not in text  # no script text leaks
+        # nothing unwrapped (a warning's one long line) widens the page past the viewport
+        wide = page.evaluate(
+            """w => [...document.querySelectorAll("body *")]
+            .filter((e) => e.getBoundingClientRect().left + e.scrollWidth > w && !e.querySelector("*"))
+            .map((e) => e.tagName + ": " + e.textContent.slice(0, 100))""",
+            width,
+        )
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, wide
         _assert_clean(page)
         _shoot(page, f"github-no-js-{width}")
     finally:
@@ -198,6 +210,12 @@ def test_jupyterlab_reopened_without_the_kernel(reopened, trusted, theme, open_p
         track = page.locator(".jp-Notebook .jp-Cell").nth(3)
         track.scroll_into_view_if_needed()
         expect(track.locator("img")).to_be_visible()
+        # the curves' image: a light card whose corners show the page (light or dark) around it
+        corner = track.locator("img").evaluate(
+            """img => { const c = Object.assign(document.createElement("canvas"), { width: img.naturalWidth, height: 4 });
+            const x = c.getContext("2d"); x.drawImage(img, 0, 0); return x.getImageData(0, 0, 1, 1).data[3]; }"""
+        )
+        assert corner == 0
     page.wait_for_timeout(1500)  # the widget manager has answered by now
     if theme == "dark":  # switched once the outputs are drawn (switching while JupyterLab renders raced it)
         page.wait_for_function("() => window.jupyterapp && document.body.dataset.jpThemeName", timeout=60_000)

@@ -15,9 +15,17 @@ from nbinspect.render.html import standalone_html
 from nbinspect.render.widget import bundle_source
 from nbinspect.track import AnalysisConfig, ModelAnalysisManager
 
+from .pages import contrast
+
 
 @pytest.fixture
 def trained_page(tmp_path, open_page):
+    path, manager = _trained(tmp_path)
+    return open_page(path.as_uri()), manager
+
+
+def _trained(tmp_path):
+    """The standalone page of a track widget after six steps of tiny_lm, and its manager."""
     model = examples.build("tiny_lm")
     x = examples.example_input("tiny_lm")
     manager = ModelAnalysisManager.create(AnalysisConfig(interval=2, gradient_enabled=True))
@@ -32,7 +40,54 @@ def trained_page(tmp_path, open_page):
         manager.on_optimizer_step(model, optimizer=opt)
     path = tmp_path / "track.html"
     path.write_text(standalone_html(widget.payload, bundle_source(), "track"), encoding="utf-8")
-    return open_page(path.as_uri()), manager
+    return path, manager
+
+
+# marimo's dark theme: no JupyterLab variable (each set to its guaranteed-invalid value, so
+# var() takes its fallback) and a dark colour scheme on a dark page
+NO_THEME_VARIABLES = """() => {
+  const root = document.documentElement;
+  for (const sheet of document.styleSheets) for (const rule of sheet.cssRules) {
+    const style = rule.style ?? rule.cssRules?.[0]?.style;
+    for (const name of style ?? []) if (name.startsWith("--jp-")) root.style.setProperty(name, "initial");
+  }
+  root.style.colorScheme = "dark";
+  document.body.style.background = "#181c1a";
+}"""
+
+
+@pytest.mark.parametrize("host", ["light", "dark", "dark-without-theme-variables"])
+def test_the_charts_text_is_readable_and_the_step_title_clear_of_the_ticks(tmp_path, open_page, host):
+    """The charts' text (the axis title "step", the tick labels, the strip's title) at 4.5:1
+    or more against what is behind it, in a light and a dark theme and in a front-end that
+    defines no JupyterLab variable (marimo); "step" under the tick labels, not touching them."""
+    path, _ = _trained(tmp_path)
+    page = open_page(path.as_uri(), "light" if host == "light" else "dark")
+    if host == "dark-without-theme-variables":
+        page.evaluate(NO_THEME_VARIABLES)
+    card = page.locator(".nbi-timeline-card").first
+    title = card.locator("svg text", has_text="step")
+    expect(title).to_have_count(1)
+    texts = {
+        "step": title,
+        "tick": card.locator(".nbi-tick text").first,
+        "strip title": page.locator(".nbi-timeline-title"),
+    }
+    for what, text in texts.items():
+        assert contrast(text) >= 4.5, (what, host)
+    step = title.bounding_box()
+    for tick in card.locator(".nbi-tick text").all():
+        box = tick.bounding_box()
+        apart = (  # 4 px of air at least (it sat 3 px left of the first tick label: "step2")
+            box["x"] + box["width"] + 4 <= step["x"]
+            or step["x"] + step["width"] + 4 <= box["x"]
+            or box["y"] + box["height"] + 4 <= step["y"]
+            or step["y"] + step["height"] + 4 <= box["y"]
+        )
+        assert apart, (tick.inner_text(), box, step)
+    shot = os.environ.get("NBINSPECT_SCREENSHOT_DIR")
+    if shot:
+        card.screenshot(path=f"{shot}/track_chart-{host}.png")
 
 
 def test_timeline_and_moved_tree(trained_page):

@@ -27,10 +27,34 @@ def test_first_view_of_tiny_lm():
     insp = nbinspect.trace(examples.build("tiny_lm"), examples.example_input("tiny_lm"))
     svg = graph_svg(insp._payload()["graph"], "TinyLM")
     assert sorted(labels(svg)) == sorted(
-        ["0", "tok_emb", "pos_emb", "add", "blocks.0–1 ×2", "ln_f", "lm_head", "output"]
+        ["input", "tok_emb", "pos_emb", "add", "blocks.0–1 ×2", "ln_f", "lm_head", "output"]
     )
     root = ET.fromstring(svg)
     assert len(list(root.iter(f"{SVG}path"))) == 1 + 7  # the arrow marker and the 7 edges of the view
+    # drawn on a white card (its grey edge labels were unreadable on a dark page through it)
+    card = root.find(f"{SVG}rect")
+    assert card is not None and card.get("fill") == "#fff"
+    assert (
+        float(card.get("width")) >= float(root.get("width")) - 1
+        and float(card.get("height")) >= float(root.get("height")) - 1
+    )
+
+
+def test_inputs_are_named_input_or_by_their_keyword():
+    """A positional argument's path is its index ("0"): drawn as "input", numbered when there
+    are several; a keyword argument keeps its name (as the widget's graph, graphModel.ts)."""
+
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 2)
+
+        def forward(self, x, y, scale=None):
+            return self.a(x) + self.b(y) * scale
+
+    insp = nbinspect.trace(Two(), torch.randn(1, 2), torch.randn(1, 2), scale=torch.ones(1, 2))
+    svg = graph_svg(insp._payload()["graph"])
+    assert {"input 0", "input 1", "scale"} <= set(labels(svg)), labels(svg)
 
 
 def test_names_are_escaped():

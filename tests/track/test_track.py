@@ -638,6 +638,27 @@ def test_widget_follows_the_measurements():
     assert {s["key"] for s in payload["timeline"]["series"]} >= {"param_change/norm_l2", "param_change/norm_max"}
 
 
+def test_saved_curves_are_a_light_card_with_transparent_corners():
+    """The saved notebook's image of the curves (read without the widget, in any theme): an
+    opaque white card with a grey border, the image transparent outside its rounded corners
+    (it was an opaque white rectangle to the edges: a glare on a dark page)."""
+    import io
+
+    from PIL import Image
+
+    manager = ModelAnalysisManager.create(AnalysisConfig(interval=2))
+    model = examples.build("tiny_lm")
+    widget = manager.widget(model, metrics=["param_change/norm_l2"])
+    _loop(manager, 4, model)
+    _, png = widget._saved_view()
+    image = Image.open(io.BytesIO(png)).convert("RGBA")
+    w, h = image.size
+    assert [image.getpixel(corner)[3] for corner in [(0, 0), (w - 1, 0), (0, h - 1), (w - 1, h - 1)]] == [0] * 4
+    assert image.getpixel((w // 2, 8)) == (255, 255, 255, 255)  # inside the card, above the title
+    border = image.getpixel((w // 2, 1))
+    assert border[3] > 0 and max(border[:3]) < 230  # the grey border along the top edge
+
+
 def test_widget_reads_the_model_once(calls):
     from nbinspect.backends import backend_named
 
@@ -746,6 +767,7 @@ def test_without_inputs_sparse_quality_is_skipped_with_one_warning():
         _train(model, manager, 20)
     said = [str(w.message) for w in caught if "sparse" in str(w.message)]
     assert len(said) == 1 and "inputs=" in said[0] and "sparse_quality_enabled=False" in said[0]
+    assert max(len(line) for line in said[0].splitlines()) <= 80  # readable where it is not wrapped
     assert manager.skipped == {"sparse": 10}  # step 1 takes the snapshot; steps 2, 4, ..., 20 measure
     assert manager.errors == []
     assert "param_change/norm_l2" in manager.metric_keys()
