@@ -267,14 +267,18 @@ def _side_inputs(flow: Dataflow, fold_first: list[int], fold_count: list[int], c
         if f >= 0:
             runs.setdefault(f, []).append(node)
     side = [False] * len(flow.src)
+    if not runs:
+        return side
     last = flow.last
+    src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
     for members in runs.values():
         lo, hi = members[0], last[members[-1]]
         starts = np.array(members)
         by_tensor: dict[tuple[int, int], list[int]] = {}
-        for e, (s, d) in enumerate(zip(flow.src, flow.dst)):
-            if lo <= d <= hi and not lo <= s <= hi:
-                by_tensor.setdefault((s, flow.tensor[e]), []).append(e)
+        # the edges into the run from outside it, found by numpy: few of all the edges
+        into = (lo <= dst) & (dst <= hi) & ~((lo <= src) & (src <= hi))
+        for e in np.flatnonzero(into).tolist():
+            by_tensor.setdefault((flow.src[e], flow.tensor[e]), []).append(e)
         for edges in by_tensor.values():
             hit = {int(np.searchsorted(starts, flow.dst[e], side="right")) for e in edges}
             if len(hit) >= 2:
@@ -285,6 +289,8 @@ def _side_inputs(flow: Dataflow, fold_first: list[int], fold_count: list[int], c
 
 def _constants(flow: Dataflow) -> list[bool]:
     """Op nodes no input reaches (masks, positions built inside the forward)."""
+    if "op" not in flow.kind:  # only module calls (a plain stack of layers): none
+        return [False] * len(flow.kind)
     out_edges: dict[int, list[int]] = {}
     for s, d in zip(flow.src, flow.dst):
         out_edges.setdefault(s, []).append(d)
