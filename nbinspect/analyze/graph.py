@@ -148,12 +148,11 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         return h
 
     signature = [0] * n
-    kinds, call_of, signature_of = flow.kind, flow.call, signature.__getitem__
     for node in range(n - 1, -1, -1):
-        kind = kinds[node]
+        kind = flow.kind[node]
         if kind == "call":
-            c = call_of[node]
-            kids = list(map(signature_of, children[node]))
+            c = flow.call[node]
+            kids = [signature[k] for k in children[node]]
             i, o = ins[c], outs[c]
             signature[node] = hashed(
                 (

@@ -26,9 +26,8 @@ def flow(result: TraceResult) -> pd.DataFrame:
     def column(attr: str) -> list:
         return list(map(attrgetter(attr), calls))
 
-    def ints(
-        attr: str,
-    ) -> np.ndarray:  # the recorder's own counters: ints by construction, packed without numpy's discovery
+    def ints(attr: str) -> np.ndarray:
+        """The recorder's own counters (ints by construction), packed without numpy's type discovery."""
         return np.fromiter(map(attrgetter(attr), calls), dtype=np.int64, count=n)
 
     return FLOW.from_columns(
