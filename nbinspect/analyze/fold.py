@@ -80,20 +80,18 @@ def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Fo
         while a < len(kids):
             b = a + 1
             if keys[kids[a]].isdigit():
-                while (
-                    b < len(kids)
-                    and signature[kids[b]] == signature[kids[a]]
-                    and keys[kids[b]] == str(int(keys[kids[b - 1]]) + 1)
-                ):
+                same, number = signature[kids[a]], int(keys[kids[a]]) + 1  # the number the next member has
+                while b < len(kids) and signature[kids[b]] == same and keys[kids[b]] == str(number):
                     b += 1
+                    number += 1
             if b - a >= 2:
                 label = f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}"
                 folds[kids[a]] = Fold(label, b - a, tuple(kids[a:b]), stop[kids[b - 1]])
-                for member in kids[a + 1 : b]:
-                    if children[member]:
+                if children[kids[a]]:
+                    for member in kids[a + 1 : b]:
                         hidden.update(_subtree(member, children))
-                    else:  # a leaf (most members of a run of leaves): itself
-                        hidden.add(member)
+                else:  # a run of leaves (equal signatures: all leaves or none): the members themselves
+                    hidden.update(kids[a + 1 : b])
             a = b
     return Folds(folds, hidden)
 

@@ -53,10 +53,13 @@ def graph_frames(
         c if k == "call" else (flow.call[p] if p >= 0 else -1) for k, c, p in zip(flow.kind, flow.call, flow.parent)
     ]
     names = calls["name"].tolist()
-
-    def call_name(node: int) -> str:
-        return names[enclosing[node]] if enclosing[node] >= 0 else flow.name[node]
-
+    # per node once, then per edge by index in C: edges outnumber nodes
+    call_name = [names[c] if c >= 0 else name for c, name in zip(enclosing, flow.name)]
+    # equal blocks share a signature: each distinct one written once
+    signature_text = {s: format(s & (2**64 - 1), "016x") for s in set(signature)}
+    read_params: list[tuple | None] = [None] * n
+    for node, read in flow.params.items():
+        read_params[node] = tuple(read)
     nodes = GRAPH_NODES.from_columns(
         {
             "node": np.arange(n, dtype=np.int64),
@@ -66,12 +69,12 @@ def graph_frames(
             "parent": _ids(flow.parent),
             "last": flow.last,
             "const": const,
-            "signature": [format(s & (2**64 - 1), "016x") for s in signature],
+            "signature": list(map(signature_text.__getitem__, signature)),
             "fold_first": _ids(fold_first),
             "fold_count": pd.arrays.IntegerArray(np.array(fold_count, dtype=np.int64), np.equal(fold_count, 0)),
             "fold_label": fold_label,
             "same_as": _ids(same_as),
-            "params": [tuple(flow.params[i]) if i in flow.params else None for i in range(n)],
+            "params": read_params,
         },
         n,
     )
@@ -81,8 +84,8 @@ def graph_frames(
             "consumer": flow.dst,
             "producer_call": _ids(list(map(enclosing.__getitem__, flow.src))),
             "consumer_call": _ids(list(map(enclosing.__getitem__, flow.dst))),
-            "producer_name": [call_name(s) for s in flow.src],
-            "consumer_name": [call_name(d) for d in flow.dst],
+            "producer_name": list(map(call_name.__getitem__, flow.src)),
+            "consumer_name": list(map(call_name.__getitem__, flow.dst)),
             "tensor": flow.tensor,
             "shape": flow.shape,
             "dtype": flow.dtype,
@@ -133,7 +136,7 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
     # by the value itself with its lists as tuples (str, int, None and tuples of them: equal
     # values have equal texts), not by its text (repr was a third of the graph frames' cost).
     hashes: dict[tuple, int] = {}
-    shape_texts: dict[tuple, str] = {}
+    texts: dict[Any, str] = {}  # of edge shapes and child signatures
 
     def hashed(key: tuple, value: tuple) -> int:
         try:
@@ -141,7 +144,7 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         except TypeError:  # unhashable (symbolic sizes): by its text alone
             return _hash_text(repr(value))
         if h is None:
-            h = hashes[key] = _hash_text(_call_text(value, shape_texts) if len(value) == 5 else repr(value))
+            h = hashes[key] = _hash_text(_call_text(value, texts) if len(value) == 5 else repr(value))
         return h
 
     signature = [0] * n
@@ -169,14 +172,16 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
     return signature
 
 
-def _call_text(value: tuple, shape_texts: dict[tuple, str]) -> str:
+def _call_text(value: tuple, texts: dict[Any, str]) -> str:
     """``repr(value)`` of a call's (type, input shapes, output shapes, child signatures, edges
     inside) written from its parts: the same text, without repr's recursion guard for each
-    of a container's thousands of edge tuples, and each distinct edge shape written once
-    (`shape_texts`). Positions and signatures are ints, whose str is their repr."""
+    of a container's thousands of edge tuples, and each distinct edge shape and child
+    signature written once (`texts`: a repeated block's children share signatures).
+    Positions and signatures are ints, whose str is their repr."""
     type_name, ins, outs, kids, inside = value
-    edges = ", ".join([f"({a}, {b}, {shape_texts.get(s) or shape_texts.setdefault(s, repr(s))})" for a, b, s in inside])
-    return f"({type_name!r}, {ins!r}, {outs!r}, [{', '.join(map(str, kids))}], [{edges}])"
+    edges = ", ".join([f"({a}, {b}, {texts.get(s) or texts.setdefault(s, repr(s))})" for a, b, s in inside])
+    kid_texts = ", ".join([texts.get(k) or texts.setdefault(k, str(k)) for k in kids])
+    return f"({type_name!r}, {ins!r}, {outs!r}, [{kid_texts}], [{edges}])"
 
 
 def _under_common(parent: list[int], s: int, d: int) -> tuple[int, int]:
@@ -262,14 +267,18 @@ def _side_inputs(flow: Dataflow, fold_first: list[int], fold_count: list[int], c
         if f >= 0:
             runs.setdefault(f, []).append(node)
     side = [False] * len(flow.src)
+    if not runs:
+        return side
     last = flow.last
+    src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
     for members in runs.values():
         lo, hi = members[0], last[members[-1]]
         starts = np.array(members)
         by_tensor: dict[tuple[int, int], list[int]] = {}
-        for e, (s, d) in enumerate(zip(flow.src, flow.dst)):
-            if lo <= d <= hi and not lo <= s <= hi:
-                by_tensor.setdefault((s, flow.tensor[e]), []).append(e)
+        # the edges into the run from outside it, found by numpy: few of all the edges
+        into = (lo <= dst) & (dst <= hi) & ~((lo <= src) & (src <= hi))
+        for e in np.flatnonzero(into).tolist():
+            by_tensor.setdefault((flow.src[e], flow.tensor[e]), []).append(e)
         for edges in by_tensor.values():
             hit = {int(np.searchsorted(starts, flow.dst[e], side="right")) for e in edges}
             if len(hit) >= 2:
@@ -280,6 +289,8 @@ def _side_inputs(flow: Dataflow, fold_first: list[int], fold_count: list[int], c
 
 def _constants(flow: Dataflow) -> list[bool]:
     """Op nodes no input reaches (masks, positions built inside the forward)."""
+    if "op" not in flow.kind:  # only module calls (a plain stack of layers): none
+        return [False] * len(flow.kind)
     out_edges: dict[int, list[int]] = {}
     for s, d in zip(flow.src, flow.dst):
         out_edges.setdefault(s, []).append(d)

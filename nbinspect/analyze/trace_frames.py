@@ -26,14 +26,18 @@ def flow(result: TraceResult) -> pd.DataFrame:
     def column(attr: str) -> list:
         return list(map(attrgetter(attr), calls))
 
+    def ints(attr: str) -> np.ndarray:
+        """The recorder's own counters (ints by construction), packed without numpy's type discovery."""
+        return np.fromiter(map(attrgetter(attr), calls), dtype=np.int64, count=n)
+
     return FLOW.from_columns(
         {
-            "index": column("index"),
+            "index": ints("index"),
             "name": column("name"),
             "type": column("type"),
-            "depth": column("depth"),
+            "depth": ints("depth"),
             "parent": _parents(column("parent")),
-            "call": column("call"),
+            "call": ints("call"),
             # shapes as tuples, dtypes by name; None where the call raised (no function call per row)
             "input_shapes": [None if s is None else list(map(tuple, s)) for s in column("input_shapes")],
             "input_bytes": column("input_bytes"),
@@ -87,7 +91,7 @@ def layers_with_trace(
     calls = [first.get(path) for path in paths]
 
     def of_first_call(column: str) -> list:
-        values = flow_frame[column].to_numpy()
+        values = flow_frame[column].tolist()  # the same objects; a list indexes without numpy's scalar per read
         return [None if i is None else values[i] for i in calls]
 
     filled = _TRACE.from_columns(

@@ -5,7 +5,9 @@ show those folds, and a fold's pooled statistics and histogram are computed once
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 
 import numpy as np
 import pytest
@@ -190,3 +192,78 @@ def test_the_pooled_statistics_are_the_parent_roll_up_when_the_members_are_all_o
 def test_without_statistics_a_fold_is_its_members_and_label():
     folds = nbinspect.inspect(examples.build("tiny_lm"), stats=False)._payload()["folds"]
     assert folds == {"path": ["blocks.0–1"], "label": ["0–1 ×2"], "rows": [[4, 14]]}
+
+
+def _reference_folds(layers, params) -> tuple[dict[int, tuple], set[int]]:
+    """Runs and hidden rows found directly: each member's structure compared recursively, each
+    number compared with the one before it, each member's subtree collected on its own."""
+    names, types = layers["name"].tolist(), layers["type"].tolist()
+    kids: dict[int, list[int]] = {i: [] for i in range(len(names))}
+    for i, parent in enumerate(layers["parent"].tolist()):
+        if i:
+            kids[names.index(parent)].append(i)
+    own = {i: [] for i in range(len(names))}
+    for name, module, shape, dtype, grad in zip(
+        *(params[c].tolist() for c in ("name", "module", "shape", "dtype", "requires_grad"))
+    ):
+        own[names.index(module)].append((name.rpartition(".")[2], tuple(shape), dtype, bool(grad)))
+
+    def structure(i: int) -> tuple:
+        local = [names[c].rpartition(".")[2] for c in kids[i]]
+        return (
+            types[i],
+            tuple(own[i]),
+            tuple(("#" if k.isdigit() else k, structure(c)) for k, c in zip(local, kids[i])),
+        )
+
+    def subtree(i: int) -> set[int]:
+        return {i}.union(*(subtree(c) for c in kids[i]))
+
+    first, hidden = {}, set()
+    for i in kids:
+        rows = kids[i]
+        a = 0
+        while a < len(rows):
+            b = a + 1
+            while (
+                b < len(rows)
+                and names[rows[a]].rpartition(".")[2].isdigit()
+                and structure(rows[b]) == structure(rows[a])
+                and names[rows[b]].rpartition(".")[2] == str(int(names[rows[b - 1]].rpartition(".")[2]) + 1)
+            ):
+                b += 1
+            if b - a >= 2:
+                first[rows[a]] = tuple(rows[a:b])
+                hidden |= set().union(*(subtree(m) for m in rows[a + 1 : b]))
+            a = b
+    return first, hidden
+
+
+def _random_tree(rng) -> nn.Module:
+    def block(depth: int) -> nn.Module:
+        if depth == 0 or rng.random() < 0.4:
+            return rng.choice([lambda: nn.Linear(4, 4), lambda: nn.Linear(4, 4, bias=False), nn.ReLU])()
+        n = rng.randint(1, 5)
+        numbers = sorted(rng.sample(range(7), n)) if rng.random() < 0.3 else range(n)  # gaps break runs
+        same = rng.random() < 0.6  # equal members (a run) or each its own
+        made = block(depth - 1)
+        children = {str(k): copy.deepcopy(made) if same else block(depth - 1) for k in numbers}
+        if rng.random() < 0.2:
+            children["head"] = block(depth - 1)
+        return nn.ModuleDict(children)
+
+    return block(3)
+
+
+def test_fold_repeats_equals_a_direct_search_on_random_trees():
+    rng = random.Random(0)
+    runs = nested = 0
+    for _ in range(60):
+        insp = nbinspect.inspect(_random_tree(rng), stats=False)
+        folds = fold_repeats(insp.frames["layers"], insp.frames["params"])
+        first, hidden = _reference_folds(insp.frames["layers"], insp.frames["params"])
+        assert {row: fold.rows for row, fold in folds.first.items()} == first
+        assert folds.hidden == hidden
+        runs += len(first)
+        nested += any(insp.frames["layers"]["is_leaf"].tolist()[row] is False for row in first)
+    assert runs > 60 and nested > 10  # runs of leaves and of blocks were both checked

@@ -14,11 +14,12 @@ def _shape(rng: random.Random) -> tuple:
 
 def test_call_text_is_repr():
     rng = random.Random(0)
-    texts: dict[tuple, str] = {}  # shared across values, as one trace's signatures share it
+    texts: dict = {}  # shared across values, as one trace's signatures share it
+    pool = [rng.getrandbits(64) for _ in range(4)]  # repeated blocks: children share signatures
     for _ in range(500):
         ins = None if rng.random() < 0.1 else [_shape(rng) for _ in range(rng.randint(0, 3))]
         outs = None if rng.random() < 0.1 else [_shape(rng) for _ in range(rng.randint(0, 3))]
-        kids = [rng.getrandbits(64) for _ in range(rng.randint(0, 6))]
+        kids = [rng.choice(pool) if rng.random() < 0.5 else rng.getrandbits(64) for _ in range(rng.randint(0, 6))]
         inside = [(rng.randint(0, 9), rng.randint(0, 9), _shape(rng)) for _ in range(rng.randint(0, 6))]
         value = (rng.choice(["Linear", "Sequential", 'it\'s "quoted"']), ins, outs, kids, inside)
         assert _call_text(value, texts) == repr(value)
