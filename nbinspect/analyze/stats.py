@@ -66,7 +66,9 @@ def stats(
     65,536 per tensor, a strided sample of that size above). A progress bar (tqdm;
     in a notebook one text output, emptied at the end) shows after two seconds;
     ``progress=False`` hides it, ``True`` shows it at once.
-    ``workers=N`` reads the files of a sharded safetensors checkpoint on N threads.
+    Large tensors are reduced one per kernel thread (a tensor too large to share out
+    evenly is split across them); ``workers=N`` instead reads the files of a sharded
+    safetensors checkpoint on N threads, whole files each.
     """
     if by not in BY:
         raise ValueError(f"stats(by={by!r}): choose one of {BY}")
