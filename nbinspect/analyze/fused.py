@@ -30,7 +30,7 @@ import os
 import struct
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -48,7 +48,6 @@ __all__ = [
     "PART",
     "MomentSums",
     "PairSums",
-    "alone",
     "kernel_array",
     "kernels",
     "moment_sums",
@@ -163,22 +162,6 @@ def _run(fn: Callable[..., Any], parts: list[tuple]) -> list[Any]:
     if len(parts) == 1:
         return [fn(*parts[0])]
     return list(_the_pool().map(lambda p: fn(*p), parts))
-
-
-Result = TypeVar("Result")
-
-
-def alone(fn: Callable[..., Result], *args: Any) -> Future[Result]:
-    """fn(*args) on one of the pool's threads, which reduces each tensor alone
-    (:func:`on_this_thread`): for many large tensors, one per thread, so one thread's
-    Python between tensors runs while the others are in the kernels (they release the GIL)
-    instead of every thread waiting for it. fn must not wait for the pool itself."""
-
-    def run() -> Result:
-        with on_this_thread():
-            return fn(*args)
-
-    return _the_pool().submit(run)
 
 
 def _splits(n: int, parts: int) -> list[tuple[int, int]]:

@@ -26,7 +26,7 @@ calling thread.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..backends import ModelSource, TensorEntry
@@ -40,40 +40,47 @@ _Result = tuple[Moments | None, str | None]
 
 
 class WholeTensors:
-    """Large tensors reduced each whole on one of the kernels' threads (:func:`.fused.alone`),
-    when the work spreads evenly: at least two of them, each at most ``limit`` bytes (a
-    quarter of a thread's share of every large tensor's bytes: queued in the order met, the
-    last one may run alone, 1/8 longer than a split at worst on 2 threads); larger ones are
-    split across the threads as before. As a context manager it does not return while a thread still reads: files
-    stay open and tensors alive until every read has ended, even when the loop that queues
-    them raises."""
+    """Large tensors reduced each whole on a thread of their own (``fused.on_this_thread``),
+    as many threads as the kernels may use (``fused.threads``: torch's thread count, at
+    most one per core), when the work spreads evenly: at least two of them, each at most
+    ``limit`` bytes (a quarter of a thread's share of every large tensor's bytes: queued in
+    the order met, the last one may run alone, 1/8 longer than a split at worst on 2
+    threads); larger ones are split across the threads as before. As a context manager it
+    does not return while a thread still reads: files stay open and tensors alive until
+    every read has ended, even when the loop that queues them raises (tensors not started
+    are cancelled)."""
 
     def __init__(self, sizes: list[int]) -> None:
-        n = fused.threads()
-        self.limit = sum(sizes) // (4 * n) if n > 1 and len(sizes) > 1 else -1
+        self._threads = fused.threads()
+        self.limit = sum(sizes) // (4 * self._threads) if self._threads > 1 and len(sizes) > 1 else -1
+        self._pool: ThreadPoolExecutor | None = None
         self._queued: list[tuple[Any, int, Future[_Result]]] = []
 
     def takes(self, nbytes: int) -> bool:
         return nbytes <= self.limit
 
     def submit(self, key: Any, nbytes: int, reduce: Callable[..., _Result], *args: Any) -> None:
-        self._queued.append((key, nbytes, fused.alone(reduce, *args)))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="nbinspect-tensors")
+        self._queued.append((key, nbytes, self._pool.submit(_on_this_thread, reduce, *args)))
 
     def results(self) -> Iterator[tuple[Any, int, _Result]]:
-        """(key, bytes, result) of each tensor in the order queued; the first error raised
-        cancels the tensors not started."""
+        """(key, bytes, result) of each tensor, in the order queued."""
         for key, nbytes, done in self._queued:
             yield key, nbytes, done.result()
-        self._queued.clear()
 
     def __enter__(self) -> WholeTensors:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for _, _, future in self._queued:
-            future.cancel()
-        wait([future for _, _, future in self._queued])
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
         self._queued.clear()
+
+
+def _on_this_thread(reduce: Callable[..., _Result], *args: Any) -> _Result:
+    with fused.on_this_thread():  # a tensor is not split again across the kernels' pool
+        return reduce(*args)
 
 
 def parallel_tensor_stats(source: ModelSource, bins: int, workers: int) -> _Results:

@@ -30,14 +30,13 @@ def two_threads(monkeypatch):
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     submitted: list = []
-    alone = fused.alone
+    submit = WholeTensors.submit
 
-    def recorded(fn, *args):
-        future = alone(fn, *args)
-        submitted.append(future)
-        return future
+    def recorded(self, *args):
+        submit(self, *args)
+        submitted.append(self._queued[-1][2])
 
-    monkeypatch.setattr(fused, "alone", recorded)
+    monkeypatch.setattr(WholeTensors, "submit", recorded)
     return submitted
 
 
@@ -162,3 +161,20 @@ def test_large_tensors_in_memory_reduced_whole_on_the_threads_match_float64_and_
         assert frame.loc[name, "hist_counts"].tolist() == split.loc[name, "hist_counts"].tolist()
         for column in ("mean", "std", "abs_mean", "l2"):
             assert frame.loc[name, column] == pytest.approx(split.loc[name, column], rel=1e-12, nan_ok=True)
+
+
+def test_as_many_threads_as_torch_may_use_not_one_per_core(tmp_path, monkeypatch, two_threads):
+    from nbinspect.analyze import stats
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)  # torch keeps 2 (the fixture): 2 threads, not 8
+    names, streamed = set(), stats._streamed
+
+    def where(*args):
+        names.add(threading.current_thread().name)
+        time.sleep(0.02)  # long enough for every idle thread to take a tensor
+        return streamed(*args)
+
+    monkeypatch.setattr(stats, "_streamed", where)
+    nbinspect.stats(str(_file_of(tmp_path, {f"w{i}": _large(i, 2 * SAMPLE, torch.float32) for i in range(12)})))
+    assert len(two_threads) == 12
+    assert len(names) == 2 and all(name.startswith("nbinspect-tensors") for name in names)
