@@ -6,8 +6,10 @@ as much time as the statistics kernel itself). But a mapped file that shrinks un
 reader (another process truncates it) or whose storage fails (EIO on NFS or FUSE) raises
 SIGBUS on the access, which would kill the user's Jupyter kernel. So:
 
-- A process-wide SIGBUS handler is installed once (and again whenever someone replaced it).
-  It is ~55 machine instructions compiled with llvmlite (numba's dependency, ~10 ms once
+- A process-wide SIGBUS handler is installed while nbinspect has a window mapped (when the
+  first is made, and again if someone replaced it since) and the previous action is put
+  back when the last is closed: at any other time the process's action is the one its
+  user and libraries set. The handler is ~55 machine instructions compiled with llvmlite (numba's dependency, ~10 ms once
   per process; the libc addresses are baked in, so it is not cached) calling only
   ``mmap``, ``sigaction`` and ``raise``: no Python, no GIL, no allocation.
 - Each live mapping is registered in a fixed table (:data:`_table`: start, end, faulted
@@ -51,7 +53,8 @@ _SUPPORTED = sys.platform == "linux" and platform.machine() in ("x86_64", "aarch
 # slot i: [3i] first byte, [3i + 1] end (0: free), [3i + 2] faulted
 _table = (ctypes.c_int64 * (3 * SLOTS))()
 _free = list(range(SLOTS))
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards _free, _live and the installing and removing of the handler
+_live = [0]  # windows open: the handler is installed while there is one
 _faults = [0]  # faults taken in our mappings in this process (tests read it)
 
 
@@ -154,9 +157,15 @@ def _compile(libc: Any) -> tuple[int, Any]:
     return engine.get_function_address("nbinspect_sigbus"), engine
 
 
+def _current(libc: Any) -> _Sigaction | None:
+    current = _Sigaction()
+    return current if libc.sigaction(signal.SIGBUS, None, ctypes.byref(current)) == 0 else None
+
+
 def _installed(libc: Any) -> bool:
-    """Install the handler unless it is the current one (someone may have replaced it since:
-    ``faulthandler.enable()``; what they installed becomes the action a foreign fault gets)."""
+    """Install the handler unless it is the current one (someone may have replaced it while a
+    window was open: ``faulthandler.enable()``; what they installed becomes the action a
+    foreign fault gets, and is put back when the last window closes)."""
     if "handler" not in _state:
         if "failed" in _state:
             return False
@@ -165,8 +174,8 @@ def _installed(libc: Any) -> bool:
         except Exception:  # no llvmlite, or it cannot build for this machine: pread then
             _state["failed"] = True
             return False
-    current = _Sigaction()
-    if libc.sigaction(signal.SIGBUS, None, ctypes.byref(current)) != 0:
+    current = _current(libc)
+    if current is None:
         return False
     if current.handler == _state["handler"]:
         return True
@@ -225,7 +234,18 @@ class Window:
             if self._slot >= 0:
                 with _lock:
                     _free.append(self._slot)
+                    _live[0] -= 1
+                    if not _live[0]:
+                        _removed(self._libc)
                 self._slot = -1
+
+
+def _removed(libc: Any) -> None:
+    """The action from before the handler was installed, back in place, unless someone
+    replaced the handler since (theirs stays)."""
+    current = _current(libc)
+    if current is not None and current.handler == _state.get("handler"):
+        libc.sigaction(signal.SIGBUS, ctypes.byref(_previous), None)
 
 
 def window(fd: int, where: str, check: Callable[[], None]) -> Window | None:
@@ -240,6 +260,7 @@ def window(fd: int, where: str, check: Callable[[], None]) -> Window | None:
         if not _free or not _installed(libc):
             return None
         slot = _free.pop()
+        _live[0] += 1
     return Window(libc, slot, fd, where, check)
 
 

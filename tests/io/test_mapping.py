@@ -27,10 +27,10 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _child(code: str, *args: str) -> subprocess.CompletedProcess:
+def _child(code: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NBINSPECT_WARM_UP": "0"}
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", textwrap.dedent(code), *args], env=env, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -178,3 +178,69 @@ def test_with_every_slot_taken_the_reader_falls_back_to_pread(tmp_path):
     again = mapping.window(handle.fd, handle.where, handle.check)
     assert again is not None
     again.close()
+
+
+# The child reads a file through nbinspect's mappings (statistics, two threads), then touches
+# a lost page of its own mapping; `when` says what it did with faulthandler around the reads:
+# "between" enables it after a first read, reads again and disables it.
+_AFTER_THE_READ = """
+    import ctypes, faulthandler, mmap, os, signal, sys
+    import torch
+    from safetensors.torch import save_file
+    import nbinspect
+    from nbinspect.analyze import fused
+    from nbinspect.io import mapping
+
+    ours, theirs, when = sys.argv[1:4]
+    libc = ctypes.CDLL(None)
+
+    def action():
+        buffer = ctypes.create_string_buffer(256)
+        assert libc.sigaction(signal.SIGBUS, None, buffer) == 0
+        return ctypes.c_void_p.from_buffer(buffer).value
+
+    save_file({"a": torch.randn(1 << 20), "b": torch.randn(1 << 20)}, ours)
+    fused.kernels(fused.FUSED_ABOVE)
+    fused.LOADED_ABOVE, fused.WINDOW_BYTES, fused.MAPPED = 0, 1 << 20, True
+    if when == "faulthandler-between":
+        nbinspect.stats(ours)
+    if when != "no-faulthandler":
+        faulthandler.enable()
+    before = action()
+    opened = mapping.Window.map
+    counted = [0]
+
+    def counting(self, offset, nbytes):
+        counted[0] += 1
+        return opened(self, offset, nbytes)
+
+    mapping.Window.map = counting
+    nbinspect.stats(ours)
+    print("windows", counted[0], "same action", action() == before, flush=True)
+    if when != "no-faulthandler":
+        faulthandler.disable()
+    with open(theirs, "wb") as f:
+        f.write(b"\\1" * (1 << 20))
+    f = open(theirs, "rb")
+    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    os.truncate(theirs, 4096)
+    print("touching", flush=True)
+    print(m[1 << 19])
+    print("survived")
+"""
+
+
+@pytest.mark.parametrize("when", ["no-faulthandler", "faulthandler-around", "faulthandler-between"])
+def test_once_the_last_mapping_is_closed_the_process_has_its_own_sigbus_action_again(tmp_path, when):
+    """The handler is installed only while nbinspect has a window mapped: after the read the
+    action is the one from before (a bus error of the process's own then kills it as without
+    nbinspect, not a handler of faulthandler's that was disabled since and would loop)."""
+    files = str(tmp_path / "ours.safetensors"), str(tmp_path / "theirs.bin")
+    try:
+        done = _child(_AFTER_THE_READ, *files, when, timeout=60)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"the bus error looped instead of killing the child: {exc.stdout!r}") from None
+    first = done.stdout.splitlines()[0].split()
+    assert int(first[1]) >= 2 and first[-1] == "True", done.stdout
+    assert done.returncode == -signal.SIGBUS, (done.returncode, done.stdout, done.stderr[-2000:])
+    assert "touching" in done.stdout and "survived" not in done.stdout
