@@ -9,9 +9,10 @@ SIGBUS on the access, which would kill the user's Jupyter kernel. So:
 - A process-wide SIGBUS handler is installed while nbinspect has a window mapped (when the
   first is made, and again if someone replaced it since) and the previous action is put
   back when the last is closed: at any other time the process's action is the one its
-  user and libraries set. The handler is ~55 machine instructions compiled with llvmlite (numba's dependency, ~10 ms once
-  per process; the libc addresses are baked in, so it is not cached) calling only
-  ``mmap``, ``sigaction`` and ``raise``: no Python, no GIL, no allocation.
+  user and libraries set. The handler is ~55 machine instructions compiled with llvmlite
+  (numba's dependency, ~10 ms once per process; the libc addresses are baked in, so it is
+  not cached) calling only ``mmap``, ``sigaction`` and ``raise``: no Python, no GIL, no
+  allocation.
 - Each live mapping is registered in a fixed table (:data:`_table`: start, end, faulted
   per slot) that the handler reads. A fault from the kernel (``BUS_ADRERR``) inside a
   registered mapping gets anonymous zero pages mapped over the rest of that mapping
