@@ -66,7 +66,7 @@ def read_only(folder: str) -> None:
                 f.get_tensor(name).sum()
 
 
-def measure(folder: str, workers: int | None, threads: int | None) -> None:
+def measure(folder: str, workers: int | None, threads: int | None, read: str | None = None) -> None:
     """Runs in a fresh process: the read-only pass, two stats passes (the process's first
     call, then a second), the read-only pass again; times and peak memory as JSON. Peak
     resident memory is sampled every 50 ms from /proc for this process and its workers
@@ -81,6 +81,8 @@ def measure(folder: str, workers: int | None, threads: int | None) -> None:
         loading[0] += _timed(load)
 
     fused._load = timed_load
+    if read:  # --read pread / mapped: how the kernel reads the files (else nbinspect's default)
+        fused.MAPPED = read == "mapped"
     if threads:
         torch.set_num_threads(threads)
     floor = [_timed(read_only, folder)]
@@ -111,8 +113,8 @@ def _timed(fn, *args) -> float:
     return time.perf_counter() - start
 
 
-def run(folder: Path, workers: int | None, threads: int | None = None) -> dict:
-    command = [sys.executable, __file__, "--measure", str(folder)]
+def run(folder: Path, workers: int | None, threads: int | None = None, read: str | None = None) -> dict:
+    command = [sys.executable, __file__, "--measure", str(folder)] + (["--read", read] if read else [])
     command += ([] if workers is None else ["--workers", str(workers)]) + (
         [] if threads is None else ["--threads", str(threads)]
     )
@@ -127,11 +129,19 @@ def main() -> None:
     parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
     parser.add_argument("--one-process", action="store_true", help="only the one-process run")
     parser.add_argument("--keep", help="write the checkpoint into this folder and keep it (reused if it exists)")
+    parser.add_argument(
+        "--compare-pread",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N rounds of one process reading through mappings, then with pread (interleaved)",
+    )
+    parser.add_argument("--read", choices=("pread", "mapped"), help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        measure(args.measure, args.workers if "--workers" in sys.argv else None, args.threads)
+        measure(args.measure, args.workers if "--workers" in sys.argv else None, args.threads, args.read)
         return
     folder = Path(args.keep or tempfile.mkdtemp(prefix="nbinspect-shards-", dir="/tmp"))
     try:
@@ -151,6 +161,8 @@ def main() -> None:
         print(" threads stall when other jobs hold the cores, so one process is also run with 1 thread)")
         single = run(folder, None)
         rows = [("one process", single)]
+        for _ in range(args.compare_pread):
+            rows += [("pread", run(folder, None, read="pread")), ("mapped", run(folder, None, read="mapped"))]
         if not args.one_process:
             rows += [
                 ("one, 1 thread", run(folder, None, threads=1)),

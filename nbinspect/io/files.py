@@ -14,10 +14,12 @@ Every file nbinspect reads on behalf of a checkpoint goes through here.
 - Only regular files are opened (FIFOs, devices, sockets are refused; ``O_NONBLOCK`` so
   even the open cannot block).
 - A :class:`FileHandle` keeps the descriptor for the source's life and reads with
-  ``os.pread`` (the statistics kernel calls libc's ``pread`` on the same descriptor, within a
-  tensor's byte range): no memory map, so a file truncated by another process is a short
-  read and a one-line error, never SIGBUS. The file's identity (device, inode, size, mtime)
-  is checked around every read of values (around each tensor the kernel reads).
+  ``os.pread``: a file truncated by another process is a short read and a one-line error,
+  never SIGBUS. The statistics kernel reads a tensor's byte range with libc's ``pread`` on
+  the same descriptor, or (``fused.MAPPED``, the default on Linux) through a guarded mapping
+  (``mapping.py``: a bus error there is covered and becomes the same one-line error). The file's
+  identity (device, inode, size, mtime) is checked around every read of values (around
+  each tensor the kernel reads).
 """
 
 from __future__ import annotations

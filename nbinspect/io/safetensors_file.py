@@ -20,6 +20,7 @@ from ..core.tree import StoredTensor
 from ..dtypes import dtype_name
 from ..errors import CheckpointError, first_line
 from .files import FileHandle, value_buffer
+from .mapping import Window, window
 from .text import parse_json
 
 __all__ = ["DTYPES", "FileTensor", "read_safetensors"]
@@ -33,12 +34,12 @@ DTYPES: dict[str, torch.dtype] = {
 
 
 class FileTensor:
-    """The loader of one tensor's values in a file, read with ``pread`` when asked for (no
-    memory map: a file truncated by another process is a one-line error, never SIGBUS).
-    Called, it reads the whole tensor; :meth:`read_into` reads part of its bytes into a
-    buffer, so a streaming reader (the statistics) can go through it a cache-sized piece
-    at a time without holding it all, or :meth:`span` gives a kernel the place to read
-    from itself."""
+    """The loader of one tensor's values in a file, read with ``pread`` when asked for (a
+    file truncated by another process is a one-line error, never SIGBUS). Called, it reads
+    the whole tensor; :meth:`read_into` reads part of its bytes into a buffer, so a
+    streaming reader (the statistics) can go through it a piece at a time without holding
+    it all, or :meth:`span` gives a kernel the place to read from itself, through
+    :meth:`window` (a guarded mapping) or ``pread``."""
 
     __slots__ = ("dtype", "handle", "nbytes", "offset", "shape")
 
@@ -76,6 +77,11 @@ class FileTensor:
     def verify(self) -> None:
         """Raise a one-line error if the file changed since it was opened."""
         self.handle.check()
+
+    def window(self) -> Window | None:
+        """A guarded read-only mapping of the file (:mod:`.mapping`) for a reader that goes
+        through the bytes :meth:`span` gave it, or None where mappings are not guarded."""
+        return window(self.handle.fd, self.handle.where, self.handle.check)
 
     @property
     def where(self) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ import torch
 
 import nbinspect
 from nbinspect.analyze.reduce import SAMPLE
+from nbinspect.io import mapping
 from nbinspect.io.files import FileHandle
 from nbinspect.io.safetensors_file import FileTensor
 from tests.analyze.test_stats import check_row
@@ -34,7 +37,28 @@ DTYPES = (torch.bfloat16, torch.float16, torch.float32, torch.float64)
 @pytest.fixture
 def small_pieces(monkeypatch):
     monkeypatch.setattr(fused, "STREAM_BYTES", PIECE)
+    monkeypatch.setattr(fused, "WINDOW_BYTES", WINDOW)
     monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
+
+
+WINDOW = 6000  # bytes mapped at a time in these tests: windows start inside pages and pieces
+
+
+@pytest.fixture
+def windows(monkeypatch) -> list[int]:
+    """Counts the mappings the statistics open (one per thread's share): [count]."""
+    opened = [0]
+    window = FileTensor.window
+
+    def counting(self):
+        opened[0] += 1
+        return window(self)
+
+    monkeypatch.setattr(FileTensor, "window", counting)
+    return opened
+
+
+MAPPABLE = sys.platform == "linux" and platform.machine() in ("x86_64", "aarch64")
 
 
 def _values(n: int, dtype: torch.dtype, planted: bool, seed: int) -> torch.Tensor:
@@ -110,24 +134,31 @@ def _shift(t: torch.Tensor) -> float:
     return float(x.mean()) if x.size else 0.0
 
 
+@pytest.mark.parametrize("read", ["pread", "mapped"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("planted", [False, True], ids=["clean", "nan-inf"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
 def test_streamed_sums_match_float64_around_piece_boundaries(
-    tmp_path, monkeypatch, small_pieces, dtype, planted, threads
+    tmp_path, monkeypatch, small_pieces, windows, dtype, planted, threads, read
 ):
+    """pread: the tensors at odd bytes (a mapping is read only where elements are aligned);
+    mapped: at aligned bytes that are not page boundaries, windows cut inside pages."""
+    if read == "mapped" and not MAPPABLE:
+        pytest.skip("mappings are guarded on Linux (x86-64, arm64) only")
+    monkeypatch.setattr(fused, "MAPPED", read == "mapped")
     piece = PIECE // dtype.itemsize
     monkeypatch.setattr(fused, "PART", piece // 2)  # tensors of a piece and up split across threads
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     for i, n in enumerate((0, 1, 2, piece - 1, piece, piece + 1, 2 * piece - 1, 2 * piece + 1, 5 * piece + 3)):
         t = _values(n, dtype, planted, seed=i)
-        values = _file_tensor(tmp_path, t, pad=2 * i + 1)
+        values = _file_tensor(tmp_path, t, pad=(2 * i + 1) * (dtype.itemsize if read == "mapped" else 1))
         for stride in (1, 7):
             sample = np.full(-(-n // stride), -1.0)
             sums = fused.stream_sums(KERNELS, values, n, dtype, _shift(t), sample, stride)
             _check(sums, sample, t, stride)
             if n:
                 _same_as_in_memory(sums, t, _shift(t), stride)
+    assert (windows[0] > 0) == (read == "mapped")
 
 
 def _safetensors_with_odd_offset(path, tensors: dict[str, torch.Tensor]) -> None:
@@ -163,6 +194,52 @@ def test_stats_of_a_file_with_tensors_at_odd_offsets_match_float64(tmp_path, mon
         check_row(frame.loc[name], t.double().numpy().reshape(-1), rel=1e-8)
 
 
+@pytest.mark.skipif(not MAPPABLE, reason="mappings are guarded on Linux (x86-64, arm64) only")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_stats_of_a_safetensors_file_read_through_mappings_match_float64(tmp_path, monkeypatch, windows, threads):
+    """The safetensors library's own file (aligned tensors), mapped WINDOW bytes at a time."""
+    from safetensors.torch import save_file
+
+    monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
+    monkeypatch.setattr(fused, "MAPPED", True)
+    monkeypatch.setattr(fused, "WINDOW_BYTES", 3 * 4096 + WINDOW)
+    monkeypatch.setattr(fused, "PART", 1 << 12)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    tensors = {}
+    for i, dtype in enumerate(DTYPES):
+        tensors[f"t{i}"] = _values(SAMPLE + 3 * PIECE + 1, dtype, planted=True, seed=30 + i)
+        tensors[f"u{i}"] = _values(4 * SAMPLE - 1, dtype, planted=False, seed=40 + i).view(-1, 3)[:, :2].contiguous()
+    path = tmp_path / "model.safetensors"
+    save_file(tensors, path)
+    frame = nbinspect.stats(str(path)).set_index("name")
+    for name, t in tensors.items():
+        check_row(frame.loc[name], t.double().numpy().reshape(-1), rel=1e-8)
+    assert windows[0] >= len(tensors)
+
+
+@pytest.mark.skipif(not MAPPABLE, reason="mappings are guarded on Linux (x86-64, arm64) only")
+@pytest.mark.parametrize("refused", [1, 3], ids=["first-window", "third-window"])
+def test_where_the_system_refuses_a_mapping_the_rest_is_read_with_pread(tmp_path, monkeypatch, small_pieces, refused):
+    """A file system without mappings, or the process's map count reached: pread from there on."""
+    calls = [0]
+    map_window = mapping.Window.map
+
+    def refusing(self, offset, nbytes):
+        calls[0] += 1
+        return None if calls[0] >= refused else map_window(self, offset, nbytes)
+
+    monkeypatch.setattr(mapping.Window, "map", refusing)
+    monkeypatch.setattr(fused, "MAPPED", True)
+    dtype = torch.float32
+    n = 7 * (WINDOW // 4) + 5
+    t = _values(n, dtype, planted=True, seed=5)
+    values = _file_tensor(tmp_path, t, pad=4 * 3)
+    sample = np.zeros(-(-n // 3))
+    sums = fused.stream_sums(KERNELS, values, n, dtype, _shift(t), sample, 3)
+    _check(sums, sample, t, 3)
+    assert calls[0] == refused
+
+
 def _shrinking(monkeypatch, path, size: int, before_check: bool) -> None:
     """Truncate `path` to `size` bytes when the kernel is given the tensor's place: before
     the file's identity is checked, or after (then the kernel's own reads come up short)."""
@@ -177,9 +254,22 @@ def _shrinking(monkeypatch, path, size: int, before_check: bool) -> None:
     monkeypatch.setattr(FileTensor, "span", truncating)
 
 
+def _reading(monkeypatch, read: str) -> None:
+    if read == "mapped" and not MAPPABLE:
+        pytest.skip("mappings are guarded on Linux (x86-64, arm64) only")
+    monkeypatch.setattr(fused, "MAPPED", read == "mapped")
+
+
+READS = ["pread", "mapped"]
+
+
+@pytest.mark.parametrize("read", READS)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("when", ["before-check", "mid-read"])
-def test_a_file_truncated_after_its_header_was_read_is_a_one_line_error(tmp_path, monkeypatch, threads, when):
+def test_a_file_truncated_after_its_header_was_read_is_a_one_line_error(tmp_path, monkeypatch, threads, when, read):
+    """Mapped and truncated mid-read: the handler covers the bus error (this process lives)."""
+    _reading(monkeypatch, read)
+    faults = mapping.faults()
     monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     path = tmp_path / "shrinks.safetensors"
@@ -191,10 +281,13 @@ def test_a_file_truncated_after_its_header_was_read_is_a_one_line_error(tmp_path
         nbinspect.stats(str(path))
     message = str(caught.value)
     assert "shrinks.safetensors" in message and "\n" not in message
+    assert mapping.faults() > faults if read == "mapped" and when == "mid-read" else mapping.faults() == faults
 
 
-def test_a_file_rewritten_in_place_while_it_is_read_is_an_error_not_a_number(tmp_path, monkeypatch):
+@pytest.mark.parametrize("read", READS)
+def test_a_file_rewritten_in_place_while_it_is_read_is_an_error_not_a_number(tmp_path, monkeypatch, read):
     """Same size, other bytes, read by the kernel in full: the identity check after it."""
+    _reading(monkeypatch, read)
     monkeypatch.setattr(fused, "LOADED_ABOVE", 0)
     path = tmp_path / "rewritten.safetensors"
     from safetensors.torch import save_file
