@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .graph_svg import graph_svg
+from .payload import payload_text
 
 __all__ = ["standalone_html"]
 
@@ -92,7 +92,7 @@ def standalone_html(
     """The page: `payload` (JSON-safe, see :mod:`nbinspect.render.payload`) rendered by `bundle`,
     then the `appendix` texts (memory plan, flow) as preformatted blocks and the `figures`
     (PNG, label: the value view's heatmaps last shown in the notebook) as images."""
-    data = json.dumps(payload, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
+    data = payload_text(payload).replace("<", "\\u003c")
     blocks = "".join(f'<pre class="nbinspect-text">{html.escape(text)}</pre>\n' for text in appendix)
     blocks += "".join(
         f'<figure class="nbinspect-heatmap"><img src="data:image/png;base64,{base64.b64encode(png).decode()}"'

@@ -12,6 +12,7 @@ full-resolution one on request. Missing values, NaN and infinities become ``null
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -33,7 +34,7 @@ from ..schema import histogram_groups, is_array, is_missing
 from .json_export import column_values, jsonable
 from .rounding import significant
 
-__all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram", "timeline"]
+__all__ = ["INLINE_BINS", "STAT_FIELDS", "build_payload", "histogram", "payload_text", "timeline"]
 
 STAT_FIELDS = ("numel", "mean", "std", "min", "max", "abs_mean", "l2", "zeros", "nan", "inf")
 """Stats columns sent per row, in this order, when a stats frame is present."""
@@ -260,6 +261,12 @@ def build_payload(
         payload["graph"] = dict(graph)
     check_payload(payload)
     return payload
+
+
+def payload_text(payload: Mapping[str, Any]) -> str:
+    """`payload` as the compact JSON the widget's message, the saved view and the standalone
+    page carry (NaN refused: the payload writes missing numbers as null)."""
+    return json.dumps(payload, allow_nan=False, separators=(",", ":"))
 
 
 def _plan_totals(memory: pd.DataFrame | None) -> dict[str, Any]:

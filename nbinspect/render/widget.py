@@ -7,7 +7,6 @@ turns them into the synced ``payload``; the front-end is one bundled ES module b
 
 from __future__ import annotations
 
-import json
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -18,7 +17,7 @@ import anywidget
 import traitlets
 from anywidget.experimental import command
 
-from .payload import histogram
+from .payload import histogram, payload_text
 from .png import palette_png
 from .saved import offline_view, widget_placeholder
 
@@ -105,7 +104,7 @@ class InspectWidget(anywidget.AnyWidget):
         the widget's message and the saved view carry the same text."""
         payload = self.payload if payload is None else payload
         if self._json is None or self._json[0] is not payload:
-            self._json = (payload, json.dumps(payload, allow_nan=False, separators=(",", ":")))
+            self._json = (payload, payload_text(payload))
         return self._json[1]
 
     def saved_bundle(self, key: str | None = None) -> dict[str, str]:
