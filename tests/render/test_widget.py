@@ -188,8 +188,8 @@ def test_the_widget_and_its_saved_view_carry_one_json_text(monkeypatch):
     from nbinspect.render import widget as widget_module
 
     written = []
-    dumps = json.dumps
-    monkeypatch.setattr(widget_module.json, "dumps", lambda *a, **k: written.append(1) or dumps(*a, **k))
+    text = widget_module.payload_text
+    monkeypatch.setattr(widget_module, "payload_text", lambda payload: written.append(1) or text(payload))
     w = nbinspect.inspect(examples.build("cnn")).widget()
     _, _, buffers = _remove_buffers(w.get_state())
     saved = html.unescape(re.search(r'data-payload="([^"]*)"', w.saved_bundle()["text/html"]).group(1))
