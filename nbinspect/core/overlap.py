@@ -55,7 +55,9 @@ def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
     # numpy answers the usual question (does any span meet another?) before any loop
     found = [key for key in keys if type(key) is tuple and len(key) == 4 and key[0] == "mem"]
     los = [key[1] for key in found]
-    his = [key[1] + (key[2] if type(key[2]) is int else _extent(key[2])) * key[3].itemsize for key in found]
+    # an element's size read once per dtype, not once per key (an attribute of torch's dtype is slow)
+    sizes = {dtype: dtype.itemsize for dtype in {key[3] for key in found}}
+    his = [key[1] + (key[2] if type(key[2]) is int else _extent(key[2])) * sizes[key[3]] for key in found]
     if not _any_meet(los, his):
         return {}
     order = sorted(range(len(los)), key=los.__getitem__)
@@ -79,7 +81,8 @@ def _any_meet(los: list[int], his: list[int]) -> bool:
     if len(los) < 2:
         return False
     try:
-        lo, hi = np.array(los, dtype=np.int64), np.array(his, dtype=np.int64)
+        # addresses and ends are ints: packed without numpy's type discovery
+        lo, hi = (np.fromiter(v, dtype=np.int64, count=len(v)) for v in (los, his))
     except OverflowError:  # not addresses of this machine: the caller's exact loop decides
         return True
     order = np.argsort(lo, kind="stable")
