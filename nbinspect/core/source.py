@@ -201,6 +201,8 @@ class ModelSource:
     def tied(self) -> dict[str, str]:
         """Each path whose storage an earlier path already holds (a tied weight) -> that
         first path. Totals skip these paths; they are the same elements again."""
+        if len(self._unique) == len(self.tensors):  # every storage at one path (most models): none
+            return {}
         first: dict[Hashable, str] = {}
         out = {}
         for t in self.tensors:

@@ -123,7 +123,15 @@ def layer_attrs(module: nn.Module) -> dict[str, Any]:
     names, extras = plan
     # Read the instance dict only: getattr could run a property of user code.
     own = module.__dict__
-    attrs = {name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v) for name in names if name in own}
+    try:  # every constant set (almost every module): read in C
+        values = list(map(own.__getitem__, names))
+    except KeyError:
+        attrs = {name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v) for name in names if name in own}
+    else:
+        if _SCALAR_TYPES.issuperset(map(type, values)):
+            attrs = dict(zip(names, values))
+        else:
+            attrs = {name: v if type(v) in _SCALAR_TYPES else _plain(v) for name, v in zip(names, values)}
     if extras is not None:
         extras(module, attrs)
     return attrs or _generic(module)
