@@ -92,12 +92,13 @@ _DTYPES: dict[torch.dtype, tuple[str, int]] = {}
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
     key: Hashable
     dtype = tensor.dtype
-    known = _DTYPES.get(dtype)
-    if known is None:
-        known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
-    if isinstance(tensor, LAZY):  # lazy: no shape yet
-        shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
+    if isinstance(tensor, LAZY):  # lazy: no shape yet (nor an element size to ask for)
+        dtype_text, shape, numel, nbytes, key = dtype_name(dtype), None, 0, 0, ("id", id(tensor))
     else:
+        known = _DTYPES.get(dtype)
+        if known is None:
+            known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
+        dtype_text = known[0]
         # the element count from the shape: a call into torch less per tensor
         shape = tuple(tensor.shape)
         numel = math.prod(shape)
@@ -111,7 +112,7 @@ def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requi
         if key is None:
             key = storage_key(tensor)
     device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
-    return TensorEntry(name, module, kind, shape, known[0], device, numel, nbytes, requires_grad, key, tensor)
+    return TensorEntry(name, module, kind, shape, dtype_text, device, numel, nbytes, requires_grad, key, tensor)
 
 
 _STRIDED = torch.strided
