@@ -79,7 +79,7 @@ def _add_attention(module: nn.Module, attrs: dict[str, Any]) -> None:
 
 
 def _add_length(module: nn.Module, attrs: dict[str, Any]) -> None:
-    attrs["length"] = len(module)
+    attrs["length"] = len(module)  # type: ignore[arg-type]  # called for the containers only, which have a length
 
 
 _Extras = Callable[[nn.Module, dict[str, Any]], None]
