@@ -28,6 +28,11 @@ _CASES = [
     [pd.NA, 1],
     [None, pd.NA],
     ["a", None],
+    ["a", "b", "a"],  # strings only: made as a StringArray directly
+    ["a", float("nan"), pd.NA],
+    [np.str_("a"), "b"],
+    ["a", 1],  # a number among strings: pandas converts it
+    ["a", b"b"],
     [(1, 2), (3, 4)],  # numpy would make a 2-d array of these
 ]
 

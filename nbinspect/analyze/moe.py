@@ -101,7 +101,7 @@ def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
     """The routed-expert groups of `model` in tree order. `top_k` overrides what the model says."""
     source = as_source(model)
     # fused experts hold a 3-D parameter; expert modules say so in their name or type
-    deep = {t.module for t in source.tensors if t.kind == PARAMETER and t.shape is not None and len(t.shape) >= 3}
+    deep = {t.module for t in source.tensors if t.shape is not None and len(t.shape) >= 3 and t.kind == PARAMETER}
     modules = source.modules
     # most models: no name or type says "expert" (one test over the joined text, not one
     # per module; a name's last part lies inside it) and no 3-D parameter

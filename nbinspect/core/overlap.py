@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Hashable, Iterable, Sequence
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,10 +56,20 @@ def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
     # this runs for every distinct storage of every model: columns by comprehension, and
     # numpy answers the usual question (does any span meet another?) before any loop
     found = [key for key in keys if type(key) is tuple and len(key) == 4 and key[0] == "mem"]
-    los = [key[1] for key in found]
-    his = [key[1] + (key[2] if type(key[2]) is int else _extent(key[2])) * key[3].itemsize for key in found]
-    if not _any_meet(los, his):
+    if len(found) < 2:
         return {}
+    # an element's size read once per dtype, not once per key (an attribute of torch's dtype is slow)
+    sizes = {dtype: dtype.itemsize for dtype in set(map(_DTYPE, found))}
+    spans = _contiguous_spans(found, sizes)
+    if spans is not None:
+        if not _meet(*spans):
+            return {}
+        los, his = spans[0].tolist(), spans[1].tolist()
+    else:
+        los = [key[1] for key in found]
+        his = [key[1] + (key[2] if type(key[2]) is int else _extent(key[2])) * sizes[key[3]] for key in found]
+        if not _any_meet(los, his):
+            return {}
     order = sorted(range(len(los)), key=los.__getitem__)
     runs = []  # [start, stop) in `order` of spans that meet one another
     start, end = 0, -1
@@ -73,15 +85,40 @@ def groups(keys: Iterable[Hashable]) -> dict[Hashable, int]:
     return {found[i]: group for group, (a, b) in enumerate(runs) for i in order[a:b]}
 
 
+_ADDRESS, _COUNT, _DTYPE = itemgetter(1), itemgetter(2), itemgetter(3)
+
+
+def _contiguous_spans(found: list[tuple], sizes: dict[Any, int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """[start, end) byte spans of contiguous views' keys (address, element count: most
+    models' every key) in int64, the key parts taken in C; None when a view is strided
+    (its count is (size, stride) pairs) or a number is not one of this machine's."""
+    n = len(found)
+    try:
+        lo = np.fromiter(map(_ADDRESS, found), dtype=np.int64, count=n)
+        count = np.fromiter(map(_COUNT, found), dtype=np.int64, count=n)
+    except (TypeError, ValueError, OverflowError):  # (size, stride) pairs, or past int64
+        return None
+    size = np.fromiter(map(sizes.__getitem__, map(_DTYPE, found)), dtype=np.int64, count=n)
+    if (count >> 56).any() or (lo >> 60).any():  # no view of memory is this large: the exact path, no int64 overflow
+        return None
+    return lo, lo + count * size
+
+
 def _any_meet(los: list[int], his: list[int]) -> bool:
-    """Whether any span [lo, hi) meets another: sorted by start, one starts before the
-    furthest end of those before it."""
+    """Whether any span [lo, hi) meets another (lists of Python ints)."""
     if len(los) < 2:
         return False
     try:
-        lo, hi = np.array(los, dtype=np.int64), np.array(his, dtype=np.int64)
+        # addresses and ends are ints: packed without numpy's type discovery
+        lo, hi = (np.fromiter(v, dtype=np.int64, count=len(v)) for v in (los, his))
     except OverflowError:  # not addresses of this machine: the caller's exact loop decides
         return True
+    return _meet(lo, hi)
+
+
+def _meet(lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Whether any span [lo, hi) meets another: sorted by start, one starts before the
+    furthest end of those before it."""
     order = np.argsort(lo, kind="stable")
     return bool((lo[order][1:] < np.maximum.accumulate(hi[order])[:-1]).any())
 

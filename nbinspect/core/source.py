@@ -78,6 +78,12 @@ class ModelSource:
     collective: ClassVar[Any] = None
 
     @functools.cached_property
+    def derived(self) -> dict[str, Any]:
+        """What analyzers derive from this source and share, each under its own key: a source
+        never changes, so one pass over its tensors can serve several frames."""
+        return {}
+
+    @functools.cached_property
     def _parents(self) -> dict[str, str]:
         return {m.name: m.parent for m in self.modules if m.parent is not None}
 
@@ -195,6 +201,8 @@ class ModelSource:
     def tied(self) -> dict[str, str]:
         """Each path whose storage an earlier path already holds (a tied weight) -> that
         first path. Totals skip these paths; they are the same elements again."""
+        if len(self._unique) == len(self.tensors):  # every storage at one path (most models): none
+            return {}
         first: dict[Hashable, str] = {}
         out = {}
         for t in self.tensors:

@@ -110,7 +110,17 @@ def _array(values: list, dtype: str):
         packed = _packed(values, *_PACKED[dtype])
         if packed is not None:
             return packed
+    if dtype == "string" and _PLAIN_STRINGS:
+        try:  # strings (and missing values) only, as frames hold: checked in C, not converted one by one
+            return pd.arrays.StringArray(np.fromiter(values, dtype=object, count=len(values)))
+        except ValueError:  # a value that is not a string: pandas converts it (or refuses it) as before
+            pass
     return pd.array(values, dtype=dtype)
+
+
+# Whether pandas' "string" arrays are the Python-object StringArray (not pyarrow's), so one
+# can be made from strings directly: 0.25 against 0.42 k instructions a value.
+_PLAIN_STRINGS = pd.array([], dtype="string").dtype == pd.arrays.StringArray(np.array([], dtype=object)).dtype
 
 
 # Int64 and boolean columns hold Python ints and bools, which numpy packs in C: a third to a

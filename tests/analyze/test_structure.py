@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -334,3 +335,97 @@ def test_layer_counts_agree_with_torch_per_module(name):
         assert row["buffer_bytes"] == sum(b.numel() * b.element_size() for b in bs), path
     # own parameters add up to the model's total: a tie is owned at its first path only
     assert frame["own_params"].sum() == sum(p.numel() for p in model.parameters())
+
+
+def _direct_attrs(module: nn.Module) -> dict:
+    """Layer attrs the direct way: the constants, then the facts each kind adds, tested on
+    the module itself (layer_attrs keeps the class tests once per type)."""
+    names = []
+    for base in reversed(type(module).__mro__):
+        names += [n for n in getattr(base, "__constants__", ()) if n not in names]
+    attrs = {n: module.__dict__[n] for n in names if n in module.__dict__}
+    attrs = {n: tuple(v) if isinstance(v, list) else v for n, v in attrs.items()}
+    if isinstance(module, (nn.Linear, nn.Bilinear, nn.modules.conv._ConvNd)):
+        attrs["bias"] = module.bias is not None
+    if isinstance(module, nn.modules.conv._ConvNd) and not module.transposed:
+        attrs.pop("output_padding", None)
+    if isinstance(module, nn.MultiheadAttention):
+        attrs.update(embed_dim=module.embed_dim, num_heads=module.num_heads, head_dim=module.head_dim)
+        attrs.update(dropout=module.dropout, kdim=module.kdim, vdim=module.vdim)
+        attrs.update(bias=module.in_proj_bias is not None, add_bias_kv=module.bias_k is not None)
+    if isinstance(module, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):
+        attrs["length"] = len(module)
+    return attrs
+
+
+@pytest.mark.parametrize("zoo_name", examples.names())
+def test_layer_attrs_equal_a_direct_reading(zoo_name):
+    """Every torch.nn module of every example, and the LAYER_ATTRS modules: the same keys in
+    the same order and the same values as reading each module directly."""
+    modules = [m for _, m in examples.build(zoo_name).named_modules()] + [m for m, _ in LAYER_ATTRS]
+    seen = 0
+    for module in modules:
+        if type(module).__module__.startswith("torch.nn"):
+            got = nbinspect.layers(module).iloc[0]["attrs"]
+            assert list(got.items()) == list(_direct_attrs(module).items()), type(module).__name__
+            seen += 1
+    assert seen > len(LAYER_ATTRS)
+
+
+def test_params_counts_equal_torch():
+    """numel, bytes and shape of every parameter and buffer path equal torch's own, over
+    dtypes of four element sizes, a 0-d, an empty and a bool tensor, a tied weight and meta."""
+    model = nn.Module()
+    model.a = nn.Linear(3, 5).to(torch.float16)
+    model.b = nn.Embedding(7, 2).to(torch.bfloat16)
+    model.b.register_buffer("steps", torch.tensor(3, dtype=torch.int64))
+    model.b.register_buffer("mask", torch.ones(2, 3, 4, dtype=torch.bool))
+    model.b.register_buffer("none", torch.empty(0, 4, dtype=torch.float64))
+    model.c = nn.Linear(2, 2, device="meta")
+    model.d = nn.Linear(5, 3)
+    model.e = nn.Linear(5, 3)
+    model.e.weight = model.d.weight
+    frame = nbinspect.params(model).set_index("name")
+    named = [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
+    assert sorted(frame.index) == sorted(n for n, _ in named)
+    for name, t in named:
+        row = frame.loc[name]
+        assert (row["numel"], row["bytes"], row["shape"]) == (t.numel(), t.numel() * t.element_size(), tuple(t.shape))
+
+
+@pytest.mark.parametrize("name", ["nested", *examples.names()])
+def test_by_type_and_totals_agree_with_torch(name):
+    """Parameters by the type of the module that first holds them, and the model's totals,
+    against torch's own iterators (which de-duplicate by object: right for these ties)."""
+    model = _nested_untied() if name == "nested" else examples.build(name)
+    expected: dict[str, list[int]] = {}
+    seen: set[int] = set()
+    for m in model.modules():  # each module once, in pre-order: a tie at its first holder
+        for p in m.parameters(recurse=False):
+            if id(p) not in seen:
+                seen.add(id(p))
+                counts = expected.setdefault(type(m).__name__, [0, 0])
+                counts[0] += p.numel()
+                counts[1] += p.numel() * p.element_size()
+    frame = nbinspect.by_type(model)
+    got = {row.type: [row.params, row.param_bytes] for row in frame.itertuples()}
+    assert got == {k: v for k, v in expected.items() if v[0]}
+    t = nbinspect.totals(model)
+    assert t["trainable_params"] == sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert t["param_bytes"] == sum(p.numel() * p.element_size() for p in model.parameters())
+    assert t["buffer_numel"] == sum(b.numel() for b in model.buffers())
+    assert t["buffer_bytes"] == sum(b.numel() * b.element_size() for b in model.buffers())
+
+
+@pytest.mark.parametrize("name", ["nested", *examples.names()])
+def test_own_counts_give_what_the_general_count_gives(name):
+    """layers, by_type and totals from the modules' own counts (every storage at one path)
+    equal the general count over distinct storages, forced by leaving the own counts out."""
+    from nbinspect.analyze import structure
+
+    model = _nested_untied() if name == "nested" else examples.build(name)
+    fast, general = nbinspect.backends.as_source(model), nbinspect.backends.as_source(model)
+    general.derived["structure.own"] = None
+    for frame in (structure.layers, structure.by_type):
+        pd.testing.assert_frame_equal(frame(fast), frame(general), check_exact=True)
+    assert structure.totals(fast) == structure.totals(general)

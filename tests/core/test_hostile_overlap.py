@@ -119,3 +119,45 @@ def test_many_views_of_one_block_stay_fast_and_exact(monkeypatch):
     overlaps = nbinspect.params(model).set_index("name")["overlaps"]
     assert overlaps["all"] == "20,000 elements held by earlier views (one of 5,001)"
     assert overlaps.drop("all").isna().all()
+
+
+def _direct_groups(keys: list) -> dict:
+    """overlap.groups the direct way: every pair's byte spans compared, groups as the
+    connected spans in order of their starts (numbered by first start)."""
+    spans = {}
+    for key in keys:
+        if isinstance(key, tuple) and len(key) == 4 and key[0] == "mem":
+            count = key[2] if isinstance(key[2], int) else sum((n - 1) * st for n, st in key[2]) + 1
+            spans[key] = (key[1], key[1] + count * key[3].itemsize)
+    meets = {k: {j for j in spans if j != k and spans[j][0] < spans[k][1] and spans[k][0] < spans[j][1]} for k in spans}
+    out, group = {}, 0
+    for key in sorted(spans, key=lambda k: spans[k][0]):
+        if key in out or not meets[key]:
+            continue
+        todo = [key]
+        while todo:  # everything reached through meeting spans
+            k = todo.pop()
+            if k not in out:
+                out[k] = group
+                todo += meets[k]
+        group += 1
+    return out
+
+
+def test_groups_equal_a_pairwise_comparison():
+    """Contiguous keys (numpy's path), strided ones (the exact path), other keys and
+    addresses past int64, on random spans: the same groups as comparing every pair."""
+    gen = torch.Generator().manual_seed(0)
+    dtypes = [torch.float32, torch.float16, torch.float64, torch.int8]
+    for trial in range(300):
+        keys: list = [("id", trial), "file-key"]
+        for _ in range(int(torch.randint(2, 9, (), generator=gen))):
+            start, n = (int(v) for v in torch.randint(0, 400, (2,), generator=gen))
+            dtype = dtypes[int(torch.randint(0, 4, (), generator=gen))]
+            count: object = n + 1
+            if trial % 3 == 1:  # a strided view among them
+                count = ((n % 7 + 2, 3),)
+            keys.append(("mem", 1000 + start, count, dtype))
+        if trial % 10 == 2:
+            keys.append(("mem", 2**64 + 5, 4, torch.float32))  # not an address of this machine
+        assert overlap.groups(keys) == _direct_groups(keys), keys

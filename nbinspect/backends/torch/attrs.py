@@ -9,7 +9,7 @@ public attributes, or to their ``extra_repr`` text.
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,7 +27,6 @@ def _plain(value: Any) -> Any:
     return plain(value)
 
 
-@functools.cache
 def _constant_names(cls: type) -> tuple[str, ...]:
     names: list[str] = []
     for base in reversed(cls.__mro__):
@@ -41,45 +40,66 @@ def _constant_names(cls: type) -> tuple[str, ...]:
 _SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
 
 
-def _constants(module: nn.Module) -> dict[str, Any]:
-    # Read the instance dict only: getattr could run a property of user code.
-    own = module.__dict__
-    return {
-        name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v)
-        for name in _constant_names(type(module))  # type: ignore[arg-type]  # stubs: Module unhashable
-        if name in own
-    }
-
-
 def _has(module: nn.Module, name: str) -> bool:
     return module._parameters.get(name) is not None
 
 
-# looked up once: _extras runs for every module of every model
+# looked up once: every module of every model is read
 _CONV = nn.modules.conv._ConvNd
 _HAS_BIAS = (nn.Linear, nn.Bilinear, _CONV)
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)
 
 
-def _extras(module: nn.Module) -> dict[str, Any]:
-    if isinstance(module, _CONV) and not module.transposed:
-        return {"bias": _has(module, "bias"), "output_padding": None}  # None: dropped below
-    if isinstance(module, _HAS_BIAS):
-        return {"bias": _has(module, "bias")}
-    if isinstance(module, nn.MultiheadAttention):
-        return {
-            "embed_dim": module.embed_dim,
-            "num_heads": module.num_heads,
-            "head_dim": module.head_dim,
-            "dropout": module.dropout,
-            "kdim": module.kdim,
-            "vdim": module.vdim,
-            "bias": module.in_proj_bias is not None,
-            "add_bias_kv": module.bias_k is not None,
-        }
-    if isinstance(module, _CONTAINERS):
-        return {"length": len(module)}
-    return {}
+def _add_conv(module: nn.Module, attrs: dict[str, Any]) -> None:
+    attrs["bias"] = _has(module, "bias")
+    if not module.transposed:  # output_padding means nothing to a forward convolution
+        attrs.pop("output_padding", None)
+
+
+def _add_bias(module: nn.Module, attrs: dict[str, Any]) -> None:
+    attrs["bias"] = _has(module, "bias")
+
+
+def _add_attention(module: nn.Module, attrs: dict[str, Any]) -> None:
+    extras = {
+        "embed_dim": module.embed_dim,
+        "num_heads": module.num_heads,
+        "head_dim": module.head_dim,
+        "dropout": module.dropout,
+        "kdim": module.kdim,
+        "vdim": module.vdim,
+        "bias": module.in_proj_bias is not None,
+        "add_bias_kv": module.bias_k is not None,
+    }
+    for name, value in extras.items():
+        if value is None:
+            attrs.pop(name, None)
+        else:
+            attrs[name] = value
+
+
+def _add_length(module: nn.Module, attrs: dict[str, Any]) -> None:
+    attrs["length"] = len(module)  # type: ignore[arg-type]  # called for the containers only, which have a length
+
+
+_Extras = Callable[[nn.Module, dict[str, Any]], None]
+
+
+def _extras(cls: type) -> _Extras | None:
+    """What modules of `cls` add to their constants (the facts that live elsewhere)."""
+    if issubclass(cls, _CONV):
+        return _add_conv
+    if issubclass(cls, _HAS_BIAS):
+        return _add_bias
+    if issubclass(cls, nn.MultiheadAttention):
+        return _add_attention
+    if issubclass(cls, _CONTAINERS):
+        return _add_length
+    return None
+
+
+# type -> (constant names, extras): the class tests run once per type, not once per module
+_PLANS: dict[type, tuple[tuple[str, ...], _Extras | None]] = {}
 
 
 def _generic(module: nn.Module) -> dict[str, Any]:
@@ -96,10 +116,22 @@ def _generic(module: nn.Module) -> dict[str, Any]:
 
 
 def layer_attrs(module: nn.Module) -> dict[str, Any]:
-    attrs = _constants(module)
-    for name, value in _extras(module).items():
-        if value is None:
-            attrs.pop(name, None)
+    cls = type(module)
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = (_constant_names(cls), _extras(cls))
+    names, extras = plan
+    # Read the instance dict only: getattr could run a property of user code.
+    own = module.__dict__
+    try:  # every constant set (almost every module): read in C
+        values = list(map(own.__getitem__, names))
+    except KeyError:
+        attrs = {name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v) for name in names if name in own}
+    else:
+        if _SCALAR_TYPES.issuperset(map(type, values)):
+            attrs = dict(zip(names, values))
         else:
-            attrs[name] = value
+            attrs = {name: v if type(v) in _SCALAR_TYPES else _plain(v) for name, v in zip(names, values)}
+    if extras is not None:
+        extras(module, attrs)
     return attrs or _generic(module)

@@ -85,14 +85,24 @@ def compact(tensor: torch.Tensor) -> torch.Tensor:
 LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # not in the stubs
 
 
+# dtype -> (name, bytes an element): both fixed by the dtype, read from the first tensor of each
+_DTYPES: dict[torch.dtype, tuple[str, int]] = {}
+
+
 def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
     key: Hashable
     dtype = tensor.dtype
-    if isinstance(tensor, LAZY):  # lazy: no shape yet
-        shape, numel, nbytes, key = None, 0, 0, ("id", id(tensor))
+    if isinstance(tensor, LAZY):  # lazy: no shape yet (nor an element size to ask for)
+        dtype_text, shape, numel, nbytes, key = dtype_name(dtype), None, 0, 0, ("id", id(tensor))
     else:
-        numel = tensor.numel()
-        shape, nbytes = tuple(tensor.shape), numel * tensor.element_size()
+        known = _DTYPES.get(dtype)
+        if known is None:
+            known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
+        dtype_text = known[0]
+        # the element count from the shape: a call into torch less per tensor
+        shape = tuple(tensor.shape)
+        numel = math.prod(shape)
+        nbytes = numel * known[1]
         key = None
         try:  # storage_key of a contiguous tensor with memory (almost every one), from what is read
             if numel and tensor.layout == _STRIDED and tensor.is_contiguous() and (ptr := tensor.data_ptr()):
@@ -102,7 +112,7 @@ def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requi
         if key is None:
             key = storage_key(tensor)
     device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
-    return TensorEntry(name, module, kind, shape, dtype_name(dtype), device, numel, nbytes, requires_grad, key, tensor)
+    return TensorEntry(name, module, kind, shape, dtype_text, device, numel, nbytes, requires_grad, key, tensor)
 
 
 _STRIDED = torch.strided
@@ -193,7 +203,8 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
     for path, parent, module in _walk(model):
         alias_of = first_path.setdefault(id(module), path)
         attrs = layer_attrs(module)
-        scheme = quantization(module)
+        # only a quantized module keeps packed parameters: a dict look-up, not a call, for the rest
+        scheme = quantization(module) if "_packed_params" in module.__dict__ else None
         if scheme is not None:
             attrs = {**attrs, "quantization": scheme}
         # positional: keyword arguments cost a third more, once per module

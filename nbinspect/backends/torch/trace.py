@@ -25,6 +25,7 @@ import logging
 import operator
 import threading
 from collections.abc import Iterator
+from itertools import repeat
 from threading import get_ident
 from typing import Any
 
@@ -533,7 +534,7 @@ def run_trace(
 def _refuse_lazy(named_modules: list[tuple[str, nn.Module]], tensors: list[torch.Tensor]) -> None:
     """One line instead of torch's paragraph for a model whose lazy modules have not run yet:
     their first forward would make the parameters, and the trace never changes the model."""
-    if not any(isinstance(t, LAZY) for t in tensors):
+    if not any(map(isinstance, tensors, repeat(LAZY))):  # in C: no lazy tensor (every traced model)
         return
     lazy = [
         f"{type(m).__name__} '{path}'"
