@@ -298,16 +298,23 @@ def inspect_while(
     statistics are read on another (the magic's memory plan: Python, while the statistics'
     kernels release the GIL). The forward pass is traced after both: a model in train mode
     changes its buffers in place while it runs (they are put back after), which the
-    statistics must not read. Returns the Inspection and what `work` returned."""
+    statistics must not read. Returns the Inspection and what `work` returned; what fails
+    first in the order inspect, then `work` is what raises."""
     if input is not None and is_engine(model):
         raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
     request = pipeline.Request(stats=stats, bins=bins, sample_input=sample_input)
+    done, failed = None, None
     with pipeline.reading(model, request, name, background=work is not None) as reading:
-        done = None if work is None else work()
+        try:
+            done = None if work is None else work()
+        except Exception as exc:  # raised after the statistics and the trace, as if it had run after them
+            failed = exc
         found = reading.found()
     inspection = _inspection(found, model)
     if input is not None:
         inspection = with_forward(inspection, found.model, input, walk=_walk(found, model), **trace_options)
+    if failed is not None:
+        raise failed
     return inspection, done
 
 
