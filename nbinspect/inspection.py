@@ -47,8 +47,8 @@ __all__ = [
     "with_memory",
 ]
 
-_I = TypeVar("_I", bound="Inspection")
-_T = TypeVar("_T")  # a copy keeps its class (mlx.ModelSummary stays one)
+_I = TypeVar("_I", bound="Inspection")  # a copy keeps its class (mlx.ModelSummary stays one)
+_T = TypeVar("_T")
 
 
 @dataclasses.dataclass(eq=False, repr=False)
