@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import dataclasses
 import pickle
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -125,8 +126,14 @@ def reading(
         found.frames.update(_stats(source, request.bins))
         yield Reading(source, found)
     else:  # the caller's context (a notebook's cell, for the progress bar's output) goes along
+        stop = threading.Event()
         with ThreadPoolExecutor(1, thread_name_prefix="nbinspect-stats") as thread:
-            yield Reading(source, found, thread.submit(contextvars.copy_context().run, _stats, source, request.bins))
+            stats = thread.submit(contextvars.copy_context().run, _stats, source, request.bins, stop=stop)
+            try:
+                yield Reading(source, found, stats)
+            except BaseException:  # the caller failed or was interrupted: stop at the next tensor
+                stop.set()
+                raise
 
 
 def _reads_beside(source: ModelSource) -> bool:
@@ -146,8 +153,10 @@ def _frames(source: ModelSource, request: Request, moments: Any = None) -> dict[
     return frames
 
 
-def _stats(source: ModelSource, bins: int, moments: Any = None) -> dict[str, pd.DataFrame]:
-    by = stats_frames(source, bins) if moments is None else frames_of(source, moments, bins)
+def _stats(
+    source: ModelSource, bins: int, moments: Any = None, stop: threading.Event | None = None
+) -> dict[str, pd.DataFrame]:
+    by = stats_frames(source, bins, stop=stop) if moments is None else frames_of(source, moments, bins)
     return {"stats": by["tensor"], "stats_by_module": by["module"]}
 
 

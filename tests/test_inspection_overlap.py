@@ -182,24 +182,32 @@ def test_a_failing_forward_names_the_real_run_as_without_a_plan(ip):
     assert str(planned.value) == str(plain.value) and "[2, 4, 32, 32]" in str(plain.value)
 
 
-def test_an_interrupted_plan_waits_for_the_statistics_and_leaves_no_thread(monkeypatch):
-    """Ctrl-C during the plan (not an Exception: nothing waits in the ordinary way)."""
-    model = examples.build("cnn")
+def test_an_interrupted_plan_stops_the_statistics_and_leaves_no_thread(monkeypatch, calls):
+    """Ctrl-C during the plan (not an Exception): the statistics stop at their next tensor
+    instead of reading the rest, and their thread has ended when the interrupt arrives."""
+    from nbinspect.analyze import stats as stats_module
+
+    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(50)])
     nbinspect.inspect(model)
-    ended: list[bool] = []
+    interrupted, ended = threading.Event(), []
     real = pipeline.stats_frames
 
-    def slow(*args, **kwargs):
-        time.sleep(0.3)
-        result = real(*args, **kwargs)
-        ended.append(True)
-        return result
+    def late(*args, **kwargs):
+        assert interrupted.wait(10)
+        time.sleep(0.1)  # the interrupt has reached the block by now
+        try:
+            return real(*args, **kwargs)
+        finally:
+            ended.append(True)
 
-    def interrupted():
+    def plan():
+        interrupted.set()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pipeline, "stats_frames", slow)
+    monkeypatch.setattr(pipeline, "stats_frames", late)
+    reduced = calls(stats_module, "batch_moments")
     before = set(threading.enumerate())
     with pytest.raises(KeyboardInterrupt):
-        inspect_while(model, interrupted, input=(2, 3, 32, 32))
+        inspect_while(model, plan, input=(2, 16))
     assert ended == [True] and _threads_left(before) == []
+    assert reduced == []  # stopped before the first tensor: none of the 100 was reduced
