@@ -13,10 +13,6 @@ display of its table. First the first call of each (torchinfo's first, then the 
 the magic's first call still pays loading pandas, the widget and the trace's setup), then
 `rounds` rounds in turn (best and median). CPU seconds are the kernel process's (every
 thread) over the same cells. torchinfo is the ``bench`` extra (``pip install -e .[bench]``).
-
-``--ab`` adds, for the memory-plan case, the magic's work done one step after another in a
-cell of its own (inspect, then memory, then both displayed: the weight statistics not read
-beside the plan), alternating with the magic in each round, and the paired difference.
 """
 
 from __future__ import annotations
@@ -56,15 +52,6 @@ CASES = {
     ),
 }
 
-SEQUENTIAL = {  # --ab: the magic's work without the statistics beside the plan
-    "gpt2 ... --batch-size 8 --optimizer adamw": (
-        "import nbinspect\nfrom nbinspect.backends import as_source\n_s = as_source(gpt2)\n"
-        "_r = nbinspect.inspect(_s, input=(1, 128), input_dtype=torch.int64)\n"
-        "_p = nbinspect.memory(_s, input=(1, 128), input_dtype=torch.int64, batch_size=8, optimizer='adamw')\n"
-        "display(_r); display(_p); del _s, _r, _p"
-    ),
-}
-
 
 class Kernel:
     def __init__(self) -> None:
@@ -93,7 +80,6 @@ class Kernel:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--ab", action="store_true", help="also time the plan case's steps one after another")
     args = parser.parse_args()
     compile_sources()  # as installed: the first calls do not compile nbinspect
     print(f"load average {os.getloadavg()[0]:.1f}; PYTHONPATH={os.environ.get('PYTHONPATH', '')}")
@@ -108,20 +94,15 @@ def main() -> None:
         )
         kernel.run("time.sleep(2)")  # the kernels' background warm-up, as while a user reads the first cell
         for label, (magic, baseline) in CASES.items():
-            cells = {"torchinfo": baseline, "magic": magic}
-            if args.ab and label in SEQUENTIAL:
-                cells["sequential"] = SEQUENTIAL[label]
-            first = {k: kernel.run(code) for k, code in cells.items()}
-            times: dict[str, list[tuple[float, float]]] = {k: [] for k in cells}
-            for i in range(args.rounds):
-                ours = [k for k in cells if k != "torchinfo"]  # the magic and its A/B alternate who goes first
-                for k in ["torchinfo", *(ours if i % 2 == 0 else ours[::-1])]:
-                    times[k].append(kernel.run(cells[k]))
-            walls = {k: [w for w, _ in times[k]] for k in cells}
-            base, ours = walls["torchinfo"], walls["magic"]
+            first_base, first_ours = kernel.run(baseline), kernel.run(magic)
+            times: dict[str, list[tuple[float, float]]] = {"torchinfo": [], "magic": []}
+            for _ in range(args.rounds):
+                times["torchinfo"].append(kernel.run(baseline))
+                times["magic"].append(kernel.run(magic))
+            base, ours = ([w for w, _ in times[k]] for k in ("torchinfo", "magic"))
             base_cpu, ours_cpu = (min(c for _, c in times[k]) for k in ("torchinfo", "magic"))
             print(f"\n%inspect_model {label}   (load {os.getloadavg()[0]:.1f})")
-            print(f"  first call: torchinfo {first['torchinfo'][0]:.2f} s, magic {first['magic'][0]:.2f} s")
+            print(f"  first call: torchinfo {first_base[0]:.2f} s, magic {first_ours[0]:.2f} s")
             print(
                 f"  wall best/median: torchinfo {min(base):.3f}/{statistics.median(base):.3f} s, "
                 f"magic {min(ours):.3f}/{statistics.median(ours):.3f} s   "
@@ -132,14 +113,6 @@ def main() -> None:
                 f"  kernel CPU best: torchinfo {base_cpu:.3f} s, magic {ours_cpu:.3f} s   "
                 f"ratio {ours_cpu / base_cpu:.2f}x"
             )
-            if "sequential" in walls:
-                seq = walls["sequential"]
-                paired = [s - m for s, m in zip(seq, ours)]
-                print(
-                    f"  A/B sequential cell best/median {min(seq):.3f}/{statistics.median(seq):.3f} s "
-                    f"({min(seq) / min(base):.2f}x / {statistics.median(seq) / statistics.median(base):.2f}x); "
-                    f"sequential - magic paired median {statistics.median(paired) * 1e3:+.1f} ms"
-                )
     finally:
         kernel.close()
 

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -48,7 +48,6 @@ __all__ = [
 ]
 
 _I = TypeVar("_I", bound="Inspection")  # a copy keeps its class (mlx.ModelSummary stays one)
-_T = TypeVar("_T")
 
 
 @dataclasses.dataclass(eq=False, repr=False)
@@ -273,70 +272,31 @@ def inspect(
     weight statistics (``stats`` and ``stats_by_module`` frames, `bins` histogram bins);
     ``stats=False`` skips reading the weights. For a vLLM engine the served model is read
     (see ``backends/vllm/engine.py``); `sample_input` (a prompt) adds one greedy generation."""
-    return inspect_while(
-        model,
-        None,
-        name=name,
-        input=input,
-        backward=backward,
-        flops=flops,
-        input_dtype=input_dtype,
-        stats=stats,
-        bins=bins,
-        sample_input=sample_input,
-    )[0]
-
-
-@on_receiving_rank(0)
-@gc_paused()
-def inspect_while(
-    model: Any,
-    work: Callable[[], _T] | None,
-    *,
-    name: str | None = None,
-    input: Any = None,
-    stats: bool = True,
-    bins: int = 64,
-    sample_input: str | None = None,
-    **trace_options: Any,
-) -> tuple[Inspection, _T | None]:
-    """:func:`inspect` (with its options), and ``work()`` run on this thread while the weight
-    statistics are read on another (the magic's memory plan: Python, while the statistics'
-    kernels release the GIL). The forward pass is traced after both: a model in train mode
-    changes its buffers in place while it runs (they are put back after), which the
-    statistics must not read. Returns the Inspection and what `work` returned; what fails
-    first in the order inspect, then `work` is what raises."""
     if input is not None and is_engine(model):
         raise TypeError("a vLLM engine takes a prompt as sample_input='...', not input=")
-    request = pipeline.Request(stats=stats, bins=bins, sample_input=sample_input)
-    done, failed = None, None
-    with pipeline.reading(model, request, name, background=work is not None) as reading:
-        try:
-            done = None if work is None else work()
-        except Exception as exc:  # raised after the statistics and the trace, as if it had run after them
-            failed = exc
-        found = reading.found()
-    inspection = _inspection(found, model)
+    inspection, found = _read(model, pipeline.Request(stats=stats, bins=bins, sample_input=sample_input), name)
     if input is not None:
-        inspection = with_forward(inspection, found.model, input, walk=_walk(found, model), **trace_options)
-    if failed is not None:
-        raise failed
-    return inspection, done
+        inspection = with_forward(
+            inspection,
+            found.model,
+            input,
+            backward=backward,
+            flops=flops,
+            input_dtype=input_dtype,
+            walk=_walk(found, model),
+        )
+    return inspection
 
 
 def _read(model: Any, request: pipeline.Request, name: str | None = None) -> tuple[Inspection, pipeline.Found]:
     found = pipeline.read(model, request, name)
-    return _inspection(found, model), found
-
-
-def _inspection(found: pipeline.Found, model: Any) -> Inspection:
     inspection = Inspection(
         found.name, found.framework, found.frames, found.totals, found.io, found.metadata, input_paths(model)
     )
     if found.source is not None:
         frames = inspection.frames
         inspection.values = ValueAccess({None: found.source}, {None: lambda: frames.get("stats")})
-    return inspection
+    return inspection, found
 
 
 def _walk(found: pipeline.Found, model: Any) -> Any:

@@ -8,13 +8,7 @@ built by one analyzer. The backend that recognised the model does what needs its
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import dataclasses
 import pickle
-import threading
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,17 +25,7 @@ from .core.memory import PlanOptions
 from .core.source import ModelSource
 from .core.trace import TraceResult
 
-__all__ = [
-    "Found",
-    "Reading",
-    "Request",
-    "plan_memory",
-    "read",
-    "reading",
-    "run_trace",
-    "trace_frames",
-    "worker_report",
-]
+__all__ = ["Found", "Request", "plan_memory", "read", "run_trace", "trace_frames", "worker_report"]
 
 
 @dataclass(frozen=True)
@@ -70,76 +54,21 @@ class Found:
 def read(model: Any, request: Request = Request(), name: str | None = None) -> Found:
     """The frames and totals of `model` (anything :func:`~nbinspect.backends.as_source`
     takes, or a serving engine a backend recognises)."""
-    with reading(model, request, name) as started:
-        return started.found()
-
-
-@dataclass
-class Reading:
-    """What :func:`reading` yields: the source (None for an engine), and every frame by
-    :meth:`found`, once the weight statistics are in."""
-
-    source: ModelSource | None
-    _found: Found
-    _stats: Future[dict[str, pd.DataFrame]] | None = None
-
-    def found(self) -> Found:
-        """The Found, with the statistics' frames (waiting for their thread, and raising what it raised)."""
-        if self._stats is not None:
-            self._found.frames.update(self._stats.result())
-            self._stats = None
-        return self._found
-
-
-@contextlib.contextmanager
-def reading(
-    model: Any, request: Request = Request(), name: str | None = None, background: bool = False
-) -> Iterator[Reading]:
-    """:func:`read` in two steps, for a caller with other work meanwhile (the magic's memory
-    plan): the source and the frames that need no values at once; with `background`, the
-    weight statistics on a thread of their own, for a source in this process whose backend
-    allows it (their kernels release the GIL, so they run beside the caller's Python). On
-    leaving the block the thread has ended, whatever happened in it."""
     backend = None if isinstance(model, ModelSource) else backend_for(model)
     engine = getattr(backend, "engine", None)
     if engine is not None:  # an engine: its workers build the frames (worker_report below)
         r = engine(model, worker_report, stats=request.stats, bins=request.bins, sample_input=request.sample_input)
-        yield Reading(None, Found(name or r.name, backend.name, r.frames, r.totals, r.io))  # type: ignore[union-attr]  # engine implies backend
-        return
+        return Found(name or r.name, backend.name, r.frames, r.totals, r.io)  # type: ignore[union-attr]  # engine implies backend
     if request.sample_input is not None:
         raise TypeError("sample_input= is a prompt for a vLLM engine; a torch model takes input=")
     source = as_source(model, name)
-    found = Found(
-        source.name,
-        source.framework,
-        _frames(source, dataclasses.replace(request, stats=False)),
-        structure.totals(source),
-    )
+    found = Found(source.name, source.framework, _frames(source, request), structure.totals(source))
     found.metadata, found.model, found.source = dict(source.metadata), source.model, source
     groups = expert_groups(source)
     if groups:  # a mixture of experts: what one token uses, beside the total
         moe = moe_totals(found.totals["total_params"], groups)
         found.totals.update(activated_params=moe["activated_params"], routed_params=moe["routed_params"])
-    if not request.stats:
-        yield Reading(source, found)
-    elif not (background and source.collective is None and _reads_beside(source)):
-        found.frames.update(_stats(source, request.bins))
-        yield Reading(source, found)
-    else:  # the caller's context (a notebook's cell, for the progress bar's output) goes along
-        stop = threading.Event()
-        with ThreadPoolExecutor(1, thread_name_prefix="nbinspect-stats") as thread:
-            stats = thread.submit(contextvars.copy_context().run, _stats, source, request.bins, stop=stop)
-            try:
-                yield Reading(source, found, stats)
-            except BaseException:  # the caller failed or was interrupted: stop at the next tensor
-                stop.set()
-                raise
-
-
-def _reads_beside(source: ModelSource) -> bool:
-    """Whether `source`'s backend lets its tensors be read while its model is traced on
-    another thread (torch: dispatch modes, grad mode and the trace's stand-ins are per thread)."""
-    return bool(getattr(backend_named(source.framework), "reads_beside_trace", False))
+    return found
 
 
 def _frames(source: ModelSource, request: Request, moments: Any = None) -> dict[str, pd.DataFrame]:
@@ -149,15 +78,9 @@ def _frames(source: ModelSource, request: Request, moments: Any = None) -> dict[
         "by_type": structure.by_type(source),
     }
     if request.stats:
-        frames.update(_stats(source, request.bins, moments))
+        by = stats_frames(source, request.bins) if moments is None else frames_of(source, moments, request.bins)
+        frames.update(stats=by["tensor"], stats_by_module=by["module"])
     return frames
-
-
-def _stats(
-    source: ModelSource, bins: int, moments: Any = None, stop: threading.Event | None = None
-) -> dict[str, pd.DataFrame]:
-    by = stats_frames(source, bins, stop=stop) if moments is None else frames_of(source, moments, bins)
-    return {"stats": by["tensor"], "stats_by_module": by["module"]}
 
 
 def run_trace(model: Any, args: tuple, kwargs: dict, walk: Any = None, **options: Any) -> TraceResult:

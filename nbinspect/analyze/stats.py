@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
@@ -31,7 +30,7 @@ from .parallel import WholeTensors, parallel_tensor_stats
 from .reduce import CHUNK, SAMPLE, batch_moments, large_moments, streamable, streamed_moments
 from .scratch import Scratch
 
-__all__ = ["Stopped", "frames_of", "stats", "stats_frames", "tensor_stats"]
+__all__ = ["frames_of", "stats", "stats_frames", "tensor_stats"]
 
 BY = ("tensor", "module")
 PROGRESS_DELAY = 2.0  # seconds before the progress bar appears (progress=None)
@@ -78,22 +77,13 @@ def stats(
 
 @gc_paused()
 def stats_frames(
-    obj: Any,
-    bins: int = 64,
-    progress: bool | None = None,
-    by: tuple[str, ...] = BY,
-    workers: int | None = None,
-    stop: threading.Event | None = None,
+    obj: Any, bins: int = 64, progress: bool | None = None, by: tuple[str, ...] = BY, workers: int | None = None
 ) -> dict[str, pd.DataFrame]:
-    """The stats frame for each way in `by` ("tensor", "module"), reading the tensors once;
-    `stop` set: ends at the next tensor with :class:`Stopped` (see :func:`tensor_stats`)."""
+    """The stats frame for each way in `by` ("tensor", "module"), reading the tensors once."""
     if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
         raise ValueError(f"stats(bins={bins!r}): need a positive integer number of bins")
     source = _stats_source(obj)
-    if workers is None:
-        results = tensor_stats(source, bins, progress, stop)
-    else:
-        results = parallel_tensor_stats(source, bins, workers)
+    results = tensor_stats(source, bins, progress) if workers is None else parallel_tensor_stats(source, bins, workers)
     if source.collective is not None:  # each rank read its share: combine them
         results = source.collective.combine(results, bins)
     return frames_of(source, results, bins, by)
@@ -112,16 +102,10 @@ def frames_of(
     return frames
 
 
-class Stopped(Exception):
-    """The caller of statistics read on another thread gave up on them (it was interrupted)."""
-
-
 def tensor_stats(
-    source: ModelSource, bins: int = 64, progress: bool | None = None, stop: threading.Event | None = None
+    source: ModelSource, bins: int = 64, progress: bool | None = None
 ) -> dict[Any, tuple[Moments | None, str | None]]:
-    """Moments and a note for each distinct storage of `source` (None when it has no values).
-    When `stop` is set the loop raises :class:`Stopped` at the next tensor (reads in flight
-    end first): a caller interrupted while they run on its behalf does not wait for them all."""
+    """Moments and a note for each distinct storage of `source` (None when it has no values)."""
     unique = source.unique_tensors()
     results: dict[Any, tuple[Moments | None, str | None]] = {}
     pending: list[tuple[Any, torch.Tensor, str | None, int]] = []
@@ -146,8 +130,6 @@ def tensor_stats(
     whole = WholeTensors(sizes if workspace.kernels is not None else [])
     with _progress(sum(t.nbytes for t in unique.values()), progress) as bar, torch.no_grad(), workspace, whole:
         for key, entry in unique.items():
-            if stop is not None and stop.is_set():
-                raise Stopped
             values, note, implicit, n = entry.tensor, None, 0, entry.numel
             # The common case without _real_values' checks: a small plain tensor in memory (10,000s of them).
             plain = type(values) in _TENSORS and values.dtype in _PLAIN and values.is_cpu

@@ -11,7 +11,6 @@ loss = model(batch).sum()     # the cell's own forward passes are traced
 from __future__ import annotations
 
 import dis
-import functools
 import os
 import sys
 from pathlib import Path
@@ -237,7 +236,7 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
     from ..backends import as_source, is_engine
     from ..comparison import compare
     from ..config_inspection import from_config
-    from ..inspection import inspect_while, memory
+    from ..inspection import inspect, memory
     from ..io.checkpoint import load_checkpoint
 
     try:
@@ -260,16 +259,21 @@ def _run(model: Any, model_input: Any, dtype: Any, args, other: Any, factory: An
         if not is_engine(model):  # one source for the inspection, the plan and the comparison: read once
             model = as_source(model)
         prompt = None if args.sample_input is None else _unquoted(args.sample_input)
-        work = None  # the memory plan: made while the statistics are read on another thread
+        result = inspect(
+            model, input=model_input, input_dtype=dtype, stats=not args.no_stats, bins=args.bins, sample_input=prompt
+        )
+        extras: list = []
         if args.batch_size is not None:
-            plan = {"batch_size": args.batch_size, "optimizer": args.optimizer, "precision": args.precision}
-            work = functools.partial(memory, model, input=model_input, input_dtype=dtype, **plan)
-        options = {"stats": not args.no_stats, "bins": args.bins, "sample_input": prompt}
-        inspected = inspect_while(model, work, input=model_input, input_dtype=dtype, **options)
-        if inspected is None:  # a sharded model, on a rank that does not receive the frames
-            return None, []
-        result, planned = inspected
-        extras: list = [] if planned is None else [planned]
+            extras.append(
+                memory(
+                    model,
+                    input=model_input,
+                    input_dtype=dtype,
+                    batch_size=args.batch_size,
+                    optimizer=args.optimizer,
+                    precision=args.precision,
+                )
+            )
         if other is not None:
             # the comparison's before/after histograms: the model's side is the inspection's statistics
             comparison = compare(model, other, bins=args.bins, stats_a=result.frames.get("stats"))

@@ -26,10 +26,6 @@ def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
 
 class TorchBackend:
     name = "torch"
-    # the statistics may read the tensors on another thread while a trace runs: dispatch
-    # modes, grad mode and autocast are per thread, the stand-ins pass other threads'
-    # calls through and the fake trace swaps fakes in without writing the real tensors
-    reads_beside_trace = True
     recognizes = staticmethod(_is_module)
     source = staticmethod(from_module)
     trace = staticmethod(run_trace)
