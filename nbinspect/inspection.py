@@ -19,6 +19,7 @@ from .analyze.fold import Folds, fold_repeats
 from .analyze.health import HealthThresholds, health_frame, problem_counts, problem_tensors
 from .analyze.stats import stats_frames
 from .analyze.value_view import ValueAccess
+from .analyze.views import ViewData, view_data
 from .backends import backend_named, is_engine, on_receiving_rank
 from .core.gc_pause import gc_paused
 from .core.inputs import split_input
@@ -109,6 +110,11 @@ class Inspection(Result):
     def _folds(self) -> Folds:
         """Which repeated blocks fold (``analyze.fold``), for the text tree."""
         return fold_repeats(self.frames["layers"], self.frames.get("params"))
+
+    @functools.cached_property
+    def _views(self) -> ViewData:
+        """The views' data, folding as the text tree does (its folds, computed once)."""
+        return view_data(self._widget_frames(), self._folds)
 
     def problems(self) -> dict[str, int]:
         """Distinct tensors with each problem, e.g. ``{"NaN": 2}``; {} when healthy or when

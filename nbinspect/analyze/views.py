@@ -362,15 +362,17 @@ def _pool_statistics(
 class ViewData:
     """What the views show besides the frames (see the module docstring)."""
 
-    def __init__(self, frames: Mapping[str, pd.DataFrame]):
+    def __init__(self, frames: Mapping[str, pd.DataFrame], folds: Folds | None = None):
         params = frames.get("params")
         layers = frames.get("layers")
         tensor_stats, self.module_stats = split_stats(frames)
         self.tensor_stats = tensor_stats
         has_tree = params is not None and layers is not None
         self.health = _health_rows(frames, tensor_stats) if has_tree and tensor_stats is not None else None
-        # which repeated blocks fold (analyze.fold), as the text tree folds them
-        self.folds: Folds = fold_repeats(layers, params) if has_tree else Folds({}, set())
+        # which repeated blocks fold (analyze.fold), as the text tree folds them (its `folds`, when given)
+        if folds is None:
+            folds = fold_repeats(layers, params) if has_tree else Folds({}, set())
+        self.folds: Folds = folds
         names = [] if layers is None else layers["name"].tolist()
         members = {f: [names[r] for r in fold.rows] for f, fold in self.folds.first.items()}
         # module path -> (counts, edges) of its subtree's weight matrices; a fold's first row -> its members'
@@ -403,9 +405,10 @@ class ViewData:
             self.by_fold = _compare.by_subtrees(frame, fold_members)
 
 
-def view_data(frames: Mapping[str, pd.DataFrame]) -> ViewData:
-    """Everything the views show besides the frames, computed once."""
-    return ViewData(frames)
+def view_data(frames: Mapping[str, pd.DataFrame], folds: Folds | None = None) -> ViewData:
+    """Everything the views show besides the frames, computed once; `folds`: those of the
+    frames' ``layers`` and ``params`` (``fold_repeats``), when the caller has them already."""
+    return ViewData(frames, folds)
 
 
 def module_histogram(frames: Mapping[str, pd.DataFrame], name: str) -> tuple[Any, Any] | None:

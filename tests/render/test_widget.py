@@ -200,6 +200,21 @@ def test_the_widget_and_its_saved_view_carry_one_json_text(monkeypatch):
     assert "&quot;Other&quot;" in w.saved_bundle()["text/html"] and len(written) == 2
 
 
+def test_the_widget_and_the_saved_text_tree_fold_once(calls):
+    """The views and the saved view's text tree share one ``fold_repeats`` (the same frames):
+    the same folds as the views would find by themselves."""
+    from nbinspect import inspection
+    from nbinspect.analyze import views
+
+    insp = nbinspect.trace(examples.build("tiny_lm"), (2, 16), input_dtype=torch.int64)
+    in_views, in_inspection = calls(views, "fold_repeats"), calls(inspection, "fold_repeats")
+    insp._repr_mimebundle_()  # the widget and the saved view with its text tree
+    assert len(in_views) + len(in_inspection) == 1
+    assert insp._views.folds is insp._folds
+    alone = view_data(insp._widget_frames()).folds
+    assert alone == insp._folds and insp._folds.first  # tiny_lm's blocks fold
+
+
 def test_inspection_displays_as_the_widget_with_a_stable_text_repr():
     insp = nbinspect.inspect(examples.build("cnn"))
     bundle = insp._repr_mimebundle_()
