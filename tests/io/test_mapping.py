@@ -87,9 +87,23 @@ def test_a_file_truncated_while_mapped_and_reduced_is_a_one_line_error_and_the_p
     assert int(lines[1].split()[1]) >= 1  # the handler covered at least one bus error
 
 
+# What each child below ends with: its own file mapped with Python's mmap module, truncated,
+# and the lost page touched (a bus error that is not nbinspect's).
+_OWN_BUS_ERROR = """
+    with open(theirs, "wb") as f:
+        f.write(b"\\1" * (1 << 20))
+    f = open(theirs, "rb")
+    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    os.truncate(theirs, 4096)
+    print("touching", flush=True)
+    print(m[1 << 19])
+    print("survived")
+"""
+
 # The child installs nbinspect's handler and keeps one of its mappings live, then maps its own
 # file with Python's mmap module, truncates it and touches the lost page: not nbinspect's fault.
-_FOREIGN = """
+_FOREIGN = (
+    """
     import faulthandler, mmap, os, sys
     import numpy as np
     from nbinspect.io import mapping
@@ -104,15 +118,9 @@ _FOREIGN = """
     live = window.map(0, 1 << 18)
     if when == "faulthandler-after":
         faulthandler.enable()  # replaces nbinspect's handler; its own previous action is nbinspect's
-    with open(theirs, "wb") as f:
-        f.write(b"\\1" * (1 << 20))
-    f = open(theirs, "rb")
-    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
-    os.truncate(theirs, 4096)
-    print("touching", flush=True)
-    print(m[1 << 19])
-    print("survived")
 """
+    + _OWN_BUS_ERROR
+)
 
 
 @pytest.mark.parametrize("when", ["no-faulthandler", "faulthandler-first", "faulthandler-after"])
@@ -183,7 +191,8 @@ def test_with_every_slot_taken_the_reader_falls_back_to_pread(tmp_path):
 # The child reads a file through nbinspect's mappings (statistics, two threads), then touches
 # a lost page of its own mapping; `when` says what it did with faulthandler around the reads:
 # "between" enables it after a first read, reads again and disables it.
-_AFTER_THE_READ = """
+_AFTER_THE_READ = (
+    """
     import ctypes, faulthandler, mmap, os, signal, sys
     import torch
     from safetensors.torch import save_file
@@ -219,15 +228,9 @@ _AFTER_THE_READ = """
     print("windows", counted[0], "same action", action() == before, flush=True)
     if when != "no-faulthandler":
         faulthandler.disable()
-    with open(theirs, "wb") as f:
-        f.write(b"\\1" * (1 << 20))
-    f = open(theirs, "rb")
-    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
-    os.truncate(theirs, 4096)
-    print("touching", flush=True)
-    print(m[1 << 19])
-    print("survived")
 """
+    + _OWN_BUS_ERROR
+)
 
 
 @pytest.mark.parametrize("when", ["no-faulthandler", "faulthandler-around", "faulthandler-between"])
