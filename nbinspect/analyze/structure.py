@@ -59,6 +59,10 @@ def _counted(t: TensorEntry, repeated: dict[Any, int]) -> tuple[int, int]:
     return t.numel - n, t.nbytes - n * (t.nbytes // t.numel)
 
 
+# what _unique_sums adds up, in the order of `_own`'s per-module counts
+_SUMS = ("params", "trainable_params", "param_bytes", "buffer_bytes", "buffer_numel")
+
+
 def _unique_sums(entries: dict[Any, TensorEntry], repeated: dict[Any, int]) -> dict[str, int]:
     # sums in locals, not in the dict: this runs over every distinct storage of the model
     params = trainable = param_bytes = buffer_bytes = buffer_numel = 0
@@ -72,13 +76,7 @@ def _unique_sums(entries: dict[Any, TensorEntry], repeated: dict[Any, int]) -> d
         else:
             buffer_bytes += nbytes
             buffer_numel += numel
-    return {
-        "params": params,
-        "trainable_params": trainable,
-        "param_bytes": param_bytes,
-        "buffer_bytes": buffer_bytes,
-        "buffer_numel": buffer_numel,
-    }
+    return dict(zip(_SUMS, (params, trainable, param_bytes, buffer_bytes, buffer_numel)))
 
 
 @on_receiving_rank(0)
@@ -247,15 +245,8 @@ def totals(model: Any) -> dict[str, int]:
     source = as_source(model)
     own = _own(source)
     if own is not None:  # every storage at one path: the modules' own counts add up to the totals
-        params, trainable, param_bytes, buffer_bytes, buffer_numel = map(sum, own)
-        sums = {
-            "params": params,
-            "trainable_params": trainable,
-            "param_bytes": param_bytes,
-            "buffer_bytes": buffer_bytes,
-            "buffer_numel": buffer_numel,
-        }
-        by_path = params
+        sums = dict(zip(_SUMS, map(sum, own)))
+        by_path = sums["params"]
     else:
         unique = source.unique_tensors()
         sums = _unique_sums(unique, source.repeated_elements(unique))

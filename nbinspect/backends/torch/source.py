@@ -203,8 +203,7 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
     for path, parent, module in _walk(model):
         alias_of = first_path.setdefault(id(module), path)
         attrs = layer_attrs(module)
-        # only a quantized module keeps packed parameters: a dict look-up, not a call, for the rest
-        scheme = quantization(module) if "_packed_params" in module.__dict__ else None
+        scheme = quantization(module)
         if scheme is not None:
             attrs = {**attrs, "quantization": scheme}
         # positional: keyword arguments cost a third more, once per module
