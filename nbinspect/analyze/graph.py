@@ -21,7 +21,6 @@ and the numbers it can colour nodes by (any frame column, or a user's ``pandas.S
 from __future__ import annotations
 
 import hashlib
-import operator
 from collections import Counter
 from collections.abc import Mapping
 from itertools import compress, pairwise
@@ -44,11 +43,11 @@ def graph_frames(
     ``flow`` frame; `layers`, `params`: the module tree, for the folds)."""
     n = len(flow.kind)
     parent = np.array(flow.parent, dtype=np.int64)
-    children = _children(parent)
-    signature = _signatures(flow, calls, children)
-    fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
-    same_as = _same_as(flow, children, signature, fold_first.tolist())
     src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
+    tree = _tree(parent)
+    signature = _signatures(flow, calls, tree)
+    fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
+    same_as = _same_as(flow, tree[0], signature, fold_first.tolist())
     side = _side_inputs(flow, fold_first, src, dst)
     const = _constants(flow)
     # per node once, then per edge by numpy takes: edges outnumber nodes
@@ -102,17 +101,20 @@ def graph_frames(
     return edges, nodes
 
 
-def _children(parent: np.ndarray) -> list[list[int]]:
-    """Per node its children in order (one shared empty list for the many without)."""
+def _tree(parent: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
+    """Per node its children in order (one shared empty list for the many without) and its
+    position among its parent's children."""
     order = np.flatnonzero(parent >= 0)
     order = order[np.argsort(parent[order], kind="stable")]
-    bounds = np.searchsorted(parent[order], np.arange(len(parent) + 1)).tolist()
-    nodes = order.tolist()
+    starts = np.searchsorted(parent[order], np.arange(len(parent) + 1))
+    position = np.zeros(len(parent), dtype=np.int64)
+    position[order] = np.arange(len(order)) - starts[parent[order]]
+    bounds, nodes = starts.tolist(), order.tolist()
     none: list[int] = []
     children = [none] * len(parent)
-    for p in np.flatnonzero(np.diff(bounds)).tolist():
+    for p in np.flatnonzero(np.diff(starts)).tolist():
         children[p] = nodes[bounds[p] : bounds[p + 1]]
-    return children
+    return children, position
 
 
 def _ids(values: list[int] | np.ndarray) -> pd.arrays.IntegerArray:
@@ -126,16 +128,13 @@ def _hash_text(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) -> list[int]:
+def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]], np.ndarray]) -> list[int]:
     """Bottom-up (children have larger ids): a node's type, shapes, its children's signatures
     in order and its internal edges lifted to its direct children."""
     n = len(flow.kind)
+    children, position = tree[0], tree[1].tolist()
     types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
     inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
-    position = [0] * n
-    for kids in children:
-        for i, k in enumerate(kids):
-            position[k] = i
     op_inputs: list[list[tuple]] = [[] for _ in range(n)]
     parent = flow.parent
     for s, d, shape in zip(flow.src, flow.dst, flow.shape):
@@ -168,18 +167,13 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         kind = flow.kind[node]
         if kind == "call":
             c = flow.call[node]
-            kids = [signature[k] for k in children[node]]
             i, o = ins[c], outs[c]
-            signature[node] = hashed(
-                (
-                    types[c],
-                    None if i is None else tuple(i),
-                    None if o is None else tuple(o),
-                    tuple(kids),
-                    tuple(inside[node]),
-                ),
-                (types[c], i, o, kids, inside[node]),
-            )
+            key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
+            if not children[node]:  # a leaf (most calls): no children, no edges inside
+                signature[node] = hashed((*key, (), ()), (types[c], i, o, [], []))
+                continue
+            kids = list(map(signature.__getitem__, children[node]))
+            signature[node] = hashed((*key, tuple(kids), tuple(inside[node])), (types[c], i, o, kids, inside[node]))
         elif kind == "op":
             name, shapes = flow.name[node], op_inputs[node]
             signature[node] = hashed(("op", name, tuple(shapes)), ("op", name, shapes))
@@ -228,24 +222,29 @@ def _folds(
     label = np.full(n, None, dtype=object)
     is_call = list(map("call".__eq__, flow.kind))
     call_names = list(compress(flow.name, is_call))
-    called = Counter(call_names)
-    node_of = dict(zip(reversed(call_names), reversed(list(compress(range(n), is_call)))))  # the first call's
+    once = dict(zip(reversed(call_names), reversed(list(compress(range(n), is_call)))))  # name -> its first call
+    if len(once) < len(call_names):  # some module ran more than once: not a member of a run
+        for name, times in Counter(call_names).items():
+            if times > 1:
+                del once[name]
     names = layers["name"].tolist()
+    sig, parent = np.array(signature, dtype=np.uint64), np.array(flow.parent, dtype=np.int64)
     for fold in fold_repeats(layers, params).first.values():
-        members = list(map(names.__getitem__, fold.rows))
-        if set(map(called.get, members)) != {1}:
+        found = list(map(once.get, map(names.__getitem__, fold.rows)))
+        if None in found:
             continue
-        nodes = list(map(node_of.__getitem__, members))
-        same = list(zip(map(signature.__getitem__, nodes), map(flow.parent.__getitem__, nodes)))
-        cuts = [0, *compress(range(1, len(nodes)), map(operator.ne, same[1:], same[:-1])), len(nodes)]
+        nodes = np.array(found, dtype=np.int64)
+        # runs of equal signatures in one call (equality is transitive: each against the one before)
+        differs = (sig[nodes[1:]] != sig[nodes[:-1]]) | (parent[nodes[1:]] != parent[nodes[:-1]])
+        cuts = [0, *(np.flatnonzero(differs) + 1).tolist(), len(found)]
         for a, b in pairwise(cuts):
             if b - a >= 2:
-                head, _, start = members[a].rpartition(".")
-                stop = members[b - 1].rpartition(".")[2]
+                head, _, start = names[fold.rows[a]].rpartition(".")
+                stop = names[fold.rows[b - 1]].rpartition(".")[2]
                 key = head.rpartition(".")[2]
                 run = nodes[a:b]
                 first[run], count[run], label[run] = (
-                    nodes[a],
+                    found[a],
                     b - a,
                     f"{key + '.' if key else ''}{start}–{stop} ×{b - a}",
                 )
