@@ -6,7 +6,7 @@ same tensors (name, shape, dtype, trainable) in each module."""
 
 from __future__ import annotations
 
-from itertools import compress, count, repeat
+from itertools import compress, count, islice, repeat
 from typing import NamedTuple
 
 import pandas as pd
@@ -81,10 +81,12 @@ def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Fo
         while a < len(kids):
             b = a + 1
             if keys[kids[a]].isdigit():
-                same, number = signature[kids[a]], int(keys[kids[a]]) + 1  # the number the next member has
-                while b < len(kids) and signature[kids[b]] == same and keys[kids[b]] == str(number):
+                same, number = signature[kids[a]], int(keys[kids[a]])
+                for c in islice(kids, b, None):
+                    number += 1  # the number this member has
+                    if signature[c] != same or keys[c] != str(number):
+                        break
                     b += 1
-                    number += 1
             if b - a >= 2:
                 label = f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}"
                 folds[kids[a]] = Fold(label, b - a, tuple(kids[a:b]), stop[kids[b - 1]])

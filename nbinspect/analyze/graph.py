@@ -67,8 +67,8 @@ def graph_frames(
             "node": np.arange(n, dtype=np.int64),
             "kind": flow.kind,
             "name": flow.name,
-            "call": _ids(flow.call),
-            "parent": _ids(flow.parent),
+            "call": _ids(call),
+            "parent": _ids(parent),
             "last": flow.last,
             "const": const,
             "signature": list(map(signature_text.__getitem__, signature)),
@@ -92,7 +92,7 @@ def graph_frames(
             "shape": flow.shape,
             "dtype": flow.dtype,
             "bytes": flow.nbytes,
-            "via": [v or None for v in flow.via],
+            "via": [v or None for v in flow.via] if any(flow.via) else [None] * len(flow.via),
             "inplace": flow.inplace,
             "side": side,
         },
@@ -136,9 +136,11 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]]
     types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
     inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
     op_inputs: list[list[tuple]] = [[] for _ in range(n)]
+    ops = "op" in flow.kind  # else no node's inputs are needed (only module calls)
     parent = flow.parent
     for s, d, shape in zip(flow.src, flow.dst, flow.shape):
-        op_inputs[d].append(shape)
+        if ops:
+            op_inputs[d].append(shape)
         p = parent[s]
         if p == parent[d]:  # siblings (most edges): their parent holds both
             if p >= 0:
@@ -168,12 +170,29 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]]
         if kind == "call":
             c = flow.call[node]
             i, o = ins[c], outs[c]
-            key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
-            if not children[node]:  # a leaf (most calls): no children, no edges inside
-                signature[node] = hashed((*key, (), ()), (types[c], i, o, [], []))
+            if not children[node]:  # a leaf (most calls): no children, no edges inside; written out inline
+                # (never equal to an op's key: its second item is a str)
+                key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
+                try:
+                    h = hashes.get(key)
+                except TypeError:  # unhashable (symbolic sizes): by its text alone
+                    h = _hash_text(repr((types[c], i, o, [], [])))
+                else:
+                    if h is None:
+                        h = hashes[key] = _hash_text(repr((types[c], i, o, [], [])))
+                signature[node] = h
                 continue
             kids = list(map(signature.__getitem__, children[node]))
-            signature[node] = hashed((*key, tuple(kids), tuple(inside[node])), (types[c], i, o, kids, inside[node]))
+            signature[node] = hashed(
+                (
+                    types[c],
+                    None if i is None else tuple(i),
+                    None if o is None else tuple(o),
+                    tuple(kids),
+                    tuple(inside[node]),
+                ),
+                (types[c], i, o, kids, inside[node]),
+            )
         elif kind == "op":
             name, shapes = flow.name[node], op_inputs[node]
             signature[node] = hashed(("op", name, tuple(shapes)), ("op", name, shapes))
