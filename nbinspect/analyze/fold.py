@@ -6,6 +6,7 @@ same tensors (name, shape, dtype, trainable) in each module."""
 
 from __future__ import annotations
 
+from itertools import compress, count, islice, repeat
 from typing import NamedTuple
 
 import pandas as pd
@@ -63,15 +64,15 @@ def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Fo
     keys = [name.rpartition(".")[2] for name in names]
     values = list(zip(layers["type"].tolist(), _own_tensors(layers, params, index)))
     ids: dict[tuple, int] = {}
-    signature = [0] * len(layers)
+    fresh = count()  # a new id for each new key
+    # every row as a leaf first (most are: no parts to build), in C; then the parents again,
+    # from the last (children come after their parent in pre-order)
+    signature = list(map(ids.setdefault, zip(values, repeat(())), fresh))
     stop = list(range(1, len(layers) + 1))  # one past each row's subtree (rows are in pre-order)
-    for i in range(len(layers) - 1, -1, -1):  # children come after their parent in pre-order
+    for i in compress(range(len(layers) - 1, -1, -1), reversed(children)):
         kids = children[i]
-        if not kids:  # a leaf (most rows): no parts to build
-            signature[i] = ids.setdefault((values[i], ()), len(ids))
-            continue
         parts = tuple(("#" if keys[c].isdigit() else keys[c], signature[c]) for c in kids)
-        signature[i] = ids.setdefault((values[i], parts), len(ids))
+        signature[i] = ids.setdefault((values[i], parts), next(fresh))
         stop[i] = max(stop[i], stop[kids[-1]])
     folds: dict[int, Fold] = {}
     hidden: set[int] = set()
@@ -80,10 +81,12 @@ def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Fo
         while a < len(kids):
             b = a + 1
             if keys[kids[a]].isdigit():
-                same, number = signature[kids[a]], int(keys[kids[a]]) + 1  # the number the next member has
-                while b < len(kids) and signature[kids[b]] == same and keys[kids[b]] == str(number):
+                same, number = signature[kids[a]], int(keys[kids[a]])
+                for c in islice(kids, b, None):
+                    number += 1  # the number this member has
+                    if signature[c] != same or keys[c] != str(number):
+                        break
                     b += 1
-                    number += 1
             if b - a >= 2:
                 label = f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}"
                 folds[kids[a]] = Fold(label, b - a, tuple(kids[a:b]), stop[kids[b - 1]])

@@ -21,7 +21,9 @@ and the numbers it can colour nodes by (any frame column, or a user's ``pandas.S
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Mapping
+from itertools import compress, pairwise
 from typing import Any
 
 import numpy as np
@@ -40,21 +42,21 @@ def graph_frames(
     """The ``graph`` and ``graph_nodes`` frames of one traced forward pass (`calls`: its
     ``flow`` frame; `layers`, `params`: the module tree, for the folds)."""
     n = len(flow.kind)
-    children: list[list[int]] = [[] for _ in range(n)]
-    for node, parent in enumerate(flow.parent):
-        if parent >= 0:
-            children[parent].append(node)
-    signature = _signatures(flow, calls, children)
-    fold_first, fold_count, fold_label = _folds(flow, calls, layers, params, children, signature)
-    same_as = _same_as(flow, children, signature, fold_first)
-    side = _side_inputs(flow, fold_first, fold_count, children)
+    parent = np.array(flow.parent, dtype=np.int64)
+    src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
+    tree = _tree(parent)
+    signature = _signatures(flow, calls, tree)
+    fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
+    same_as = _same_as(flow, tree[0], signature, fold_first.tolist())
+    side = _side_inputs(flow, fold_first, src, dst)
     const = _constants(flow)
-    enclosing = [
-        c if k == "call" else (flow.call[p] if p >= 0 else -1) for k, c, p in zip(flow.kind, flow.call, flow.parent)
-    ]
-    names = calls["name"].tolist()
-    # per node once, then per edge by index in C: edges outnumber nodes
-    call_name = [names[c] if c >= 0 else name for c, name in zip(enclosing, flow.name)]
+    # per node once, then per edge by numpy takes: edges outnumber nodes
+    call = np.array(flow.call, dtype=np.int64)
+    is_call = np.array(flow.kind, dtype=object) == "call"
+    enclosing = np.where(is_call, call, np.where(parent >= 0, call[parent], -1))
+    call_name = np.array(flow.name, dtype=object)
+    inside = enclosing >= 0
+    call_name[inside] = np.array(calls["name"].tolist(), dtype=object)[enclosing[inside]]
     # equal blocks share a signature: each distinct one written once
     signature_text = {s: format(s & (2**64 - 1), "016x") for s in set(signature)}
     read_params: list[tuple | None] = [None] * n
@@ -65,14 +67,14 @@ def graph_frames(
             "node": np.arange(n, dtype=np.int64),
             "kind": flow.kind,
             "name": flow.name,
-            "call": _ids(flow.call),
-            "parent": _ids(flow.parent),
+            "call": _ids(call),
+            "parent": _ids(parent),
             "last": flow.last,
             "const": const,
             "signature": list(map(signature_text.__getitem__, signature)),
             "fold_first": _ids(fold_first),
-            "fold_count": pd.arrays.IntegerArray(np.array(fold_count, dtype=np.int64), np.equal(fold_count, 0)),
-            "fold_label": fold_label,
+            "fold_count": pd.arrays.IntegerArray(fold_count, fold_count == 0),
+            "fold_label": fold_label.tolist(),
             "same_as": _ids(same_as),
             "params": read_params,
         },
@@ -82,15 +84,15 @@ def graph_frames(
         {
             "producer": flow.src,
             "consumer": flow.dst,
-            "producer_call": _ids(list(map(enclosing.__getitem__, flow.src))),
-            "consumer_call": _ids(list(map(enclosing.__getitem__, flow.dst))),
-            "producer_name": list(map(call_name.__getitem__, flow.src)),
-            "consumer_name": list(map(call_name.__getitem__, flow.dst)),
+            "producer_call": _ids(enclosing[src]),
+            "consumer_call": _ids(enclosing[dst]),
+            "producer_name": call_name[src].tolist(),
+            "consumer_name": call_name[dst].tolist(),
             "tensor": flow.tensor,
             "shape": flow.shape,
             "dtype": flow.dtype,
             "bytes": flow.nbytes,
-            "via": [v or None for v in flow.via],
+            "via": [v or None for v in flow.via] if any(flow.via) else [None] * len(flow.via),
             "inplace": flow.inplace,
             "side": side,
         },
@@ -99,7 +101,23 @@ def graph_frames(
     return edges, nodes
 
 
-def _ids(values: list[int]) -> pd.arrays.IntegerArray:
+def _tree(parent: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
+    """Per node its children in order (one shared empty list for the many without) and its
+    position among its parent's children."""
+    order = np.flatnonzero(parent >= 0)
+    order = order[np.argsort(parent[order], kind="stable")]
+    starts = np.searchsorted(parent[order], np.arange(len(parent) + 1))
+    position = np.zeros(len(parent), dtype=np.int64)
+    position[order] = np.arange(len(order)) - starts[parent[order]]
+    bounds, nodes = starts.tolist(), order.tolist()
+    none: list[int] = []
+    children = [none] * len(parent)
+    for p in np.flatnonzero(np.diff(starts)).tolist():
+        children[p] = nodes[bounds[p] : bounds[p + 1]]
+    return children, position
+
+
+def _ids(values: list[int] | np.ndarray) -> pd.arrays.IntegerArray:
     """Node or call ids (plain ints, -1 for none) as an Int64 column, missing where -1: packed
     by numpy in C, without a list with None to test value by value."""
     data = np.array(values, dtype=np.int64)
@@ -110,20 +128,19 @@ def _hash_text(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) -> list[int]:
+def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]], np.ndarray]) -> list[int]:
     """Bottom-up (children have larger ids): a node's type, shapes, its children's signatures
     in order and its internal edges lifted to its direct children."""
     n = len(flow.kind)
+    children, position = tree[0], tree[1].tolist()
     types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
     inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
-    position = [0] * n
-    for kids in children:
-        for i, k in enumerate(kids):
-            position[k] = i
     op_inputs: list[list[tuple]] = [[] for _ in range(n)]
+    ops = "op" in flow.kind  # else no node's inputs are needed (only module calls)
     parent = flow.parent
     for s, d, shape in zip(flow.src, flow.dst, flow.shape):
-        op_inputs[d].append(shape)
+        if ops:
+            op_inputs[d].append(shape)
         p = parent[s]
         if p == parent[d]:  # siblings (most edges): their parent holds both
             if p >= 0:
@@ -152,8 +169,20 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, children: list[list[int]]) 
         kind = flow.kind[node]
         if kind == "call":
             c = flow.call[node]
-            kids = [signature[k] for k in children[node]]
             i, o = ins[c], outs[c]
+            if not children[node]:  # a leaf (most calls): no children, no edges inside; written out inline
+                # (never equal to an op's key: its second item is a str)
+                key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
+                try:
+                    h = hashes.get(key)
+                except TypeError:  # unhashable (symbolic sizes): by its text alone
+                    h = _hash_text(repr((types[c], i, o, [], [])))
+                else:
+                    if h is None:
+                        h = hashes[key] = _hash_text(repr((types[c], i, o, [], [])))
+                signature[node] = h
+                continue
+            kids = list(map(signature.__getitem__, children[node]))
             signature[node] = hashed(
                 (
                     types[c],
@@ -202,47 +231,42 @@ def _under_common(parent: list[int], s: int, d: int) -> tuple[int, int]:
 
 
 def _folds(
-    flow: Dataflow,
-    calls: pd.DataFrame,
-    layers: pd.DataFrame,
-    params: pd.DataFrame | None,
-    children: list[list[int]],
-    signature: list[int],
-) -> tuple[list[int], list[int], list[str | None]]:
+    flow: Dataflow, layers: pd.DataFrame, params: pd.DataFrame | None, signature: list[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Runs of the tree's folds (``analyze/fold.py``) whose members ran once each, one after
-    the other inside one call, with equal signatures."""
+    the other inside one call, with equal signatures: per node its run's first member (-1),
+    its members (0) and its label (None)."""
     n = len(flow.kind)
-    first, count = [-1] * n, [0] * n
-    label: list[str | None] = [None] * n
-    node_of: dict[str, int] = {}
-    called: dict[str, int] = {}
-    for node, (kind, name) in enumerate(zip(flow.kind, flow.name)):
-        if kind == "call":
-            node_of.setdefault(name, node)
-            called[name] = called.get(name, 0) + 1
+    first, count = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    label = np.full(n, None, dtype=object)
+    is_call = list(map("call".__eq__, flow.kind))
+    call_names = list(compress(flow.name, is_call))
+    once = dict(zip(reversed(call_names), reversed(list(compress(range(n), is_call)))))  # name -> its first call
+    if len(once) < len(call_names):  # some module ran more than once: not a member of a run
+        for name, times in Counter(call_names).items():
+            if times > 1:
+                del once[name]
     names = layers["name"].tolist()
+    sig, parent = np.array(signature, dtype=np.uint64), np.array(flow.parent, dtype=np.int64)
     for fold in fold_repeats(layers, params).first.values():
-        members = [names[r] for r in fold.rows]
-        if any(called.get(m) != 1 for m in members):
+        found = list(map(once.get, map(names.__getitem__, fold.rows)))
+        if None in found:
             continue
-        nodes = [node_of[m] for m in members]
-        a = 0
-        while a < len(nodes):
-            b = a + 1
-            while (
-                b < len(nodes)
-                and signature[nodes[b]] == signature[nodes[a]]
-                and flow.parent[nodes[b]] == flow.parent[nodes[a]]
-            ):
-                b += 1
+        nodes = np.array(found, dtype=np.int64)
+        # runs of equal signatures in one call (equality is transitive: each against the one before)
+        differs = (sig[nodes[1:]] != sig[nodes[:-1]]) | (parent[nodes[1:]] != parent[nodes[:-1]])
+        cuts = [0, *(np.flatnonzero(differs) + 1).tolist(), len(found)]
+        for a, b in pairwise(cuts):
             if b - a >= 2:
-                head, _, start = members[a].rpartition(".")
-                stop = members[b - 1].rpartition(".")[2]
+                head, _, start = names[fold.rows[a]].rpartition(".")
+                stop = names[fold.rows[b - 1]].rpartition(".")[2]
                 key = head.rpartition(".")[2]
-                text = f"{key + '.' if key else ''}{start}–{stop} ×{b - a}"
-                for m in nodes[a:b]:
-                    first[m], count[m], label[m] = nodes[a], b - a, text
-            a = b
+                run = nodes[a:b]
+                first[run], count[run], label[run] = (
+                    found[a],
+                    b - a,
+                    f"{key + '.' if key else ''}{start}–{stop} ×{b - a}",
+                )
     return first, count, label
 
 
@@ -260,30 +284,27 @@ def _same_as(flow: Dataflow, children: list[list[int]], signature: list[int], fo
     return out
 
 
-def _side_inputs(flow: Dataflow, fold_first: list[int], fold_count: list[int], children: list[list[int]]) -> list[bool]:
+def _side_inputs(flow: Dataflow, fold_first: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Edges of tensors made outside a run and consumed inside two or more of its members."""
-    runs: dict[int, list[int]] = {}
-    for node, f in enumerate(fold_first):
-        if f >= 0:
-            runs.setdefault(f, []).append(node)
-    side = [False] * len(flow.src)
-    if not runs:
+    side = np.zeros(len(src), dtype=bool)
+    in_run = np.flatnonzero(fold_first >= 0)
+    if not in_run.size:
         return side
+    heads = fold_first[in_run]
+    order = np.argsort(heads, kind="stable")
+    in_run, heads = in_run[order], heads[order]  # each run's members side by side, in order
+    bounds = np.flatnonzero(np.diff(heads)) + 1
     last = flow.last
-    src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
-    for members in runs.values():
-        lo, hi = members[0], last[members[-1]]
-        starts = np.array(members)
+    for starts in np.split(in_run, bounds):
+        lo, hi = int(starts[0]), last[starts[-1]]
         by_tensor: dict[tuple[int, int], list[int]] = {}
         # the edges into the run from outside it, found by numpy: few of all the edges
         into = (lo <= dst) & (dst <= hi) & ~((lo <= src) & (src <= hi))
         for e in np.flatnonzero(into).tolist():
             by_tensor.setdefault((flow.src[e], flow.tensor[e]), []).append(e)
         for edges in by_tensor.values():
-            hit = {int(np.searchsorted(starts, flow.dst[e], side="right")) for e in edges}
-            if len(hit) >= 2:
-                for e in edges:
-                    side[e] = True
+            if len(set(np.searchsorted(starts, dst[edges], side="right").tolist())) >= 2:
+                side[edges] = True
     return side
 
 

@@ -267,3 +267,100 @@ def test_fold_repeats_equals_a_direct_search_on_random_trees():
         runs += len(first)
         nested += any(insp.frames["layers"]["is_leaf"].tolist()[row] is False for row in first)
     assert runs > 60 and nested > 10  # runs of leaves and of blocks were both checked
+
+
+def _plain_fold_repeats(layers, params):
+    """The plain search fold_repeats replaced (tuples of tensors hashed per row, each sibling
+    compared in a Python loop), kept here as the reference for every field of its result."""
+    names = layers["name"].tolist()
+    index = {name: i for i, name in enumerate(names)}
+    children: list[list[int]] = [[] for _ in names]
+    for i, parent in enumerate(layers["parent"].tolist()):
+        if parent in index:
+            children[index[parent]].append(i)
+    own: list[list[tuple]] = [[] for _ in names]
+    if params is not None and not params.empty:
+        columns = (params[c].tolist() for c in ("name", "module", "shape", "dtype", "requires_grad"))
+        for name, module, shape, dtype, grad in zip(*columns):
+            if module in index:
+                shape = shape if type(shape) is tuple else None if shape is None else tuple(shape)
+                own[index[module]].append((name[len(module) + 1 :] if module else name, shape, dtype, bool(grad)))
+    keys = [name.rpartition(".")[2] for name in names]
+    ids: dict[tuple, int] = {}
+    signature, stop = [0] * len(names), list(range(1, len(names) + 1))
+    for i in range(len(names) - 1, -1, -1):
+        parts = tuple(("#" if keys[c].isdigit() else keys[c], signature[c]) for c in children[i])
+        signature[i] = ids.setdefault((layers["type"].iloc[i], tuple(own[i]), parts), len(ids))
+        if children[i]:
+            stop[i] = max(stop[i], stop[children[i][-1]])
+    first, hidden = {}, set()
+    for kids in children:
+        a = 0
+        while a < len(kids):
+            b = a + 1
+            if keys[kids[a]].isdigit():
+                number = int(keys[kids[a]]) + 1
+                while b < len(kids) and signature[kids[b]] == signature[kids[a]] and keys[kids[b]] == str(number):
+                    b, number = b + 1, number + 1
+            if b - a >= 2:
+                label = f"{keys[kids[a]]}–{keys[kids[b - 1]]} ×{b - a}"
+                first[kids[a]] = (label, b - a, tuple(kids[a:b]), stop[kids[b - 1]])
+                for member in kids[a + 1 : b]:
+                    todo = [member]
+                    while todo:
+                        hidden.add(todo[-1])
+                        todo += children[todo.pop()]
+            a = b
+    return first, hidden
+
+
+class _Numbered(nn.Module):
+    """Children numbered as a ModuleDict may hold them: leading zeros, gaps, huge numbers,
+    dtypes and trainability that differ, a module's own parameter beside its children."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(3))
+        self.a = nn.ModuleDict({k: nn.Linear(3, 3) for k in ("00", "01", "2", "4", "5")})
+        self.b = nn.ModuleDict({str(2**70 + k): nn.Linear(3, 3) for k in range(3)})
+        self.c = nn.ModuleList(nn.Linear(3, 3) for _ in range(5))
+        self.c[2].double()
+        self.c[4].weight.requires_grad_(False)
+        self.d = nn.ModuleList(nn.BatchNorm1d(3) for _ in range(3))  # buffers after parameters
+
+
+@pytest.mark.parametrize(
+    "build",
+    [lambda: examples.build("tiny_lm"), _Nested, _equal_linears, _different_shapes, _Numbered],
+    ids=["tiny_lm", "nested", "equal_linears", "different_shapes", "numbered"],
+)
+def test_fold_repeats_equals_the_plain_search(build):
+    insp = nbinspect.inspect(build(), stats=False)
+    layers, params = insp.frames["layers"], insp.frames["params"]
+    variants = [
+        params,
+        None,
+        params.iloc[::-1],  # not by module: reordered
+        params.assign(shape=[list(s) for s in params["shape"]]),  # lists where tuples were
+        params.iloc[1:],  # a module with fewer tensors than its siblings
+    ]
+    for p in variants:
+        folds = fold_repeats(layers, p)
+        first, hidden = _plain_fold_repeats(layers, p)
+        assert {row: tuple(fold) for row, fold in folds.first.items()} == first
+        assert list(folds.first) == list(first)  # in the same order
+        assert folds.hidden == hidden
+    if build is _Numbered:
+        labels = {fold.label for fold in fold_repeats(layers, params).first.values()}
+        assert labels >= {"01–2 ×2", "4–5 ×2", f"{2**70}–{2**70 + 2} ×3", "0–1 ×2", "0–2 ×3"}
+
+
+def test_fold_repeats_equals_the_plain_search_on_random_trees():
+    rng = random.Random(1)
+    for _ in range(40):
+        insp = nbinspect.inspect(_random_tree(rng), stats=False)
+        layers, params = insp.frames["layers"], insp.frames["params"]
+        folds = fold_repeats(layers, params)
+        assert ({row: tuple(fold) for row, fold in folds.first.items()}, folds.hidden) == _plain_fold_repeats(
+            layers, params
+        )
