@@ -3,6 +3,7 @@ columns of ``layers`` (per module path, over all its calls)."""
 
 from __future__ import annotations
 
+from itertools import chain
 from operator import attrgetter
 
 import numpy as np
@@ -38,11 +39,11 @@ def flow(result: TraceResult) -> pd.DataFrame:
             "depth": ints("depth"),
             "parent": _parents(column("parent")),
             "call": ints("call"),
-            # shapes as tuples, dtypes by name; None where the call raised (no function call per row)
-            "input_shapes": [None if s is None else list(map(tuple, s)) for s in column("input_shapes")],
+            # the recorder's lists of shape tuples as they are; None where the call raised
+            "input_shapes": column("input_shapes"),
             "input_bytes": column("input_bytes"),
-            "output_shapes": [None if s is None else list(map(tuple, s)) for s in column("output_shapes")],
-            "output_dtypes": [None if d is None else list(map(dtype_name, d)) for d in column("output_dtypes")],
+            "output_shapes": column("output_shapes"),
+            "output_dtypes": _dtype_names(column("output_dtypes")),
             "flops": column("flops") if result.flops else missing,
             "own_flops": column("own_flops") if result.flops else missing,
             "backward_flops": column("backward_flops") if result.backward else missing,
@@ -52,6 +53,14 @@ def flow(result: TraceResult) -> pd.DataFrame:
         },
         n,
     )
+
+
+def _dtype_names(dtypes: list[list | None]) -> list[list[str] | None]:
+    """Each call's output dtypes by name (None where it raised): a dict look-up in C per
+    dtype, named once per distinct dtype, not a function call each."""
+    names = {d: dtype_name(d) for d in set(chain.from_iterable(filter(None, dtypes)))}
+    name = names.__getitem__
+    return [None if d is None else list(map(name, d)) for d in dtypes]
 
 
 def _parents(parents: list[int | None]) -> pd.arrays.IntegerArray:
