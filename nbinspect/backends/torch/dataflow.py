@@ -183,7 +183,14 @@ class DataflowCapture:
         g.last[node] = len(g.kind) - 1
         found = self.producer.get(id(out))  # _own(): made before the call (or a dead id's entry)
         if found is None or found[0] < node or (found[3] is not None and found[3]() is not out):
-            self.produced(out, node)
+            ref = None  # produced(), inlined
+            if self.weak:
+                try:
+                    ref = weakref.ref(out)
+                except TypeError:  # not weak-referenceable: not tracked
+                    return
+            self.producer[id(out)] = (node, self.tensors, "", ref)
+            self.tensors += 1
 
     def exit_by_key(self, key: int, node: int, output: Any) -> None:
         self._leave_key(key, node)

@@ -141,7 +141,8 @@ class TorchRecorder(Recorder):
                 marks.mark(call.index)
             if own_mode:
                 push(mode)
-            per_output = linear_flops(module, args, kwargs, counter) if key in quick else 0  # FLOPs per output element
+            # FLOPs per output element; x: the one positional tensor argument, if that is all there is
+            per_output = linear_flops(module, x, counter) if x is not None and key in quick else 0
             if per_output:
                 dispatch_pop(None)
             try:
