@@ -25,7 +25,7 @@ import logging
 import operator
 import threading
 from collections.abc import Iterator
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from threading import get_ident
 from typing import Any
 
@@ -313,6 +313,16 @@ def _quiet_fake_errors() -> Iterator[None]:
 
 _IS_META = operator.attrgetter("is_meta")
 _IS_CUDA = operator.attrgetter("is_cuda")
+_CHILDREN = operator.attrgetter("_modules")
+
+
+def _leaves(modules: list[nn.Module]) -> set[int]:
+    """id() of the modules without children (or with only None in their place), sorted
+    in C: Python runs only for the modules that have some (containers, the few)."""
+    children = list(map(_CHILDREN, modules))
+    leaves = set(map(id, compress(modules, map(operator.not_, children))))
+    leaves.update(id(m) for m in compress(modules, children) if all(c is None for c in m._modules.values()))
+    return leaves
 
 
 def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -451,7 +461,7 @@ def run_trace(
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
     on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
-    leaves = {id(m) for m in modules if not m._modules or all(c is None for c in m._modules.values())}
+    leaves = _leaves(modules)
     recorder = TorchRecorder(named_modules, DataflowCapture(leaves) if graph else None)
     name = type(model).__name__
 
