@@ -3,6 +3,8 @@ columns of ``layers`` (per module path, over all its calls)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import chain, repeat
 from operator import attrgetter
 
 import numpy as np
@@ -22,39 +24,54 @@ def flow(result: TraceResult) -> pd.DataFrame:
     no dict per call."""
     calls, n = result.calls, len(result.calls)
     missing = [None] * n
-
-    def column(attr: str) -> list:
-        return list(map(attrgetter(attr), calls))
+    # every attribute of every call in one pass, transposed into columns, in C
+    cols = (
+        dict(zip(_FLOW_ATTRS, zip(*map(attrgetter(*_FLOW_ATTRS), calls)))) if calls else dict.fromkeys(_FLOW_ATTRS, ())
+    )
 
     def ints(attr: str) -> np.ndarray:
         """The recorder's own counters (ints by construction), packed without numpy's type discovery."""
-        return np.fromiter(map(attrgetter(attr), calls), dtype=np.int64, count=n)
+        return np.fromiter(cols[attr], dtype=np.int64, count=n)
 
     return FLOW.from_columns(
         {
             "index": ints("index"),
-            "name": column("name"),
-            "type": column("type"),
+            "name": cols["name"],
+            "type": cols["type"],
             "depth": ints("depth"),
-            "parent": _parents(column("parent")),
+            "parent": _parents(cols["parent"]),
             "call": ints("call"),
-            # shapes as tuples, dtypes by name; None where the call raised (no function call per row)
-            "input_shapes": [None if s is None else list(map(tuple, s)) for s in column("input_shapes")],
-            "input_bytes": column("input_bytes"),
-            "output_shapes": [None if s is None else list(map(tuple, s)) for s in column("output_shapes")],
-            "output_dtypes": [None if d is None else list(map(dtype_name, d)) for d in column("output_dtypes")],
-            "flops": column("flops") if result.flops else missing,
-            "own_flops": column("own_flops") if result.flops else missing,
-            "backward_flops": column("backward_flops") if result.backward else missing,
-            "activation_bytes": column("activation_bytes"),
-            "own_activation_bytes": column("own_activation_bytes"),
-            "status": column("status"),
+            # the recorder's lists of shape tuples as they are; None where the call raised
+            "input_shapes": cols["input_shapes"],
+            "input_bytes": cols["input_bytes"],
+            "output_shapes": cols["output_shapes"],
+            "output_dtypes": _dtype_names(cols["output_dtypes"]),
+            "flops": cols["flops"] if result.flops else missing,
+            "own_flops": cols["own_flops"] if result.flops else missing,
+            "backward_flops": cols["backward_flops"] if result.backward else missing,
+            "activation_bytes": cols["activation_bytes"],
+            "own_activation_bytes": cols["own_activation_bytes"],
+            "status": cols["status"],
         },
         n,
     )
 
 
-def _parents(parents: list[int | None]) -> pd.arrays.IntegerArray:
+_FLOW_ATTRS = (
+    "index", "name", "type", "depth", "parent", "call", "input_shapes", "input_bytes", "output_shapes",
+    "output_dtypes", "flops", "own_flops", "backward_flops", "activation_bytes", "own_activation_bytes", "status",
+)  # fmt: skip
+
+
+def _dtype_names(dtypes: Sequence[list | None]) -> list[list[str] | None]:
+    """Each call's output dtypes by name (None where it raised): a dict look-up in C per
+    dtype, named once per distinct dtype, not a function call each."""
+    names = {d: dtype_name(d) for d in set(chain.from_iterable(filter(None, dtypes)))}
+    name = names.__getitem__
+    return [None if d is None else list(map(name, d)) for d in dtypes]
+
+
+def _parents(parents: Sequence[int | None]) -> pd.arrays.IntegerArray:
     """The parent call indices (None for a root call) as an Int64 column, packed by numpy:
     with a None among them, numpy would pack objects and pandas test each value."""
     data = np.array([-1 if p is None else p for p in parents], dtype=np.int64)
@@ -70,12 +87,65 @@ def layers_with_trace(
     `result`, made if not given). Built column by column: no dict per module."""
     if flow_frame is None:
         flow_frame = flow(result)
-    first: dict[str, int] = {}  # module path -> the index of its first call
-    sums: dict[str, list[int]] = {}  # module path -> [calls, flops, backward_flops, activation_bytes]
-    for c in result.calls:
+    calls = result.calls
+    n = len(calls)
+    names = list(map(_NAME, calls))
+    # module path -> the index of its first call (the later of two equal keys wins: reversed)
+    first = dict(zip(reversed(names), range(n - 1, -1, -1)))
+    # tolist(), not list(): list() reads a string column one cell at a time (40x slower)
+    aliases = layers["alias_of"]
+    paths = layers["name"].tolist() if aliases.isna().all() else aliases.fillna(layers["name"]).tolist()
+    ran = list(map(first.__contains__, paths))
+    # [calls, flops, backward_flops, activation_bytes] per path; columns, each path on its own
+    if len(first) == n:  # each path called once (most models): every figure a lookup in C
+        figures = [dict(zip(names, map(attrgetter(a), calls))) for a in _SUMMED]
+        sums = [list(map(int, ran))]  # 1 call or none
+        sums += [list(map(f.get, paths, repeat(0))) for f in figures]
+    else:
+        sums = _summed_per_path(calls, paths)
+    if not all(ran):
+        _roll_up_idle_containers(sums[1:], ran, layers["name"].tolist(), layers["parent"].tolist())
+    missing = [None] * len(paths)
+    at = list(map(first.get, paths, repeat(n)))  # n: a module that never ran, None below
+
+    def of_first_call(column: str) -> list:
+        values = flow_frame[column].tolist()  # the same objects; a list indexes without numpy's scalar per read
+        values.append(None)
+        return list(map(values.__getitem__, at))
+
+    filled = _TRACE.from_columns(
+        {
+            "input_shapes": of_first_call("input_shapes"),
+            "output_shapes": of_first_call("output_shapes"),
+            "output_dtypes": of_first_call("output_dtypes"),
+            "calls": sums[0],
+            "flops": sums[1] if result.flops else missing,
+            "backward_flops": sums[2] if result.backward else missing,
+            "activation_bytes": sums[3],
+        },
+        len(paths),
+    )
+    out = layers.copy(deep=False)  # copy-on-write: the columns set below leave `layers` as it is
+    for col in TRACE_COLUMNS:
+        out[col.name] = filled[col.name].array
+    # `layers` was built by its schema and the trace columns by theirs: only a frame whose
+    # columns are not the schema's needs the full check (a Series made per column)
+    if list(out.columns) != LAYERS.names:
+        LAYERS.validate(out)
+    return out
+
+
+_NAME = attrgetter("name")
+_SUMMED = ("flops", "backward_flops", "activation_bytes")
+
+
+def _summed_per_path(calls: list, paths: list[str]) -> list[list[int]]:
+    """[calls, flops, backward_flops, activation_bytes] columns over `paths`, each the sum
+    over every call of the module at that path (0 for one that never ran)."""
+    sums: dict[str, list[int]] = {}
+    for c in calls:
         row = sums.get(c.name)
         if row is None:
-            first[c.name] = c.index
             sums[c.name] = [1, c.flops, c.backward_flops, c.activation_bytes]
         else:
             row[0] += 1
@@ -83,46 +153,18 @@ def layers_with_trace(
             row[2] += c.backward_flops
             row[3] += c.activation_bytes
     idle = [0, 0, 0, 0]
-    # tolist(), not list(): list() reads a string column one cell at a time (40x slower)
-    paths = layers["alias_of"].fillna(layers["name"]).tolist()
-    rows = [list(sums.get(path, idle)) for path in paths]  # copies: each alias path rolls up on its own
-    _roll_up_idle_containers(rows, [path in sums for path in paths], layers["name"].tolist(), layers["parent"].tolist())
-    missing = [None] * len(paths)
-    calls = [first.get(path) for path in paths]
-
-    def of_first_call(column: str) -> list:
-        values = flow_frame[column].tolist()  # the same objects; a list indexes without numpy's scalar per read
-        return [None if i is None else values[i] for i in calls]
-
-    filled = _TRACE.from_columns(
-        {
-            "input_shapes": of_first_call("input_shapes"),
-            "output_shapes": of_first_call("output_shapes"),
-            "output_dtypes": of_first_call("output_dtypes"),
-            "calls": [r[0] for r in rows],
-            "flops": [r[1] for r in rows] if result.flops else missing,
-            "backward_flops": [r[2] for r in rows] if result.backward else missing,
-            "activation_bytes": [r[3] for r in rows],
-        },
-        len(paths),
-    )
-    out = layers.copy()
-    for col in TRACE_COLUMNS:
-        out[col.name] = filled[col.name].array
-    LAYERS.validate(out)
-    return out
+    rows = [sums.get(path, idle) for path in paths]
+    return [[r[i] for r in rows] for i in range(4)]
 
 
-def _roll_up_idle_containers(rows: list[list[int]], ran: list[bool], names: list[str], parents: list) -> None:
+def _roll_up_idle_containers(sums: list[list[int]], ran: list[bool], names: list[str], parents: list) -> None:
     """A container that never runs itself (ModuleList, ModuleDict) still holds the work its
-    parent ran through its children: its subtree figures (all but the call count) are the
-    sum of theirs."""
+    parent ran through its children: its subtree figures (`sums`: columns over the paths,
+    all but the call count) are the sum of theirs."""
     position = {name: i for i, name in enumerate(names)}
-    for i in range(len(rows) - 1, 0, -1):  # reverse pre-order: children before parents
+    for i in range(len(names) - 1, 0, -1):  # reverse pre-order: children before parents
         parent = position[parents[i]]
         if ran[parent]:
             continue
-        into, child = rows[parent], rows[i]
-        into[1] += child[1]
-        into[2] += child[2]
-        into[3] += child[3]
+        for column in sums:
+            column[parent] += column[i]

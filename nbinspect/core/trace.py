@@ -48,10 +48,10 @@ class Call:
         self.depth: int = depth
         self.parent: int | None = parent
         self.call: int = call  # 0 for the module's first call, 1 for its second, ...
-        self.input_shapes: list = input_shapes  # of torch.Size; the frames turn them into tuples
+        self.input_shapes: list = input_shapes  # of tuples, as the frames show them
         self.input_bytes: int = input_bytes
         self.module_id: int = module_id
-        self.output_shapes: list | None = None
+        self.output_shapes: list | None = None  # of tuples
         self.output_dtypes: list | None = None  # of torch.dtype
         self.own_flops = self.own_backward_flops = self.own_activation_bytes = 0
         self.flops = self.backward_flops = self.activation_bytes = 0  # own + calls inside, set by finish

@@ -54,7 +54,9 @@ CASES = cases()
 def general(monkeypatch) -> None:
     """Route the inlined calls through the general methods."""
     monkeypatch.setattr(
-        DataflowCapture, "enter_one", lambda self, key, index, name, x: self.enter_key(key, index, name, (x,), {})
+        DataflowCapture,
+        "enter_one",
+        lambda self, key, index, name, x, shape, nbytes: self.enter_key(key, index, name, (x,), {}),
     )
     monkeypatch.setattr(DataflowCapture, "exit_one", lambda self, key, node, out: self.exit_by_key(key, node, out))
 
@@ -80,3 +82,16 @@ def test_inlined_calls_record_what_the_general_path_records(case, monkeypatch):
         pd.testing.assert_frame_equal(fast.frames[key], slow.frames[key], check_exact=True, obj=key)
     assert repr(fast.totals) == repr(slow.totals) and repr(fast.io) == repr(slow.io)
     assert len(fast.frames["graph"]) > 0
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int64, torch.bool, torch.complex64]
+)
+def test_the_recorders_byte_count_is_the_general_paths(dtype):
+    """The inlined path takes the recorder's ``x.nbytes`` for an edge's bytes; the general
+    path counts ``numel() * element_size()``: the same for every dtype, views included."""
+    from nbinspect.backends.torch.dataflow import _torch_nbytes
+
+    t = torch.zeros(3, 5, dtype=dtype)
+    for x in (t, t[:, 1:], t.T, t[0]):
+        assert x.nbytes == _torch_nbytes(x)

@@ -27,8 +27,8 @@ def taken(monkeypatch):
     seen: list[int] = []
     real = torch_trace.linear_flops
 
-    def spy(module, args, kwargs, counter):
-        per = real(module, args, kwargs, counter)
+    def spy(module, x, counter):
+        per = real(module, x, counter)
         if per:
             seen.append(id(module))
         return per

@@ -154,3 +154,20 @@ def test_a_source_made_earlier_is_walked_again(monkeypatch):
     traced = nbinspect.inspect(source, input=torch.randn(2, 8), stats=False)
     assert given == [None]
     assert traced.flow["name"].tolist() == ["", "0", "1"]
+
+
+def test_leaves_are_the_modules_without_children():
+    """The dataflow's leaves: modules with no children, or only None in their place."""
+    from nbinspect.backends.torch.trace import _leaves
+
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gone = None  # a child slot emptied
+            self.register_module("empty", None)
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.ModuleList()), Holder())
+    modules = list(model.modules())
+    want = {id(m) for m in modules if not any(c is not None for c in m._modules.values())}
+    assert _leaves(modules) == want
+    assert id(model[2]) in want and id(model[1][1]) in want and id(model) not in want

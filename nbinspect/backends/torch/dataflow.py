@@ -75,6 +75,11 @@ class DataflowCapture:
         self.tensors = 0
         # id(parameter or buffer) -> its path; a view of one is mapped with producer -1 and its path
         self.param_names: dict[int, str] = {}
+        self.dtype_names: dict[Any, str] = {}  # name_dtype's answers: a look-up, not a call, per edge
+
+    def _dtype_name(self, dtype: Any) -> str:
+        name = self.dtype_names[dtype] = self.name_dtype(dtype)
+        return name
 
     # ---- tensors
 
@@ -138,9 +143,10 @@ class DataflowCapture:
         self.stack.append(node)
         return node
 
-    def enter_one(self, key: int, index: int, name: str, x: Any) -> int:
+    def enter_one(self, key: int, index: int, name: str, x: Any, shape: tuple, nbytes: int) -> int:
         """:meth:`enter` for a call with one positional tensor argument (most calls), inlined:
-        the same node and edge, without the generic walk over the arguments."""
+        the same node and edge, without the generic walk over the arguments. `shape` and
+        `nbytes` are `x`'s, as the recorder read them for the call."""
         g, stack = self.graph, self.stack
         node = len(g.kind)
         g.kind.append("call")
@@ -154,9 +160,10 @@ class DataflowCapture:
                 g.src.append(found[0])
                 g.dst.append(node)
                 g.tensor.append(found[1])
-                g.shape.append(tuple(x.shape))
-                g.dtype.append(self.name_dtype(x.dtype))
-                g.nbytes.append(self.nbytes(x))
+                g.shape.append(shape)
+                dtype = self.dtype_names.get(x.dtype)
+                g.dtype.append(dtype if dtype is not None else self._dtype_name(x.dtype))
+                g.nbytes.append(nbytes)
                 g.via.append(found[2])
                 g.inplace.append(False)
             self.in_leaf += 1
@@ -176,7 +183,14 @@ class DataflowCapture:
         g.last[node] = len(g.kind) - 1
         found = self.producer.get(id(out))  # _own(): made before the call (or a dead id's entry)
         if found is None or found[0] < node or (found[3] is not None and found[3]() is not out):
-            self.produced(out, node)
+            ref = None  # produced(), inlined
+            if self.weak:
+                try:
+                    ref = weakref.ref(out)
+                except TypeError:  # not weak-referenceable: not tracked
+                    return
+            self.producer[id(out)] = (node, self.tensors, "", ref)
+            self.tensors += 1
 
     def exit_by_key(self, key: int, node: int, output: Any) -> None:
         self._leave_key(key, node)

@@ -45,19 +45,20 @@ def plain_linears(modules: list[nn.Module]) -> set[int]:
     forward = nn.Linear.__dict__.get("forward")
     if getattr(forward, "__module__", None) != "torch.nn.modules.linear" or nn.functional.linear is not _linear:
         return set()
+    linear = nn.Linear
     return {
         id(m)
         for m in modules
-        if type(m) is nn.Linear and "forward" not in m.__dict__ and getattr(m, "_compiled_call_impl", None) is None
+        if type(m) is linear and "forward" not in m.__dict__ and getattr(m, "_compiled_call_impl", None) is None
     }
 
 
-def linear_flops(module: nn.Module, args: tuple, kwargs: dict, counter: Any) -> int:
-    """2·k per output element when this call of a :func:`plain_linears` module runs only the
-    known ops (see the module's doc), else 0: run it under the counter. `counter` must be
-    the one mode on the dispatch stack (not a mode the model swapped in for it) and no
-    function mode on."""
-    if kwargs or len(args) != 1 or _dispatch_depth() != 1 or _function_depth() or _dispatch_at(0) is not counter:
+def linear_flops(module: nn.Module, x: torch.Tensor, counter: Any) -> int:
+    """2·k per output element when this call of a :func:`plain_linears` module, whose one
+    argument is `x` (positional, no keywords), runs only the known ops (see the module's
+    doc), else 0: run it under the counter. `counter` must be the one mode on the dispatch
+    stack (not a mode the model swapped in for it) and no function mode on."""
+    if _dispatch_depth() != 1 or _function_depth() or _dispatch_at(0) is not counter:
         return 0
     if module._forward_pre_hooks or module._forward_hooks or module._backward_pre_hooks or module._backward_hooks:
         return 0
@@ -67,7 +68,6 @@ def linear_flops(module: nn.Module, args: tuple, kwargs: dict, counter: Any) -> 
     weight, bias = params.get("weight"), params.get("bias")
     if type(weight) is not _Parameter or weight.dim() != 2 or (bias is not None and type(bias) is not _Parameter):
         return 0
-    x: Any = args[0]
     if type(x) is not _Tensor or x.layout is not _strided or x.is_nested:
         return 0
     dim = x.dim()

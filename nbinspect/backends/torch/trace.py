@@ -25,7 +25,7 @@ import logging
 import operator
 import threading
 from collections.abc import Iterator
-from itertools import repeat
+from itertools import chain, compress, repeat
 from threading import get_ident
 from typing import Any
 
@@ -115,11 +115,12 @@ class TorchRecorder(Recorder):
                 pop()
             x = args[0] if not kwargs and len(args) == 1 else None
             if isinstance(x, Tensor):  # the common case, kept cheap
-                shapes, nbytes = [x.shape], x.nbytes
+                shape, nbytes = tuple(x.shape), x.nbytes
+                shapes = [shape]
             else:
                 x = None
                 tensors = tensors_in((args, kwargs) if kwargs else args)
-                shapes, nbytes = [t.shape for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
+                shapes, nbytes = [tuple(t.shape) for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
             n = info[2]
             info[2] = n + 1
             call = Call(
@@ -130,7 +131,7 @@ class TorchRecorder(Recorder):
             own_mode = False
             if flow is not None:
                 if x is not None:
-                    node = flow.enter_one(key, call.index, call.name, x)
+                    node = flow.enter_one(key, call.index, call.name, x, shape, nbytes)
                 else:
                     node = flow.enter(module, call.index, call.name, args, kwargs)
                 # a module with children records the ops its own code runs: the mode on
@@ -140,7 +141,8 @@ class TorchRecorder(Recorder):
                 marks.mark(call.index)
             if own_mode:
                 push(mode)
-            per_output = linear_flops(module, args, kwargs, counter) if key in quick else 0  # FLOPs per output element
+            # FLOPs per output element; x: the one positional tensor argument, if that is all there is
+            per_output = linear_flops(module, x, counter) if x is not None and key in quick else 0
             if per_output:
                 dispatch_pop(None)
             try:
@@ -175,12 +177,12 @@ class TorchRecorder(Recorder):
             if isinstance(output, Tensor):
                 if flow is not None:
                     flow.exit_one(key, node, output)
-                call.output_shapes, call.output_dtypes = [output.shape], [output.dtype]
+                call.output_shapes, call.output_dtypes = [tuple(output.shape)], [output.dtype]
             else:
                 if flow is not None:
                     flow.exit(module, node, output)
                 tensors = tensors_in(output)
-                call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+                call.output_shapes, call.output_dtypes = [tuple(t.shape) for t in tensors], [t.dtype for t in tensors]
             if took:
                 push(mode)
             return output
@@ -230,7 +232,7 @@ def _output_before_hook(call: Call, module: nn.Module, exc: BaseException) -> No
             result = frame.f_locals.get("result")
             if result is not None:
                 tensors = tensors_in(result)
-                call.output_shapes, call.output_dtypes = [t.shape for t in tensors], [t.dtype for t in tensors]
+                call.output_shapes, call.output_dtypes = [tuple(t.shape) for t in tensors], [t.dtype for t in tensors]
             return
         tb = tb.tb_next
 
@@ -244,7 +246,7 @@ def preserved(
     # Plain tensor attributes, which forward pre-hooks recompute (legacy prune, weight_norm,
     # spectral_norm set `module.weight`) and forward passes cache: put back, or a fake or a
     # graph-holding tensor stays. A shallow copy of each __dict__ is cheap; most never change.
-    saved = [(m, vars(m).copy()) for m in modules]
+    saved = list(map(dict.copy, map(vars, modules)))
     buffers = []
     if real:
         for m in modules:
@@ -261,14 +263,22 @@ def preserved(
                     m.training = training
             yield
         finally:
-            for m, attrs in saved:
-                now = vars(m)
-                # identity, in C: a tensor replaced by an equal-valued one is a change too
-                if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
-                    mode = attrs.get("training")
-                    if mode is not None and now.get("training") is not mode:
-                        m.training = mode
-                    _restore_attrs(now, attrs)
+            dicts = list(map(vars, modules))
+            # Identity, in C over every module at once (no Python per module where nothing
+            # changed, as in most traces): a tensor replaced by an equal-valued one is a change too.
+            if list(map(len, dicts)) != list(map(len, saved)) or not all(
+                map(
+                    operator.is_,
+                    chain.from_iterable(map(dict.values, dicts)),
+                    chain.from_iterable(map(dict.values, saved)),
+                )
+            ):
+                for m, now, attrs in zip(modules, dicts, saved):
+                    if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
+                        mode = attrs.get("training")
+                        if mode is not None and now.get("training") is not mode:
+                            m.training = mode
+                        _restore_attrs(now, attrs)
             for m, name, b, copy in buffers:
                 m._buffers[name] = b
                 if not torch.equal(b, copy):
@@ -303,6 +313,16 @@ def _quiet_fake_errors() -> Iterator[None]:
 
 _IS_META = operator.attrgetter("is_meta")
 _IS_CUDA = operator.attrgetter("is_cuda")
+_CHILDREN = operator.attrgetter("_modules")
+
+
+def _leaves(modules: list[nn.Module]) -> set[int]:
+    """id() of the modules without children (or with only None in their place), sorted
+    in C: Python runs only for the modules that have some (containers, the few)."""
+    children = list(map(_CHILDREN, modules))
+    leaves = set(map(id, compress(modules, map(operator.not_, children))))
+    leaves.update(id(m) for m in compress(modules, children) if all(c is None for c in m._modules.values()))
+    return leaves
 
 
 def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -441,7 +461,7 @@ def run_trace(
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
     on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
-    leaves = {id(m) for m in modules if not m._modules or all(c is None for c in m._modules.values())}
+    leaves = _leaves(modules)
     recorder = TorchRecorder(named_modules, DataflowCapture(leaves) if graph else None)
     name = type(model).__name__
 
