@@ -175,7 +175,7 @@ def _own(source: ModelSource) -> np.ndarray | None:
 
 
 def _own_counts(source: ModelSource) -> np.ndarray | None:
-    if len(source.unique_tensors()) != len(source.tensors) or source.overlap_groups:
+    if source.tied() or source.overlap_groups:  # a storage at two paths, or views that overlap
         return None
     index = {m.name: i for i, m in enumerate(source.modules)}
     n = len(source.modules)
