@@ -65,7 +65,7 @@ class FrameSchema:
         # map over dict.get runs in C: a third of the cost of a comprehension on frames of many rows
         get: Callable[[Any, str], Any] = dict.get if all(type(row) is dict for row in records) else _get
         data = {c.name: _array(list(map(get, records, repeat(c.name))), c.dtype) for c in self.columns}
-        return pd.DataFrame(data, columns=self.names, copy=False)  # new arrays: pandas need not copy them
+        return pd.DataFrame(data, columns=self.names)
 
     def from_columns(self, columns: Mapping[str, Sequence[Any] | np.ndarray], length: int) -> pd.DataFrame:
         """A frame of `length` rows from column sequences (None for missing values) or arrays
@@ -83,8 +83,8 @@ class FrameSchema:
                 data[c.name] = pd.array(values, dtype=_pandas_dtype(c.dtype))  # numpy/pandas arrays: no Python loop
             else:
                 data[c.name] = _array(list(values), c.dtype)
-        # every array is new (made above): pandas need not copy them again
-        return pd.DataFrame(data, columns=self.names, copy=False)
+        # not copy=False: pandas would then leave the blocks of one dtype apart (not consolidated)
+        return pd.DataFrame(data, columns=self.names)
 
     def validate(self, frame: pd.DataFrame) -> None:
         """Raise ValueError if `frame` does not have exactly this schema's columns and dtypes."""
