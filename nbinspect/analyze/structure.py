@@ -96,7 +96,7 @@ def layers(model: Any) -> pd.DataFrame:
     modules = source.modules
     n = len(modules)
     names = [m.name for m in modules]
-    index = dict(zip(names, range(n)))
+    index: dict[str | None, int] = dict(zip(names, range(n)))  # None: no parent
     parents = _parents(source, names, [m.parent for m in modules])
     ups = list(map(index.get, parents[1:], repeat(n)))  # each module's parent's row (n: none)
     # the root first and every parent before its children (every live model): depths and
