@@ -65,3 +65,23 @@ def test_left_out_columns_are_missing_in_their_dtype() -> None:
         if column.name != "name":
             assert frame[column.name].isna().all(), column.name
     LAYERS.validate(frame)
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "boolean", "string", "object", "float64"])
+@pytest.mark.parametrize("length", [0, 1, 5])
+def test_left_out_columns_equal_pandas_missing_values(dtype: str, length: int) -> None:
+    """A column left out is made directly: the same array as pandas' own from Nones (for the
+    masked ones, the same data under the mask as a take of nothing), and owned by the frame."""
+    schema = FrameSchema("t", (Column("x", dtype, ""), Column("y", dtype, "")))
+    frame = schema.from_columns({"y": [None] * length}, length)
+    expected = pd.Series(pd.array([None] * length, dtype=dtype) if dtype != "float64" else np.full(length, np.nan))
+    for name in ("x", "y"):
+        got = frame[name]
+        assert str(got.dtype) == str(expected.dtype)
+        assert got.reset_index(drop=True).equals(expected.astype(got.dtype))
+        if dtype in ("Int64", "boolean"):
+            taken = pd.array([], dtype=dtype).take(np.full(length, -1), allow_fill=True)
+            assert (got.array._data == taken._data).all() and got.array._mask.all()
+    if length:  # the two columns are separate arrays: changing one leaves the other
+        frame.loc[0, "x"] = {"Int64": 1, "boolean": True, "string": "a", "object": (1,), "float64": 1.0}[dtype]
+        assert frame["y"].isna().all()

@@ -31,6 +31,7 @@ from ..backends import ModelSource, ModuleEntry, TensorEntry, as_source
 from ..core.gc_pause import gc_paused
 from ..schema import EXPERT_CHANGES, MOE, PARAMETER
 from .compare import by_module, compare_frame
+from .structure import tensor_columns
 
 __all__ = ["ExpertGroup", "expert_changes", "expert_groups", "moe_frame", "moe_totals", "split_experts"]
 
@@ -100,8 +101,12 @@ def _subtree_params(source: ModelSource) -> dict[str, int]:
 def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
     """The routed-expert groups of `model` in tree order. `top_k` overrides what the model says."""
     source = as_source(model)
-    # fused experts hold a 3-D parameter; expert modules say so in their name or type
-    deep = {t.module for t in source.tensors if t.shape is not None and len(t.shape) >= 3 and t.kind == PARAMETER}
+    # fused experts hold a 3-D parameter; expert modules say so in their name or type. Most
+    # models have no tensor of 3 dimensions: the shapes column (kept on the source for the
+    # params frame) says so in C before a scan of the tensors
+    deep: set[str] = set()
+    if max(map(len, filter(None, tensor_columns(source)["shape"])), default=0) >= 3:
+        deep = {t.module for t in source.tensors if t.shape is not None and len(t.shape) >= 3 and t.kind == PARAMETER}
     modules = source.modules
     # most models: no name or type says "expert" (one test over the joined text, not one
     # per module; a name's last part lies inside it) and no 3-D parameter

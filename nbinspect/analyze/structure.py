@@ -8,6 +8,8 @@ paths) is counted once wherever a total is given; the per-path view is kept alon
 from __future__ import annotations
 
 from collections import Counter
+from itertools import compress, repeat
+from operator import eq, is_
 from typing import Any
 
 import numpy as np
@@ -24,12 +26,23 @@ def params(model: Any) -> pd.DataFrame:
     """One row per parameter and buffer path (schema.PARAMS), with `tied_to` for shared storage."""
     source = as_source(model)
     tied, overlaps = source.tied(), source.overlaps()
-    tensors = source.tensors
-    names = [t.name for t in tensors]
-    # column by column: a dict per tensor row costs more than reading the entries
+    columns = tensor_columns(source)
+    names = columns["name"]
     return PARAMS.from_columns(
-        {
-            "name": names,
+        {**columns, "tied_to": list(map(tied.get, names)), "overlaps": list(map(overlaps.get, names))},
+        len(names),
+    )
+
+
+def tensor_columns(source: ModelSource) -> dict[str, Any]:
+    """The tensors' fields as the params frame's columns (lists; the counts int64 arrays),
+    read once per source: the params frame, the modules' own counts and the expert test use
+    them. A comprehension reads a field in half the instructions of map(attrgetter)."""
+    memo = source.derived
+    if "structure.columns" not in memo:
+        tensors = source.tensors
+        memo["structure.columns"] = {
+            "name": [t.name for t in tensors],
             "module": [t.module for t in tensors],
             "kind": [t.kind for t in tensors],
             "shape": [t.shape for t in tensors],
@@ -38,11 +51,8 @@ def params(model: Any) -> pd.DataFrame:
             "numel": _int64([t.numel for t in tensors]),
             "bytes": _int64([t.nbytes for t in tensors]),
             "requires_grad": [t.requires_grad for t in tensors],
-            "tied_to": list(map(tied.get, names)),
-            "overlaps": list(map(overlaps.get, names)),
-        },
-        len(tensors),
-    )
+        }
+    return memo["structure.columns"]
 
 
 def _int64(counts: list[int]) -> np.ndarray:
@@ -84,101 +94,115 @@ def layers(model: Any) -> pd.DataFrame:
     """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
     source = as_source(model)
     modules = source.modules
-    index = {m.name: i for i, m in enumerate(modules)}
-    parents = [m.parent if m.parent is not None else source.parent(m.name) for m in modules]
-    depths: list[int] = []
-    for i, (m, parent) in enumerate(zip(modules, parents)):  # pre-order: parents' depths come first
-        up = index.get(parent, i) if parent is not None else i
-        depths.append(depths[up] + 1 if up < i else len(source.ancestors(m.name)) - 1)
+    n = len(modules)
+    names = [m.name for m in modules]
+    index: dict[str | None, int] = dict(zip(names, range(n)))  # None: no parent
+    parents = _parents(source, names, [m.parent for m in modules])
+    ups = list(map(index.get, parents[1:], repeat(n)))  # each module's parent's row (n: none)
+    # the root first and every parent before its children (every live model): depths and
+    # counts follow the parents' rows
+    ordered = parents[0] is None and all(map(int.__lt__, ups, range(1, n)))
+    if ordered:
+        depths = [0 if names[0] == "" else len(source.ancestors(names[0])) - 1]
+        for up in ups:
+            depths.append(depths[up] + 1)
+    else:
+        depths = []
+        for i, (name, parent) in enumerate(zip(names, parents)):  # pre-order: parents' depths come first
+            up = index.get(parent, i) if parent is not None else i
+            depths.append(depths[up] + 1 if up < i else len(source.ancestors(name)) - 1)
     # Every storage at one path (most models): a subtree's unique counts are its modules' own
     # counts added up. Otherwise each subtree counts its distinct storages.
-    counts = _summed_up(source, index, parents)
-    if counts is None:
-        counts = _distinct_per_subtree(source)
-    params, trainable, param_bytes, buffer_bytes, own_params = counts
+    own = _own(source) if ordered else None
+    if own is not None:
+        params, trainable, param_bytes, buffer_bytes = _summed_up(own[:, :4], ups, depths).T
+        own_params = own[:, 0]
+    else:
+        params, trainable, param_bytes, buffer_bytes, own_params = map(_int64, _distinct_per_subtree(source))
     # column by column: a dict per module row costs more than the counting
     return LAYERS.from_columns(
         {
-            "index": np.arange(len(modules), dtype=np.int64),
-            "name": [m.name for m in modules],
+            "index": np.arange(n, dtype=np.int64),
+            "name": names,
             "parent": parents,
             "depth": _int64(depths),
             "type": [m.type for m in modules],
             "is_leaf": [m.is_leaf for m in modules],
             "alias_of": [m.alias_of for m in modules],
-            "params": _int64(params),
-            "own_params": _int64(own_params),
-            "trainable_params": _int64(trainable),
-            "frozen_params": _int64([p - t for p, t in zip(params, trainable)]),
-            "param_bytes": _int64(param_bytes),
-            "buffer_bytes": _int64(buffer_bytes),
+            "params": params,
+            "own_params": own_params,
+            "trainable_params": trainable,
+            "frozen_params": params - trainable,
+            "param_bytes": param_bytes,
+            "buffer_bytes": buffer_bytes,
             "training": [m.training for m in modules],
             "attrs": [m.attrs for m in modules],
         },
-        len(modules),
+        n,
     )
 
 
-_Counts = tuple[list[int], list[int], list[int], list[int], list[int]]  # params, trainable, param/buffer bytes, own
+def _parents(source: ModelSource, names: list[str], parents: list[str | None]) -> list[str | None]:
+    """Each module's parent path: its entry's, else what the source says (a dotted name)."""
+    i = -1
+    try:
+        while True:  # the modules without a parent in their entry (live models: the root only)
+            i = parents.index(None, i + 1)
+            # the root "" has none; source.parent would index every module's parent to say so
+            parents[i] = None if names[i] == "" else source.parent(names[i])
+    except ValueError:
+        return parents
 
 
-def _summed_up(source: ModelSource, index: dict[str, int], parents: list[str | None]) -> _Counts | None:
-    """Subtree counts when no storage is held at two paths: each module's own, then added
-    into its parent's from the last module up (pre-order: children come after parents).
-    None for a source whose tensors or parents name modules it does not list."""
-    n = len(source.modules)
-    ups = [index.get(p, n) if p is not None else n for p in parents[1:]]
-    if parents[0] is not None or not all(map(int.__lt__, ups, range(1, n))):
-        return None
-    own = _own(source)
-    if own is None:
-        return None
-    params, trainable, param_bytes, buffer_bytes = (counts.copy() for counts in own[:4])
-    own_params = own[0]
-    for i in range(n - 1, 0, -1):
-        up = ups[i - 1]
-        params[up] += params[i]
-        trainable[up] += trainable[i]
-        param_bytes[up] += param_bytes[i]
-        buffer_bytes[up] += buffer_bytes[i]
-    return params, trainable, param_bytes, buffer_bytes, own_params
+def _summed_up(own: np.ndarray, ups: list[int], depths: list[int]) -> np.ndarray:
+    """Subtree counts when no storage is held at two paths: the modules' own counts (one row
+    each, the root first, parents before children), each level's rows added into their
+    parents' from the deepest level up, a numpy call per level."""
+    counts = own.copy()
+    if len(ups):
+        up = np.fromiter(ups, dtype=np.int64, count=len(ups))
+        depth = np.fromiter(depths[1:], dtype=np.int64, count=len(ups))
+        order = np.argsort(depth, kind="stable")[::-1]  # deepest first
+        for rows in np.split(order, np.flatnonzero(np.diff(depth[order])) + 1):
+            np.add.at(counts, up[rows], counts[rows + 1])
+    return counts
 
 
-# per module: params, trainable params, param bytes, buffer bytes, buffer elements
-_Own = tuple[list[int], list[int], list[int], list[int], list[int]]
-
-
-def _own(source: ModelSource) -> _Own | None:
-    """Per module (in `source.modules` order) its own parameters, trainable parameters,
-    parameter bytes, buffer bytes and buffer elements, when every storage is held at one path
-    and none overlaps another (most models): then `layers`, `by_type` and `totals` add these
-    up, and the model's tensors are passed over once for the three. None otherwise, or
-    when a tensor names a module the source does not list. Kept on the source."""
+def _own(source: ModelSource) -> np.ndarray | None:
+    """Per module (a row each, in `source.modules` order) its own parameters, trainable
+    parameters, parameter bytes, buffer bytes and buffer elements (the columns of `_SUMS`),
+    when every storage is held at one path and none overlaps another (most models): then
+    `layers`, `by_type` and `totals` add these up, and the model's tensors are read once
+    for the three. None otherwise, or when a tensor names a module the source does not list.
+    Kept on the source."""
     memo = source.derived
     if "structure.own" not in memo:
         memo["structure.own"] = _own_counts(source)
     return memo["structure.own"]
 
 
-def _own_counts(source: ModelSource) -> _Own | None:
-    if len(source.unique_tensors()) != len(source.tensors) or source.overlap_groups:
+def _own_counts(source: ModelSource) -> np.ndarray | None:
+    if source.tied() or source.overlap_groups:  # a storage at two paths, or views that overlap
         return None
+    columns = tensor_columns(source)
+    n, k = len(source.modules), len(source.tensors)
     index = {m.name: i for i, m in enumerate(source.modules)}
-    n = len(source.modules)
-    params, trainable, param_bytes, buffer_bytes, buffer_numel = [0] * n, [0] * n, [0] * n, [0] * n, [0] * n
-    for t in source.tensors:
-        i = index.get(t.module)
-        if i is None:
-            return None
-        if t.kind == PARAMETER:
-            params[i] += t.numel
-            param_bytes[i] += t.nbytes
-            if t.requires_grad:
-                trainable[i] += t.numel
-        else:
-            buffer_bytes[i] += t.nbytes
-            buffer_numel[i] += t.numel
-    return params, trainable, param_bytes, buffer_bytes, buffer_numel
+    rows = np.fromiter(map(index.get, columns["module"], repeat(-1)), dtype=np.int64, count=k)
+    if k and rows.min() < 0:  # a tensor of a module the source does not list
+        return None
+    param = np.fromiter(map(eq, columns["kind"], repeat(PARAMETER)), dtype=bool, count=k)
+    trainable = param & np.fromiter(columns["requires_grad"], dtype=bool, count=k)  # truth values
+    buffer = ~param
+    numel, nbytes = columns["numel"], columns["bytes"]
+    out = np.zeros((n, len(_SUMS)), dtype=np.int64)
+    for column, (values, mask) in enumerate(
+        ((numel, param), (numel, trainable), (nbytes, param), (nbytes, buffer), (numel, buffer))
+    ):
+        np.add.at(out[:, column], rows[mask], values[mask])
+    return out
+
+
+_Counts = tuple[list[int], list[int], list[int], list[int], list[int]]  # params, trainable, param/buffer bytes, own
 
 
 def _distinct_per_subtree(source: ModelSource) -> _Counts:
@@ -210,19 +234,23 @@ def _distinct_per_subtree(source: ModelSource) -> _Counts:
 def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
-    type_of = {m.name: m.type for m in source.modules}
-    counts = Counter(m.type for m in source.modules if m.alias_of is None)
+    types = [m.type for m in source.modules]
+    counts = Counter(compress(types, map(is_, [m.alias_of for m in source.modules], repeat(None))))
     groups = {name: {"modules": n, "params": 0, "param_bytes": 0} for name, n in counts.items()}
     total = 0
     own = _own(source)
     if own is not None:  # each module's own parameters, counted once for layers and totals too
-        for m, numel, nbytes in zip(source.modules, own[0], own[2]):
-            if numel or nbytes:
-                g = groups[type_of[m.name]]
-                g["params"] += numel
-                g["param_bytes"] += nbytes
-                total += numel
+        held = np.flatnonzero(own[:, 0] | own[:, 2]).tolist()  # the modules with parameters
+        code = dict(zip(groups, range(len(groups))))
+        at = np.fromiter(map(code.__getitem__, map(types.__getitem__, held)), dtype=np.int64, count=len(held))
+        sums = np.zeros((len(groups), 2), dtype=np.int64)
+        np.add.at(sums, at, own[held][:, [0, 2]])
+        for g, (numel, nbytes) in zip(groups.values(), sums.tolist()):
+            g["params"] += numel
+            g["param_bytes"] += nbytes
+        total = int(own[:, 0].sum())
     else:
+        type_of = dict(zip([m.name for m in source.modules], types))
         unique = source.unique_tensors()
         repeated = source.repeated_elements(unique)
         for t in unique.values():
@@ -245,7 +273,7 @@ def totals(model: Any) -> dict[str, int]:
     source = as_source(model)
     own = _own(source)
     if own is not None:  # every storage at one path: the modules' own counts add up to the totals
-        sums = dict(zip(_SUMS, map(sum, own)))
+        sums = dict(zip(_SUMS, own.sum(axis=0).tolist()))
         by_path = sums["params"]
     else:
         unique = source.unique_tensors()

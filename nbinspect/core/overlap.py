@@ -123,6 +123,16 @@ def _meet(lo: np.ndarray, hi: np.ndarray) -> bool:
     return bool((lo[order][1:] < np.maximum.accumulate(hi[order])[:-1]).any())
 
 
+def apart(spans: list[int]) -> bool:
+    """Whether byte spans (start, end, start, end, ...: Python ints) all lie apart: none
+    meets another, so no two views share an element (nor tie: equal spans meet)."""
+    try:
+        flat = np.fromiter(spans, dtype=np.int64, count=len(spans))
+    except OverflowError:  # not addresses of this machine: no proof
+        return False
+    return not _meet(flat[0::2], flat[1::2])
+
+
 def _new_in_intervals(intervals: Sequence[tuple[int, int]]) -> list[int]:
     """For intervals [lo, hi) in order: how many of each one's points no earlier one covers.
     The covered points are kept as disjoint sorted intervals; each new one merges with those

@@ -80,8 +80,17 @@ class ModelSource:
     @functools.cached_property
     def derived(self) -> dict[str, Any]:
         """What analyzers derive from this source and share, each under its own key: a source
-        never changes, so one pass over its tensors can serve several frames."""
+        never changes, so one pass over its tensors can serve several frames. A backend may
+        put there, under "spans", the byte spans its walk read: start and end of each
+        tensor's memory, flat, in the order of `tensors` (only when it read every tensor's)."""
         return {}
+
+    @functools.cached_property
+    def _apart(self) -> bool:
+        """Whether the backend's spans prove every tensor's memory apart from every other's
+        (no tie, no overlap: most live models), without indexing the storage keys."""
+        spans = self.derived.get("spans")
+        return spans is not None and len(spans) == 2 * len(self.tensors) and overlap.apart(spans)
 
     @functools.cached_property
     def _parents(self) -> dict[str, str]:
@@ -141,6 +150,8 @@ class ModelSource:
     def overlap_groups(self) -> dict[Hashable, int]:
         """Storage key -> group for the keys whose memory meets another key's (partially
         overlapping views, see :mod:`.overlap`); empty for almost every model."""
+        if self._apart:
+            return {}
         return overlap.groups(self.unique_tensors())
 
     @functools.cached_property
@@ -201,7 +212,7 @@ class ModelSource:
     def tied(self) -> dict[str, str]:
         """Each path whose storage an earlier path already holds (a tied weight) -> that
         first path. Totals skip these paths; they are the same elements again."""
-        if len(self._unique) == len(self.tensors):  # every storage at one path (most models): none
+        if self._apart or len(self._unique) == len(self.tensors):  # every storage at one path (most models): none
             return {}
         first: dict[Hashable, str] = {}
         out = {}

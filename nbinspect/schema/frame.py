@@ -6,6 +6,7 @@ columns, so a frame can never drift from what its schema says.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -75,11 +76,14 @@ class FrameSchema:
             raise ValueError(f"{self.name}: unknown columns {sorted(unknown)}")
         data = {}
         for c in self.columns:
-            values = columns.get(c.name, [None] * length)
-            if isinstance(values, (np.ndarray, pd.api.extensions.ExtensionArray)) and c.dtype != "object":
-                data[c.name] = pd.array(values, dtype=c.dtype)  # numpy/pandas arrays: no Python loop
+            values = columns.get(c.name)
+            if values is None:
+                data[c.name] = _missing(c.dtype, length)
+            elif isinstance(values, (np.ndarray, pd.api.extensions.ExtensionArray)) and c.dtype != "object":
+                data[c.name] = pd.array(values, dtype=_pandas_dtype(c.dtype))  # numpy/pandas arrays: no Python loop
             else:
                 data[c.name] = _array(list(values), c.dtype)
+        # not copy=False: pandas would then leave the blocks of one dtype apart (not consolidated)
         return pd.DataFrame(data, columns=self.names)
 
     def validate(self, frame: pd.DataFrame) -> None:
@@ -96,16 +100,40 @@ def _get(row: Mapping[str, Any], key: str) -> Any:
     return row.get(key)
 
 
+@functools.cache
+def _pandas_dtype(name: str) -> Any:
+    """A dtype name's pandas dtype, looked up once (pandas searches its registry of dtypes
+    for each name it is given: 4k instructions)."""
+    return pd.api.types.pandas_dtype(name)
+
+
+@functools.cache
+def _empty(dtype: str) -> Any:
+    return pd.array([], dtype=_pandas_dtype(dtype))  # never handed out: takes make new arrays
+
+
+def _missing(dtype: str, length: int) -> Any:
+    """A column of `length` missing values, as `_array` makes it from Nones."""
+    if dtype == "object":
+        return np.full(length, None, dtype=object)
+    if dtype == "float64":
+        return np.full(length, np.nan)
+    if dtype == "Int64":  # made as a take of nothing makes it (its data 1 where masked), without the take
+        return pd.arrays.IntegerArray(np.ones(length, dtype=np.int64), np.ones(length, dtype=bool))
+    if dtype == "boolean":
+        return pd.arrays.BooleanArray(np.zeros(length, dtype=bool), np.ones(length, dtype=bool))
+    # pandas infers missing values at 80-150 ns a value, a take of nothing fills them at 6
+    return _empty(dtype).take(np.full(length, -1), allow_fill=True)
+
+
 def _array(values: list, dtype: str):
     if dtype == "object":
         # one object per element (tuples stay tuples, not rows), filled in C
         return np.fromiter(values, dtype=object, count=len(values))
     if dtype == "float64":
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-    if not any(map(operator.is_not, values, repeat(None))):
-        # all missing (trace columns before a forward pass): pandas infers these at 80-150 ns
-        # a value, a take of nothing fills them at 6
-        return pd.array([], dtype=dtype).take(np.full(len(values), -1), allow_fill=True)
+    if not any(map(operator.is_not, values, repeat(None))):  # all missing (trace columns before a forward pass)
+        return _missing(dtype, len(values))
     if dtype in _PACKED:
         packed = _packed(values, *_PACKED[dtype])
         if packed is not None:
@@ -115,7 +143,7 @@ def _array(values: list, dtype: str):
             return pd.arrays.StringArray(np.fromiter(values, dtype=object, count=len(values)))
         except ValueError:  # a value that is not a string: pandas converts it (or refuses it) as before
             pass
-    return pd.array(values, dtype=dtype)
+    return pd.array(values, dtype=_pandas_dtype(dtype))
 
 
 # Whether pandas' "string" arrays are the Python-object StringArray (not pyarrow's), so one

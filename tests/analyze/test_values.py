@@ -20,7 +20,7 @@ from nbinspect.core.source import TensorEntry
 def entry_of(t: torch.Tensor, name: str = "t") -> TensorEntry:
     from nbinspect.backends.torch.source import _tensor_entry
 
-    return _tensor_entry(name, "", "parameter", t, False)
+    return _tensor_entry(name, "", "parameter", t, False, [])  # [] takes the byte span
 
 
 def reference(x: np.ndarray, grid: V.Grid) -> dict[str, np.ndarray]:

@@ -40,10 +40,6 @@ def _constant_names(cls: type) -> tuple[str, ...]:
 _SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
 
 
-def _has(module: nn.Module, name: str) -> bool:
-    return module._parameters.get(name) is not None
-
-
 # looked up once: every module of every model is read
 _CONV = nn.modules.conv._ConvNd
 _HAS_BIAS = (nn.Linear, nn.Bilinear, _CONV)
@@ -51,13 +47,13 @@ _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn
 
 
 def _add_conv(module: nn.Module, attrs: dict[str, Any]) -> None:
-    attrs["bias"] = _has(module, "bias")
+    attrs["bias"] = module._parameters.get("bias") is not None
     if not module.transposed:  # output_padding means nothing to a forward convolution
         attrs.pop("output_padding", None)
 
 
 def _add_bias(module: nn.Module, attrs: dict[str, Any]) -> None:
-    attrs["bias"] = _has(module, "bias")
+    attrs["bias"] = module._parameters.get("bias") is not None  # not a helper call: every Linear
 
 
 def _add_attention(module: nn.Module, attrs: dict[str, Any]) -> None:
@@ -121,17 +117,17 @@ def layer_attrs(module: nn.Module) -> dict[str, Any]:
     if plan is None:
         plan = _PLANS[cls] = (_constant_names(cls), _extras(cls))
     names, extras = plan
-    # Read the instance dict only: getattr could run a property of user code.
+    # Read the instance dict only: getattr could run a property of user code. A plain loop:
+    # for a module's few constants, a comprehension or map/zip in C cost more (their frame,
+    # iterators and tuples).
     own = module.__dict__
-    try:  # every constant set (almost every module): read in C
-        values = list(map(own.__getitem__, names))
+    attrs = {}
+    try:  # every constant set (almost every module)
+        for name in names:
+            value = own[name]
+            attrs[name] = value if type(value) in _SCALAR_TYPES else _plain(value)
     except KeyError:
         attrs = {name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v) for name in names if name in own}
-    else:
-        if _SCALAR_TYPES.issuperset(map(type, values)):
-            attrs = dict(zip(names, values))
-        else:
-            attrs = {name: v if type(v) in _SCALAR_TYPES else _plain(v) for name, v in zip(names, values)}
     if extras is not None:
         extras(module, attrs)
     return attrs or _generic(module)

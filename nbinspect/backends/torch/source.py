@@ -89,7 +89,11 @@ LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # no
 _DTYPES: dict[torch.dtype, tuple[str, int]] = {}
 
 
-def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool) -> TensorEntry:
+def _tensor_entry(
+    name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool, spans: list[int]
+) -> TensorEntry:
+    """The entry of `tensor`; a contiguous tensor with memory adds its byte span [start, end)
+    to `spans` (see ``ModelSource.derived``)."""
     key: Hashable
     dtype = tensor.dtype
     if isinstance(tensor, LAZY):  # lazy: no shape yet (nor an element size to ask for)
@@ -107,12 +111,20 @@ def _tensor_entry(name: str, module: str, kind: str, tensor: torch.Tensor, requi
         try:  # storage_key of a contiguous tensor with memory (almost every one), from what is read
             if numel and tensor.layout == _STRIDED and tensor.is_contiguous() and (ptr := tensor.data_ptr()):
                 key = ("mem", ptr, numel, dtype)
+                spans += (ptr, ptr + nbytes)
         except Exception:  # fake/functional tensors have no data pointer
             pass
         if key is None:
             key = storage_key(tensor)
     device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
-    return TensorEntry(name, module, kind, shape, dtype_text, device, numel, nbytes, requires_grad, key, tensor)
+    entry = _NEW(TensorEntry)
+    _INIT(entry, name, module, kind, shape, dtype_text, device, numel, nbytes, requires_grad, key, tensor)
+    return entry
+
+
+# what TensorEntry(...) calls, called directly: the class call's generic path (its arguments
+# packed in a tuple for __init__) costs a fifth more
+_NEW, _INIT, _INIT_MODULE = object.__new__, TensorEntry.__init__, ModuleEntry.__init__
 
 
 _STRIDED = torch.strided
@@ -157,7 +169,7 @@ def _packed(module: nn.Module, prefix: str, path: str) -> list[TensorEntry]:
     out = []
     for local, t in (("weight", weight), ("bias", bias)):
         if isinstance(t, torch.Tensor):
-            entry = _tensor_entry(prefix + local, path, PARAMETER, t, False)
+            entry = _tensor_entry(prefix + local, path, PARAMETER, t, False, [])
             out.append(dataclasses.replace(entry, nbytes=entry.nbytes + quantization_bytes(t)))
     return out
 
@@ -197,40 +209,42 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
     tensors: list[TensorEntry] = []
     first_path: dict[int, str] = {}
     walk = ModelWalk([], [], {})
+    spans: list[int] = []
     named, own, paths = walk.named_modules, walk.tensors, walk.paths
     # Every path of a module registered at two paths shows, so the tree is the tree the
     # user wrote; alias_of says it is the same object.
     for path, parent, module in _walk(model):
         alias_of = first_path.setdefault(id(module), path)
         attrs = layer_attrs(module)
-        scheme = quantization(module)
+        # quantization() only where packed parameters may be: its call costs 5x this test
+        scheme = quantization(module) if "_packed_params" in module.__dict__ else None
         if scheme is not None:
             attrs = {**attrs, "quantization": scheme}
         # positional: keyword arguments cost a third more, once per module
         first, is_leaf = alias_of == path, not module._modules
-        modules.append(
-            ModuleEntry(
-                path, type(module).__name__, is_leaf, module.training, attrs, None if first else alias_of, parent
-            )
+        entry = _NEW(ModuleEntry)  # as ModuleEntry(...) does, cheaper (see _INIT)
+        _INIT_MODULE(
+            entry, path, type(module).__name__, is_leaf, module.training, attrs, None if first else alias_of, parent
         )
+        modules.append(entry)
         if first:
             named.append((path, module))
         prefix = f"{path}." if path else ""
         for local, p in module._parameters.items():
             if p is not None:
-                tensors.append(_tensor_entry(full := prefix + local, path, PARAMETER, p, p.requires_grad))
+                tensors.append(_tensor_entry(full := prefix + local, path, PARAMETER, p, p.requires_grad, spans))
                 if first:
                     own.append(p)
                     paths.setdefault(id(p), full)
         for local, b in module._buffers.items():
             if b is not None:
-                tensors.append(_tensor_entry(full := prefix + local, path, BUFFER, b, False))
+                tensors.append(_tensor_entry(full := prefix + local, path, BUFFER, b, False, spans))
                 if first:
                     own.append(b)
                     paths.setdefault(id(b), full)
         if scheme is not None:
             tensors += _packed(module, prefix, path)
-    return ModelSource(
+    source = ModelSource(
         name=name or type(model).__name__,
         framework="torch",
         modules=tuple(modules),
@@ -238,6 +252,8 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
         model=model,
         walk=walk,
     )
+    source.derived["spans"] = spans
+    return source
 
 
 def read_region(entry: TensorEntry, index: tuple[slice | int, ...]) -> np.ndarray:
