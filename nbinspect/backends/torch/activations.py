@@ -45,7 +45,9 @@ def storage_ids(tensors: list[torch.Tensor]) -> set[int]:
 class SavedTensorMeter:
     """Context manager: adds the bytes of each newly saved storage to the
     ``own_activation_bytes`` of the call on top of `stack` (`outside` when it is empty).
-    ``exclude`` are storages that are not activations."""
+    ``exclude`` are storages that are not activations. ``pack`` is the one place that
+    counts: the trace's shortcut for plain ``Linear`` calls (see .linear_shortcut), which
+    runs them with the hooks quiet, hands it the tensors autograd saved."""
 
     def __init__(self, stack: list, outside: Any, exclude: Iterable[int] = ()):
         seen = set(exclude)
@@ -63,6 +65,7 @@ class SavedTensorMeter:
                 (stack[-1] if stack else outside).own_activation_bytes += t.untyped_storage().nbytes()
             return t
 
+        self.pack = pack
         self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
 
     def __enter__(self) -> SavedTensorMeter:

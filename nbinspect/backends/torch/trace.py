@@ -41,7 +41,7 @@ from .activations import SavedTensorMeter, storage_ids
 from .dataflow import DataflowCapture, GraphMode
 from .fake_kernels import ShimmedFakeMode, stand_in
 from .flops import FLASH_BACKWARD_NOTE, AutogradMarks, FlopCounter, coverage_note
-from .linear_shortcut import linear_flops, plain_linears
+from .linear_shortcut import linear_call, plain_linears
 from .source import LAZY, ModelWalk
 
 __all__ = ["TorchRecorder", "named_modules_of", "preserved", "run_trace", "tensors_of"]
@@ -72,10 +72,11 @@ class TorchRecorder(Recorder):
         super().__init__(named_modules)
         self.dataflow = dataflow
         self.graph_mode = GraphMode(dataflow) if dataflow is not None else None
-        # id() of the plain nn.Linear modules whose FLOPs may come from shapes with the counter
-        # off the dispatch stack (see .linear_shortcut), and that counter; set before attach
+        # id() of the plain nn.Linear modules whose calls the trace may run itself (see
+        # .linear_shortcut), the FLOP counter and the saved-tensor meter; set before attach
         self.quick: set[int] = set()
         self.counter: Any = None  # FlopCounter
+        self.meter: Any = None  # SavedTensorMeter
 
     def attach(self) -> None:
         _install(self)
@@ -91,8 +92,8 @@ class TorchRecorder(Recorder):
         it reads per call is bound here: this runs once per module call."""
         info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
         flow, marks, mode = self.dataflow, self.marks, self.graph_mode
-        quick, counter = self.quick, self.counter  # counter: set whenever quick holds a module
-        dispatch_pop, dispatch_push = torch._C._pop_torch_dispatch_stack, torch._C._push_on_torch_dispatch_stack
+        linear = linear_call(self.counter, self.meter.pack, inner) if self.quick and self.meter is not None else None
+        quick = self.quick if linear is not None else ()
         leaves = flow.leaf_modules if flow is not None else set()
         Tensor = torch.Tensor
         depth, at, pop, push = (
@@ -141,15 +142,12 @@ class TorchRecorder(Recorder):
                 marks.mark(call.index)
             if own_mode:
                 push(mode)
-            # FLOPs per output element; x: the one positional tensor argument, if that is all there is
-            per_output = linear_flops(module, x, counter) if x is not None and key in quick else 0
-            if per_output:
-                dispatch_pop(None)
             try:
-                output = inner(module, *args, **kwargs)
+                # x: the one positional tensor argument, if that is all there is
+                output = linear(module, x, call) if x is not None and key in quick else None  # type: ignore[misc]
+                if output is None:  # torch's way
+                    output = inner(module, *args, **kwargs)
             except BaseException as exc:
-                if per_output:
-                    dispatch_push(counter)
                 if own_mode and (size := depth()) > 0 and at(size - 1) is mode:
                     pop()
                 stack.pop()
@@ -166,9 +164,6 @@ class TorchRecorder(Recorder):
                 if took:
                     push(mode)
                 raise
-            if per_output:
-                dispatch_push(counter)
-                call.own_flops += per_output * output.numel()
             if own_mode and (size := depth()) > 0 and at(size - 1) is mode:
                 pop()
             stack.pop()
@@ -512,7 +507,7 @@ def run_trace(
         )
         if flops and not backward and not use_fake and not inference_model:  # forward FLOPs of plain tensors only
             recorder.quick, recorder.counter = plain_linears(modules), counter
-        meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
+        meter = recorder.meter = SavedTensorMeter(recorder.stack, recorder.outside, exclude)
         inputs_io = io_records({**{str(i): a for i, a in enumerate(args)}, **kwargs}, "")
         result = TraceResult(recorder.calls, inputs_io, None, counter.uncounted, flops, backward, use_fake)
         capture = recorder.dataflow
