@@ -268,8 +268,10 @@ class _Bad(nn.Module):
         self.fc, self.head = nn.Linear(8, 4), nn.Linear(4, 2)
 
     def forward(self, x):
+        # kept alive: the meter knows storages by address, and a freed one's may come back
+        wrong = torch.zeros(3, 5, requires_grad=True)
         with contextlib.suppress(RuntimeError):
-            self.fc(torch.zeros(3, 5, requires_grad=True))  # wrong width: raises in the shortcut's call
+            self.fc(wrong)  # wrong width: raises in the shortcut's call
         return self.head(self.fc(x))
 
 
@@ -280,7 +282,7 @@ def test_a_failing_linear_runs_again_torchs_way(monkeypatch, taken):
     assert len(taken) == 2  # the failing call ran torch's way
     assert fast[1] == 2 * 3 * 8 * 4 + 2 * 3 * 4 * 2
     assert fast[0][4] == ["ok", "failed", "ok", "ok"]
-    assert fast[0][3][1] == 3 * 5 * 4  # the failed call's input, saved before the error
+    assert fast[0][3][1:] == [3 * 5 * 4, 0, 3 * 4 * 4]  # the failed call's input, saved before the error
 
 
 def test_patched_linear_forward_turns_the_shortcut_off(monkeypatch):
@@ -494,12 +496,14 @@ def test_inside_the_users_own_hooks_and_modes(monkeypatch, taken):
     assert "addmm" in mode.ops
 
 
-def test_a_trace_inside_a_watch_block_runs_torchs_way(monkeypatch, taken):
-    """The watch's stand-in for Module.__call__ is under the trace's: it must see each call."""
+@pytest.mark.parametrize("flops", [True, False])
+def test_a_trace_inside_a_watch_block_runs_torchs_way(monkeypatch, taken, flops):
+    """The watch's stand-in for Module.__call__ is under the trace's: it must see each call
+    (without FLOPs the watch has no counter on the stack, and only that tells)."""
     from nbinspect.backends.torch.watch import watch
 
     model, x = nn.Sequential(nn.Linear(8, 4), nn.Linear(4, 2)), torch.randn(3, 8)
-    with watch(model) as watched:
+    with watch(model, flops=flops) as watched:
         fast = _same(monkeypatch, model, x)
     assert not taken
     assert len(watched.calls) == 2 * 3
