@@ -9,6 +9,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from ..errors import first_line
@@ -161,16 +163,22 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line(exc)}" if text else f"{type(exc).__name__} (no message)"
 
 
+_PARENT = attrgetter("parent")
+# (own figure, the figure with every call inside added) of a Call
+_ROLL_UP = [(attrgetter(f"own_{name}"), name) for name in ("flops", "backward_flops", "activation_bytes")]
+
+
 def finish(result: TraceResult, coverage_note: Callable[[Counter], str]) -> TraceResult:
     calls = result.calls
-    for c in calls:
-        c.flops, c.backward_flops, c.activation_bytes = c.own_flops, c.own_backward_flops, c.own_activation_bytes
-    for c in reversed(calls):  # children come after their parent
-        if c.parent is not None:
-            p = calls[c.parent]
-            p.flops += c.flops
-            p.backward_flops += c.backward_flops
-            p.activation_bytes += c.activation_bytes
+    parents = list(map(_PARENT, calls))
+    for own, rolled in _ROLL_UP:
+        total = list(map(own, calls))
+        if not any(total):  # a figure not measured (FLOPs off): every call's stays 0, as made
+            continue
+        for i, p in zip(range(len(total) - 1, -1, -1), reversed(parents)):  # children come after their parent
+            if p is not None:
+                total[p] += total[i]
+        list(map(setattr, calls, repeat(rolled), total))
     root = calls[0] if calls else None
     result.totals = {
         "flops": (root.flops if root else 0) if result.flops else None,
