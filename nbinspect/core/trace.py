@@ -18,6 +18,12 @@ from ..errors import first_line
 __all__ = ["Call", "Dataflow", "Recorder", "TraceResult", "add_block_totals", "failure", "finish"]
 
 
+_PARENT = attrgetter("parent")
+_NAME = attrgetter("__name__")
+# (own figure, the figure with every call inside added) of a Call
+_ROLL_UP = [(attrgetter(f"own_{name}"), name) for name in ("flops", "backward_flops", "activation_bytes")]
+
+
 class Call:
     """One call of one module. A plain slotted class: one is made per module call, and a
     dataclass's generated ``__init__`` costs four times as much."""
@@ -118,8 +124,10 @@ class Recorder:
 
     def __init__(self, named_modules: list[tuple[str, Any]]):
         """`named_modules`: each module once, at its first path (``named_modules()``)."""
-        # id -> [first path, type name, calls so far]: one lookup per call finds all three
-        self.info: dict[int, list] = {id(m): [path, type(m).__name__, 0] for path, m in named_modules}
+        # id -> [first path, type name, calls so far]: one lookup per call finds all three (built in C)
+        paths, modules = zip(*named_modules) if named_modules else ((), ())
+        names = map(_NAME, map(type, modules))
+        self.info: dict[int, list] = dict(zip(map(id, modules), map(list, zip(paths, names, repeat(0)))))
         self.calls: list[Call] = []
         self.stack: list[Call] = []
         self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
@@ -161,11 +169,6 @@ def _reason(exc: BaseException) -> str:
     """``Type: first line of the message``, never an empty reason nor the type twice."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {first_line(exc)}" if text else f"{type(exc).__name__} (no message)"
-
-
-_PARENT = attrgetter("parent")
-# (own figure, the figure with every call inside added) of a Call
-_ROLL_UP = [(attrgetter(f"own_{name}"), name) for name in ("flops", "backward_flops", "activation_bytes")]
 
 
 def finish(result: TraceResult, coverage_note: Callable[[Counter], str]) -> TraceResult:
