@@ -337,6 +337,7 @@ def _quiet_fake_errors() -> Iterator[None]:
 _IS_META = operator.attrgetter("is_meta")
 _IS_CUDA = operator.attrgetter("is_cuda")
 _CHILDREN = operator.attrgetter("_modules")
+_SECOND = operator.itemgetter(1)
 _BUFFERS = operator.itemgetter("_buffers")  # of a module's __dict__
 _TABLES = operator.itemgetter("_parameters", "_buffers")
 
@@ -364,7 +365,15 @@ def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
         out.append((path, m))
         if m._modules:
             prefix = f"{path}." if path else ""
-            todo += [(prefix + k, c) for k, c in reversed(m._modules.items()) if c is not None]
+            kids = [(prefix + k, c) for k, c in m._modules.items() if c is not None]
+            children = list(map(_SECOND, kids))
+            ids = list(map(id, children))
+            # children that are all leaves, each new: the next ones in pre-order, added in C
+            if not any(map(_CHILDREN, children)) and seen.isdisjoint(ids) and len(set(ids)) == len(ids):
+                out += kids
+                seen.update(ids)
+            else:
+                todo += reversed(kids)
     return out
 
 
