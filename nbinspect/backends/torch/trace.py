@@ -480,10 +480,10 @@ def run_trace(
         raise ValueError("backward=True counts backward FLOPs, so it needs flops=True")
     if walk is None:
         named_modules = named_modules_of(model)
-        walk = ModelWalk(named_modules, tensors_of([m for _, m in named_modules]), {})
+        walk = ModelWalk(named_modules, tensors_of(list(map(_SECOND, named_modules))), {})
     named_modules, model_tensors = walk.named_modules, walk.tensors
     _refuse_lazy(named_modules, model_tensors)
-    modules = [m for _, m in named_modules]
+    modules = list(map(_SECOND, named_modules))
     device, model_dtype = _device_dtype(model_tensors)
     dtype = input_dtype or param_dtype or model_dtype
     given = tensors_in((args, kwargs))
