@@ -295,7 +295,7 @@ def _unchanged(saved: list[dict[str, Any]], now: list[dict[str, Any]]) -> bool:
     of values by identity first, and only a pair of different objects reaches ``__eq__``. A
     tensor's ``__eq__`` (either side) raises here instead of comparing values, so an
     equal-valued replacement is a change; so is any other ``__eq__`` that raises or says
-    unequal. An other pair of different objects that ``==`` calls equal (``in_features``
+    unequal. Another pair of different objects that ``==`` calls equal (``in_features``
     replaced by an equal int) passes: no such attribute is restored (a train flag set to an
     equal non-bool, or an old value whose own ``__eq__`` says equal to a tensor, would slip).
     False whenever torch would not consult the mode (torch functions disabled): the caller
