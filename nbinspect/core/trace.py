@@ -9,19 +9,11 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 from ..errors import first_line
 
 __all__ = ["Call", "Dataflow", "Recorder", "TraceResult", "add_block_totals", "failure", "finish"]
-
-
-_PARENT = attrgetter("parent")
-_NAME = attrgetter("__name__")
-# (own figure, the figure with every call inside added) of a Call
-_ROLL_UP = [(attrgetter(f"own_{name}"), name) for name in ("flops", "backward_flops", "activation_bytes")]
 
 
 class Call:
@@ -124,10 +116,8 @@ class Recorder:
 
     def __init__(self, named_modules: list[tuple[str, Any]]):
         """`named_modules`: each module once, at its first path (``named_modules()``)."""
-        # id -> [first path, type name, calls so far]: one lookup per call finds all three (built in C)
-        paths, modules = zip(*named_modules) if named_modules else ((), ())
-        names = map(_NAME, map(type, modules))
-        self.info: dict[int, list] = dict(zip(map(id, modules), map(list, zip(paths, names, repeat(0)))))
+        # id -> [first path, type name, calls so far]: one lookup per call finds all three
+        self.info: dict[int, list] = {id(m): [path, type(m).__name__, 0] for path, m in named_modules}
         self.calls: list[Call] = []
         self.stack: list[Call] = []
         self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
@@ -173,15 +163,14 @@ def _reason(exc: BaseException) -> str:
 
 def finish(result: TraceResult, coverage_note: Callable[[Counter], str]) -> TraceResult:
     calls = result.calls
-    parents = list(map(_PARENT, calls))
-    for own, rolled in _ROLL_UP:
-        total = list(map(own, calls))
-        if not any(total):  # a figure not measured (FLOPs off): every call's stays 0, as made
-            continue
-        for i, p in zip(range(len(total) - 1, -1, -1), reversed(parents)):  # children come after their parent
-            if p is not None:
-                total[p] += total[i]
-        list(map(setattr, calls, repeat(rolled), total))
+    for c in calls:
+        c.flops, c.backward_flops, c.activation_bytes = c.own_flops, c.own_backward_flops, c.own_activation_bytes
+    for c in reversed(calls):  # children come after their parent
+        if c.parent is not None:
+            p = calls[c.parent]
+            p.flops += c.flops
+            p.backward_flops += c.backward_flops
+            p.activation_bytes += c.activation_bytes
     root = calls[0] if calls else None
     result.totals = {
         "flops": (root.flops if root else 0) if result.flops else None,

@@ -25,7 +25,7 @@ import logging
 import operator
 import threading
 from collections.abc import Iterator
-from itertools import chain, compress
+from itertools import compress
 from threading import get_ident
 from typing import Any
 
@@ -339,7 +339,6 @@ _IS_CUDA = operator.attrgetter("is_cuda")
 _CHILDREN = operator.attrgetter("_modules")
 _SECOND = operator.itemgetter(1)
 _BUFFERS = operator.itemgetter("_buffers")  # of a module's __dict__
-_TABLES = operator.itemgetter("_parameters", "_buffers")
 
 
 def _leaves(modules: list[nn.Module]) -> set[int]:
@@ -390,8 +389,13 @@ def _tensor_paths(named_modules: list[tuple[str, nn.Module]]) -> dict[int, str]:
 
 def tensors_of(modules: list[nn.Module]) -> list[torch.Tensor]:
     """Every parameter and buffer of `modules` (a tied one at each place it appears)."""
-    tables = chain.from_iterable(map(_TABLES, map(vars, modules)))  # in C, no attribute lookup per module
-    return [t for t in chain.from_iterable(map(dict.values, tables)) if t is not None]
+    out: list[torch.Tensor | None] = []
+    for m in modules:
+        if m._parameters:
+            out += m._parameters.values()
+        if m._buffers:
+            out += m._buffers.values()
+    return [t for t in out if t is not None]
 
 
 def _device_dtype(tensors: list[torch.Tensor]) -> tuple[torch.device, torch.dtype]:
