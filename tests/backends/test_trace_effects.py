@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -12,6 +13,7 @@ from torch.nn.modules import module as module_globals
 
 import nbinspect
 from nbinspect import examples
+from nbinspect.backends.torch import trace as trace_backend
 
 from ..conftest import assert_unchanged, model_state
 
@@ -264,3 +266,130 @@ def test_failure_before_any_module():
     with pytest.raises(nbinspect.TraceError, match="Picky"):
         nbinspect.trace(model, (2, 2))
     assert _no_global_hooks()
+
+
+def _identity_state(modules: list[nn.Module]) -> list:
+    """What `preserved` must give back, straightforwardly: each module's train flag and its
+    tensor attributes as (key, object) pairs, its buffers as (name, object, values)."""
+    return [
+        (
+            m.training,
+            sorted((k, id(v)) for k, v in vars(m).items() if isinstance(v, torch.Tensor)),
+            [(name, id(b), b.clone()) for name, b in m._buffers.items() if b is not None],
+        )
+        for m in modules
+    ]
+
+
+def _same_state(before: list, after: list) -> bool:
+    return all(
+        tb == ta
+        and ab == aa
+        and [(n, i) for n, i, _ in bb] == [(n, i) for n, i, _ in ba]
+        and all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(bb, ba))
+        for (tb, ab, bb), (ta, aa, ba) in zip(before, after)
+    )
+
+
+def _random_change(rng, modules: list[nn.Module]) -> None:
+    """One change of the kinds a forward pass makes, on a module picked at random."""
+    m = modules[int(rng.integers(len(modules)))]
+    tensors = [k for k, v in vars(m).items() if isinstance(v, torch.Tensor)]
+    kind = int(rng.integers(10))
+    if kind == 0:  # a new tensor attribute
+        m.__dict__[f"new{int(rng.integers(1000))}"] = torch.zeros(2)
+    elif kind == 1 and tensors:  # replaced by an equal-valued, different object (one and several elements)
+        k = tensors[int(rng.integers(len(tensors)))]
+        m.__dict__[k] = m.__dict__[k].clone()
+    elif kind == 2 and tensors:  # deleted
+        del m.__dict__[tensors[int(rng.integers(len(tensors)))]]
+    elif kind == 3:
+        m.training = not m.training
+    elif kind == 4 and m._buffers:  # a buffer changed in place, or replaced
+        name = next(iter(m._buffers))
+        if rng.integers(2):
+            m._buffers[name].add_(1)
+        else:
+            m._buffers[name] = m._buffers[name].clone()
+    elif kind == 5:  # a cache that held None (or a number) now holds a tensor
+        m.__dict__["cache"] = torch.ones(())
+    elif kind == 6:  # not a tensor: left as the forward set it, nothing to restore
+        m.__dict__["count"] = m.__dict__.get("count", 0) + 1
+    elif kind == 7:
+        torch.rand(3)  # the RNG moves
+    elif kind == 8 and tensors:  # a tensor attribute renamed: same object, other key
+        k = tensors[int(rng.integers(len(tensors)))]
+        m.__dict__[f"{k}_renamed"] = m.__dict__.pop(k)
+    elif kind == 9:  # an equal int, another object: no tensor, nothing to restore
+        m.__dict__["size"] = int(str(m.__dict__.get("size", 10**20)))
+
+
+def _random_model(rng) -> list[nn.Module]:
+    """The modules of a random model, each once (the root first)."""
+    shared = nn.BatchNorm1d(2)
+    layers = []
+    for i in range(40):
+        m = nn.BatchNorm1d(2) if i % 7 == 0 else nn.Linear(2, 2)
+        if rng.integers(3) == 0:  # tensors in __dict__ before the trace (one and several elements)
+            m.scale, m.mask = torch.ones(1), torch.ones(3)
+        m.cache, m.size = None, 10**20
+        layers.append(m)
+    model = nn.Sequential(*layers, shared, nn.Sequential(shared))  # one module at two paths
+    return [m for _, m in trace_backend.named_modules_of(model)]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_preserved_against_the_straightforward_check(fails):
+    """Random changes at random places (many modules; equal-valued replacements, renames,
+    tensors in __dict__ before): `preserved` gives back every train flag, tensor attribute
+    and buffer as the same objects with the same values, on success and on failure; its
+    fast test says unchanged whenever the old identity check did, and only where no
+    restorable value (a tensor, a train flag) is another object."""
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for trial in range(200):
+        modules = _random_model(rng)
+        before, rng_state = _identity_state(modules), torch.get_rng_state()
+        dicts = [dict(vars(m)) for m in modules]
+        changes = int(rng.integers(3))  # none in a third of the trials
+        with (
+            contextlib.suppress(KeyError),
+            trace_backend.preserved(modules, trace_backend.tensors_of(modules), None, real=True),
+        ):
+            for _ in range(changes):
+                _random_change(rng, modules)
+            now = [dict(vars(m)) for m in modules]
+            fast = trace_backend._unchanged(dicts, list(map(vars, modules)))
+            if fails:
+                raise KeyError("the forward failed")
+        # the old check: every key, every value the same object
+        old = all(d.keys() == n.keys() and all(d[k] is n[k] for k in d) for d, n in zip(dicts, now))
+        restorable = all(
+            all(
+                d.get(k) is n.get(k)
+                for k in d.keys() | n.keys()
+                if k == "training" or isinstance(d.get(k), torch.Tensor) or isinstance(n.get(k), torch.Tensor)
+            )
+            for d, n in zip(dicts, now)
+        )
+        assert (not old or fast) and (not fast or restorable), trial  # fast: no restorable value is another object
+        kinds.add((old, fast))
+        assert _same_state(before, _identity_state(modules)), trial
+        assert torch.equal(torch.get_rng_state(), rng_state), trial
+    assert kinds == {(True, True), (False, True), (False, False)}  # an equal int passes, as it may
+
+
+def test_unchanged_never_compares_tensor_values():
+    """An equal-valued tensor (on the CPU, on meta, a parameter) is another object: a change,
+    found without running a kernel; with torch functions disabled the fast test defers to
+    the one-module-at-a-time check; the mode stack is left as it was."""
+    for make in (lambda: torch.ones(1), lambda: torch.ones(4, device="meta"), lambda: nn.Parameter(torch.ones(1))):
+        a = make()
+        depth = torch._C._len_torch_function_stack()
+        assert trace_backend._unchanged([{"t": a}], [{"t": a}])
+        assert not trace_backend._unchanged([{"t": a}], [{"t": make()}])
+        assert not trace_backend._unchanged([{"t": 1}], [{"t": torch.ones(())}])
+        assert not trace_backend._unchanged([{"t": None}], [{"t": a}])
+        assert torch._C._len_torch_function_stack() == depth
+    with torch._C.DisableTorchFunction():
+        assert not trace_backend._unchanged([{"t": a}], [{"t": make()}])

@@ -171,3 +171,33 @@ def test_leaves_are_the_modules_without_children():
     want = {id(m) for m in modules if not any(c is not None for c in m._modules.values())}
     assert _leaves(modules) == want
     assert id(model[2]) in want and id(model[1][1]) in want and id(model) not in want
+
+
+def _shared_and_none() -> list[nn.Module]:
+    leaf, block = nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.Linear(2, 2))
+    holes = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    holes.register_module("gone", None)
+    holes.register_buffer("none_buf", None)
+    return [
+        nn.Sequential(leaf, leaf),  # one leaf twice among siblings
+        nn.Sequential(nn.Sequential(leaf), leaf, nn.Sequential(nn.Tanh(), leaf)),  # seen in an earlier branch
+        nn.Sequential(block, nn.Sequential(block, nn.ReLU())),  # a block at two paths
+        holes,  # a None child and a None buffer
+        nn.Linear(2, 2),  # no children
+        nn.Sequential(*(nn.Linear(2, 2) for _ in range(50))),
+    ]
+
+
+@pytest.mark.parametrize("zoo", [False, True])
+def test_named_modules_and_tensors_as_torch_lists_them(zoo):
+    """The trace's own walk (children that are all new leaves added at once) lists the
+    modules as ``named_modules()`` does, and their tensors as a plain loop does."""
+    from nbinspect import examples
+
+    models = [examples.build(name) for name in examples.names()] if zoo else _shared_and_none()
+    for model in models:
+        named = named_modules_of(model)
+        assert [(p, id(m)) for p, m in named] == [(p, id(m)) for p, m in model.named_modules()]
+        modules = [m for _, m in named]
+        plain = [t for m in modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
+        assert list(map(id, tensors_of(modules))) == list(map(id, plain))

@@ -25,12 +25,13 @@ import logging
 import operator
 import threading
 from collections.abc import Iterator
-from itertools import chain, compress, repeat
+from itertools import compress
 from threading import get_ident
 from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from ...core.gc_pause import gc_paused
 from ...core.inputs import io_records, map_inputs, tensors_in
@@ -244,11 +245,9 @@ def preserved(
     saved = list(map(dict.copy, map(vars, modules)))
     buffers = []
     if real:
-        for m in modules:
-            if m._buffers:
-                buffers += [
-                    (m, name, b, b.clone()) for name, b in m._buffers.items() if b is not None and not b.is_meta
-                ]
+        tables = list(map(_BUFFERS, saved))  # in C: Python only for the modules that have buffers
+        for m, table in zip(compress(modules, tables), compress(tables, tables)):
+            buffers += [(m, name, b, b.clone()) for name, b in table.items() if b is not None and not b.is_meta]
     # is_cuda in C first: a device object per tensor only on a CUDA model
     cuda = sorted({t.device.index or 0 for t in tensors if t.is_cuda}) if any(map(_IS_CUDA, tensors)) else []
     with torch.random.fork_rng(devices=cuda):
@@ -259,15 +258,7 @@ def preserved(
             yield
         finally:
             dicts = list(map(vars, modules))
-            # Identity, in C over every module at once (no Python per module where nothing
-            # changed, as in most traces): a tensor replaced by an equal-valued one is a change too.
-            if list(map(len, dicts)) != list(map(len, saved)) or not all(
-                map(
-                    operator.is_,
-                    chain.from_iterable(map(dict.values, dicts)),
-                    chain.from_iterable(map(dict.values, saved)),
-                )
-            ):
+            if not _unchanged(saved, dicts):
                 for m, now, attrs in zip(modules, dicts, saved):
                     if len(now) != len(attrs) or not all(map(operator.is_, now.values(), attrs.values())):
                         mode = attrs.get("training")
@@ -279,6 +270,38 @@ def preserved(
                 if not torch.equal(b, copy):
                     with torch.no_grad(), torch.inference_mode(b.is_inference()):
                         b.copy_(copy)
+
+
+class _Changed(Exception):
+    pass
+
+
+class _RefuseTensorOps(TorchFunctionMode):
+    """On torch's function-mode stack while :func:`_unchanged` compares: a tensor compared
+    with anything but itself lands here before any kernel runs, and counts as a change."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise _Changed
+
+
+def _unchanged(saved: list[dict[str, Any]], now: list[dict[str, Any]]) -> bool:
+    """Whether every module's __dict__ holds the same keys with the same objects as its copy
+    in `saved`, in the common case in C only: ``==`` on the lists of dicts compares each pair
+    of values by identity first, and only a pair of different objects reaches ``__eq__``. A
+    tensor's ``__eq__`` (either side) raises here instead of comparing values, so an
+    equal-valued replacement is a change; so is any other ``__eq__`` that raises or says
+    unequal. Another pair of different objects that ``==`` calls equal (``in_features``
+    replaced by an equal int) passes: no such attribute is restored (a train flag set to an
+    equal non-bool, or an old value whose own ``__eq__`` says equal to a tensor, would slip).
+    False whenever torch would not consult the mode (torch functions disabled): the caller
+    then checks identity one module at a time."""
+    torch._C._push_on_torch_function_stack(_RefuseTensorOps())
+    try:
+        return torch._C._is_torch_function_mode_enabled() and saved == now
+    except Exception:  # _Changed, or a value's own __eq__ raised: not the same objects
+        return False
+    finally:
+        torch._C._pop_torch_function_stack()
 
 
 def _restore_attrs(now: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -309,6 +332,8 @@ def _quiet_fake_errors() -> Iterator[None]:
 _IS_META = operator.attrgetter("is_meta")
 _IS_CUDA = operator.attrgetter("is_cuda")
 _CHILDREN = operator.attrgetter("_modules")
+_SECOND = operator.itemgetter(1)
+_BUFFERS = operator.itemgetter("_buffers")  # of a module's __dict__
 
 
 def _leaves(modules: list[nn.Module]) -> set[int]:
@@ -334,7 +359,15 @@ def named_modules_of(model: nn.Module) -> list[tuple[str, nn.Module]]:
         out.append((path, m))
         if m._modules:
             prefix = f"{path}." if path else ""
-            todo += [(prefix + k, c) for k, c in reversed(m._modules.items()) if c is not None]
+            kids = [(prefix + k, c) for k, c in m._modules.items() if c is not None]
+            children = list(map(_SECOND, kids))
+            ids = list(map(id, children))
+            # children that are all leaves, each new: the next ones in pre-order, added in C
+            if not any(map(_CHILDREN, children)) and seen.isdisjoint(ids) and len(set(ids)) == len(ids):
+                out += kids
+                seen.update(ids)
+            else:
+                todo += reversed(kids)
     return out
 
 
@@ -446,18 +479,17 @@ def run_trace(
         raise ValueError("backward=True counts backward FLOPs, so it needs flops=True")
     if walk is None:
         named_modules = named_modules_of(model)
-        walk = ModelWalk(named_modules, tensors_of([m for _, m in named_modules]), {})
+        walk = ModelWalk(named_modules, tensors_of(list(map(_SECOND, named_modules))), {})
     named_modules, model_tensors = walk.named_modules, walk.tensors
     _refuse_lazy(named_modules, model_tensors)
-    modules = [m for _, m in named_modules]
+    modules = list(map(_SECOND, named_modules))
     device, model_dtype = _device_dtype(model_tensors)
     dtype = input_dtype or param_dtype or model_dtype
     given = tensors_in((args, kwargs))
     # any meta tensor: a model built with empty weights keeps real buffers beside meta parameters
     on_meta = any(map(_IS_META, model_tensors)) or any(map(_IS_META, given))
     use_fake = fake if fake is not None else (on_meta or param_dtype is not None or batch_size is not None)
-    leaves = _leaves(modules)
-    recorder = TorchRecorder(named_modules, DataflowCapture(leaves) if graph else None)
+    recorder = TorchRecorder(named_modules, DataflowCapture(_leaves(modules)) if graph else None)
     name = type(model).__name__
 
     shapes_given: list[tuple] = []
@@ -549,7 +581,7 @@ def run_trace(
 def _refuse_lazy(named_modules: list[tuple[str, nn.Module]], tensors: list[torch.Tensor]) -> None:
     """One line instead of torch's paragraph for a model whose lazy modules have not run yet:
     their first forward would make the parameters, and the trace never changes the model."""
-    if not any(map(isinstance, tensors, repeat(LAZY))):  # in C: no lazy tensor (every traced model)
+    if not any(issubclass(kind, LAZY) for kind in set(map(type, tensors))):  # a few types: no lazy tensor
         return
     lazy = [
         f"{type(m).__name__} '{path}'"
