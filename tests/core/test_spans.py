@@ -6,6 +6,7 @@ without ties, aliases, overlapping, transposed, meta, lazy and packed tensors.""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pandas as pd
 import pytest
@@ -14,6 +15,7 @@ from torch import nn
 
 from nbinspect.analyze import structure
 from nbinspect.backends import as_source
+from nbinspect.backends.torch.source import storage_key
 
 
 def _tied() -> nn.Module:
@@ -58,6 +60,16 @@ def _packed() -> nn.Module:
     return torch.ao.nn.quantized.Linear(4, 4)
 
 
+def _not_strided() -> nn.Module:
+    model = nn.Linear(3, 3)
+    model.register_buffer("coo", torch.eye(3).to_sparse())
+    with warnings.catch_warnings():  # "beta"
+        warnings.simplefilter("ignore")
+        model.register_buffer("csr", torch.eye(3).to_sparse_csr())
+    model.register_buffer("mkldnn", torch.eye(3).to_mkldnn())
+    return model
+
+
 MODELS = {
     "plain": lambda: nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)),
     "tied": _tied,
@@ -71,6 +83,7 @@ MODELS = {
     "lazy": lambda: nn.Sequential(nn.LazyLinear(3), nn.Linear(3, 3)),
     "packed": _packed,
     "empty": nn.Module,
+    "not_strided": _not_strided,
 }
 
 
@@ -87,6 +100,18 @@ def test_spans_decide_as_the_storage_keys_do(name):
     for frame in (structure.params, structure.layers, structure.by_type):
         pd.testing.assert_frame_equal(frame(source), frame(general), check_exact=True)
     assert structure.totals(source) == structure.totals(general)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_walk_keys_tensors_as_storage_key_does(name):
+    """The walk's shortcut for contiguous tensors gives each the key storage_key gives it."""
+    source = as_source(MODELS[name]())
+    for t in source.tensors:
+        if t.shape is not None:  # lazy ones are keyed by identity
+            assert t.storage_key == storage_key(t.tensor), t.name
+            assert t.device == str(t.tensor.device) and t.requires_grad == (
+                t.kind == "parameter" and t.tensor.requires_grad
+            )
 
 
 def test_spans_prove_a_plain_model_and_not_a_tied_one():

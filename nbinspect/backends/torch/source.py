@@ -96,23 +96,16 @@ def _tensor_row(
     name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool, spans: list[int]
 ) -> tuple:
     """The fields of `tensor`'s entry, in TensorEntry's order up to the tensor; a contiguous
-    tensor with memory adds its byte span [start, end) to `spans` (see ``ModelSource.derived``)."""
+    tensor with memory adds its byte span [start, end) to `spans` (see ``ModelSource.derived``).
+    Each read of a tensor's attribute costs ~0.5k instructions: only those needed are read."""
     key: Hashable
     dtype = tensor.dtype
-    if isinstance(tensor, LAZY):  # lazy: no shape yet (nor an element size to ask for)
-        return (
-            name,
-            module,
-            kind,
-            None,
-            dtype_name(dtype),
-            _device(tensor),
-            0,
-            0,
-            requires_grad,
-            ("id", id(tensor)),
-            tensor,
-        )
+    device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
+    # lazy: no shape yet (nor an element size to ask for). The types' test first: isinstance
+    # of a tensor that is not one looks up the tensor's __class__ (as costly as isinstance)
+    kind_of = type(tensor)
+    if kind_of is not _PARAMETER and kind_of is not _TENSOR and isinstance(tensor, LAZY):
+        return name, module, kind, None, dtype_name(dtype), device, 0, 0, requires_grad, ("id", id(tensor)), tensor
     known = _DTYPES.get(dtype)
     if known is None:
         known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
@@ -121,19 +114,18 @@ def _tensor_row(
     numel = math.prod(shape)
     nbytes = numel * known[1]
     key = None
-    try:  # storage_key of a contiguous tensor with memory (almost every one), from what is read
-        if numel and tensor.layout == _STRIDED and tensor.is_contiguous() and (ptr := tensor.data_ptr()):
+    # storage_key of a contiguous tensor with memory (almost every one), from what is read.
+    # No layout read: a tensor that is not strided is not contiguous (sparse COO), cannot say
+    # (sparse compressed) or has no data pointer (mkldnn); storage_key decides those
+    try:
+        if numel and tensor.is_contiguous() and (ptr := tensor.data_ptr()):
             key = ("mem", ptr, numel, dtype)
             spans += (ptr, ptr + nbytes)
-    except Exception:  # fake/functional tensors have no data pointer
+    except Exception:  # fake/functional tensors have no data pointer, sparse ones no contiguity
         pass
     if key is None:
         key = storage_key(tensor)
-    return name, module, kind, shape, known[0], _device(tensor), numel, nbytes, requires_grad, key, tensor
-
-
-def _device(tensor: torch.Tensor) -> str:
-    return "cpu" if tensor.is_cpu else _device_name(tensor.device)
+    return name, module, kind, shape, known[0], device, numel, nbytes, requires_grad, key, tensor
 
 
 def _tensor_entry(
@@ -142,7 +134,7 @@ def _tensor_entry(
     return TensorEntry(*_tensor_row(name, module, kind, tensor, requires_grad, spans))
 
 
-_STRIDED = torch.strided
+_PARAMETER, _TENSOR = nn.Parameter, torch.Tensor
 
 
 def _packed(module: nn.Module, prefix: str, path: str) -> list[tuple]:
