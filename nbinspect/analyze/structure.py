@@ -29,10 +29,13 @@ def params(model: Any) -> pd.DataFrame:
     tied, overlaps = source.tied(), source.overlaps()
     columns = tensor_columns(source)
     names = columns["name"]
-    return PARAMS.from_columns(
-        {**columns, "tied_to": list(map(tied.get, names)), "overlaps": list(map(overlaps.get, names))},
-        len(names),
-    )
+    # no tie or overlap (most models): the columns left missing, not looked up path by path
+    given = dict(columns)
+    if tied:
+        given["tied_to"] = list(map(tied.get, names))
+    if overlaps:
+        given["overlaps"] = list(map(overlaps.get, names))
+    return PARAMS.from_columns(given, len(names))
 
 
 def tensor_columns(source: ModelSource) -> dict[str, Any]:
