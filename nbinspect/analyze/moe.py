@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -54,10 +55,10 @@ def _says_experts(m: ModuleEntry) -> bool:
     return "expert" in last or "expert" in m.type.lower()
 
 
-def _may_say_experts(modules: tuple[ModuleEntry, ...]) -> bool:
-    """False only if no module's name or type says "expert" (:func:`_says_experts`)."""
-    types = {m.type for m in modules}
-    return "expert" in "\n".join([*types, *(m.name for m in modules)]).lower()
+def _may_say_experts(modules: Mapping[str, Sequence[Any]]) -> bool:
+    """False only if no module's name or type says "expert" (:func:`_says_experts`), from the
+    modules' columns."""
+    return "expert" in "\n".join([*set(modules["type"]), *modules["name"]]).lower()
 
 
 def _fused_size(m: ModuleEntry, own: list[TensorEntry]) -> int | None:
@@ -107,12 +108,11 @@ def expert_groups(model: Any, top_k: int | None = None) -> list[ExpertGroup]:
     deep: set[str] = set()
     if max(map(len, filter(None, tensor_columns(source)["shape"])), default=0) >= 3:
         deep = {t.module for t in source.tensors if t.shape is not None and len(t.shape) >= 3 and t.kind == PARAMETER}
-    modules = source.modules
     # most models: no name or type says "expert" (one test over the joined text, not one
     # per module; a name's last part lies inside it) and no 3-D parameter
-    if not deep and not _may_say_experts(modules):
+    if not deep and not _may_say_experts(source.module_columns):
         return []
-    candidates = [m for m in modules if m.name in deep or _says_experts(m)]
+    candidates = [m for m in source.modules if m.name in deep or _says_experts(m)]
     if not candidates:  # nothing more to look at
         return []
     by_name = {m.name: m for m in source.modules}

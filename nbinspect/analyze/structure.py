@@ -8,6 +8,7 @@ paths) is counted once wherever a total is given; the per-path view is kept alon
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import eq, is_
 from typing import Any
@@ -28,34 +29,32 @@ def params(model: Any) -> pd.DataFrame:
     tied, overlaps = source.tied(), source.overlaps()
     columns = tensor_columns(source)
     names = columns["name"]
-    return PARAMS.from_columns(
-        {**columns, "tied_to": list(map(tied.get, names)), "overlaps": list(map(overlaps.get, names))},
-        len(names),
-    )
+    # no tie or overlap (most models): the columns left missing, not looked up path by path
+    given = dict(columns)
+    if tied:
+        given["tied_to"] = list(map(tied.get, names))
+    if overlaps:
+        given["overlaps"] = list(map(overlaps.get, names))
+    return PARAMS.from_columns(given, len(names))
 
 
 def tensor_columns(source: ModelSource) -> dict[str, Any]:
-    """The tensors' fields as the params frame's columns (lists; the counts int64 arrays),
-    read once per source: the params frame, the modules' own counts and the expert test use
-    them. A comprehension reads a field in half the instructions of map(attrgetter)."""
+    """The tensors' fields as the params frame's columns (the counts int64 arrays), made once
+    per source: the params frame, the modules' own counts and the expert test use them."""
     memo = source.derived
     if "structure.columns" not in memo:
-        tensors = source.tensors
+        given = source.tensor_columns
+        columns = {name: given[name] for name in ("name", "module", "kind", "shape", "dtype", "device")}
         memo["structure.columns"] = {
-            "name": [t.name for t in tensors],
-            "module": [t.module for t in tensors],
-            "kind": [t.kind for t in tensors],
-            "shape": [t.shape for t in tensors],
-            "dtype": [t.dtype for t in tensors],
-            "device": [t.device for t in tensors],
-            "numel": _int64([t.numel for t in tensors]),
-            "bytes": _int64([t.nbytes for t in tensors]),
-            "requires_grad": [t.requires_grad for t in tensors],
+            **columns,
+            "numel": _int64(given["numel"]),
+            "bytes": _int64(given["nbytes"]),
+            "requires_grad": given["requires_grad"],
         }
     return memo["structure.columns"]
 
 
-def _int64(counts: list[int]) -> np.ndarray:
+def _int64(counts: Sequence[int]) -> np.ndarray:
     """Counts (ints by construction: element and byte counts, depths) packed without
     numpy's type discovery (0.22 against 0.37 k instructions a value)."""
     return np.fromiter(counts, dtype=np.int64, count=len(counts))
@@ -93,11 +92,11 @@ def _unique_sums(entries: dict[Any, TensorEntry], repeated: dict[Any, int]) -> d
 def layers(model: Any) -> pd.DataFrame:
     """One row per module path in pre-order (schema.LAYERS). Subtree counts are unique."""
     source = as_source(model)
-    modules = source.modules
-    n = len(modules)
-    names = [m.name for m in modules]
+    modules = source.module_columns
+    names = modules["name"]
+    n = len(names)
     index: dict[str | None, int] = dict(zip(names, range(n)))  # None: no parent
-    parents = _parents(source, names, [m.parent for m in modules])
+    parents = _parents(source, names, list(modules["parent"]))
     ups = list(map(index.get, parents[1:], repeat(n)))  # each module's parent's row (n: none)
     # the root first and every parent before its children (every live model): depths and
     # counts follow the parents' rows
@@ -126,23 +125,23 @@ def layers(model: Any) -> pd.DataFrame:
             "name": names,
             "parent": parents,
             "depth": _int64(depths),
-            "type": [m.type for m in modules],
-            "is_leaf": [m.is_leaf for m in modules],
-            "alias_of": [m.alias_of for m in modules],
+            "type": modules["type"],
+            "is_leaf": modules["is_leaf"],
+            "alias_of": modules["alias_of"],
             "params": params,
             "own_params": own_params,
             "trainable_params": trainable,
             "frozen_params": params - trainable,
             "param_bytes": param_bytes,
             "buffer_bytes": buffer_bytes,
-            "training": [m.training for m in modules],
-            "attrs": [m.attrs for m in modules],
+            "training": modules["training"],
+            "attrs": modules["attrs"],
         },
         n,
     )
 
 
-def _parents(source: ModelSource, names: list[str], parents: list[str | None]) -> list[str | None]:
+def _parents(source: ModelSource, names: Sequence[str], parents: list[str | None]) -> list[str | None]:
     """Each module's parent path: its entry's, else what the source says (a dotted name)."""
     i = -1
     try:
@@ -185,8 +184,9 @@ def _own_counts(source: ModelSource) -> np.ndarray | None:
     if source.tied() or source.overlap_groups:  # a storage at two paths, or views that overlap
         return None
     columns = tensor_columns(source)
-    n, k = len(source.modules), len(source.tensors)
-    index = {m.name: i for i, m in enumerate(source.modules)}
+    names = source.module_columns["name"]
+    n, k = len(names), len(columns["name"])
+    index = dict(zip(names, range(n)))
     rows = np.fromiter(map(index.get, columns["module"], repeat(-1)), dtype=np.int64, count=k)
     if k and rows.min() < 0:  # a tensor of a module the source does not list
         return None
@@ -234,8 +234,8 @@ def _distinct_per_subtree(source: ModelSource) -> _Counts:
 def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
-    types = [m.type for m in source.modules]
-    counts = Counter(compress(types, map(is_, [m.alias_of for m in source.modules], repeat(None))))
+    types = source.module_columns["type"]
+    counts = Counter(compress(types, map(is_, source.module_columns["alias_of"], repeat(None))))
     groups = {name: {"modules": n, "params": 0, "param_bytes": 0} for name, n in counts.items()}
     total = 0
     own = _own(source)
@@ -250,7 +250,7 @@ def by_type(model: Any) -> pd.DataFrame:
             g["param_bytes"] += nbytes
         total = int(own[:, 0].sum())
     else:
-        type_of = dict(zip([m.name for m in source.modules], types))
+        type_of = dict(zip(source.module_columns["name"], types))
         unique = source.unique_tensors()
         repeated = source.repeated_elements(unique)
         for t in unique.values():
@@ -287,5 +287,5 @@ def totals(model: Any) -> dict[str, int]:
         "buffer_numel": sums["buffer_numel"],
         "param_bytes": sums["param_bytes"],
         "buffer_bytes": sums["buffer_bytes"],
-        "num_modules": sum(1 for m in source.modules if m.alias_of is None),
+        "num_modules": source.module_columns["alias_of"].count(None),
     }

@@ -43,7 +43,8 @@ class _Side:
         self._source: ModelSource | None = None
         self._model: weakref.ref | None = None
         self.name = source.name
-        if source.model is not None and not all(t.device == "meta" for t in source.tensors):
+        # the devices' column: no entries made for a walked model
+        if source.model is not None and not all(map("meta".__eq__, source.tensor_columns["device"])):
             try:
                 self._model = weakref.ref(source.model)
             except TypeError:  # an object without weak references: keep the source

@@ -3,6 +3,8 @@ frontier-sized configs on the meta device (transformers config classes with thei
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -188,7 +190,10 @@ def test_the_quick_no_experts_test_never_misses_a_module_that_says_experts():
     """``_may_say_experts`` (one test over all names and types) is False only where no
     module's last name part or type says "expert" (``_says_experts``, one module at a time)."""
     from nbinspect.analyze.moe import _may_say_experts, _says_experts
-    from nbinspect.core.source import ModuleEntry
+    from nbinspect.core.source import ModelSource, ModuleEntry
+
+    def columns(modules: tuple[ModuleEntry, ...]) -> Any:
+        return ModelSource("m", "torch", modules, ()).module_columns
 
     rng = np.random.default_rng(0)
     parts = ["mlp", "Experts", "EXPERT", "exp", "ert", "0", "1", "gate", "ΣExpertΣ", "İexpert", "x\nexpert", "éxpert"]
@@ -199,6 +204,6 @@ def test_the_quick_no_experts_test_never_misses_a_module_that_says_experts():
             for _ in range(rng.integers(1, 4))
         )
         if any(_says_experts(m) for m in modules):
-            assert _may_say_experts(modules), modules
+            assert _may_say_experts(columns(modules)), modules
     plain = (ModuleEntry("", "Sequential", False, True, {}), ModuleEntry("0", "Linear", True, True, {}))
-    assert not _may_say_experts(plain)
+    assert not _may_say_experts(columns(plain))

@@ -6,6 +6,7 @@ without ties, aliases, overlapping, transposed, meta, lazy and packed tensors.""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pandas as pd
 import pytest
@@ -14,6 +15,7 @@ from torch import nn
 
 from nbinspect.analyze import structure
 from nbinspect.backends import as_source
+from nbinspect.backends.torch.source import storage_key
 
 
 def _tied() -> nn.Module:
@@ -58,6 +60,16 @@ def _packed() -> nn.Module:
     return torch.ao.nn.quantized.Linear(4, 4)
 
 
+def _not_strided() -> nn.Module:
+    model = nn.Linear(3, 3)
+    model.register_buffer("coo", torch.eye(3).to_sparse())
+    with warnings.catch_warnings():  # "beta"
+        warnings.simplefilter("ignore")
+        model.register_buffer("csr", torch.eye(3).to_sparse_csr())
+    model.register_buffer("mkldnn", torch.eye(3).to_mkldnn())
+    return model
+
+
 MODELS = {
     "plain": lambda: nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)),
     "tied": _tied,
@@ -71,6 +83,7 @@ MODELS = {
     "lazy": lambda: nn.Sequential(nn.LazyLinear(3), nn.Linear(3, 3)),
     "packed": _packed,
     "empty": nn.Module,
+    "not_strided": _not_strided,
 }
 
 
@@ -89,8 +102,62 @@ def test_spans_decide_as_the_storage_keys_do(name):
     assert structure.totals(source) == structure.totals(general)
 
 
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_walk_keys_tensors_as_storage_key_does(name):
+    """The walk's shortcut for contiguous tensors gives each the key storage_key gives it."""
+    source = as_source(MODELS[name]())
+    for t in source.tensors:
+        if t.shape is not None:  # lazy ones are keyed by identity
+            assert t.storage_key == storage_key(t.tensor), t.name
+            assert t.device == str(t.tensor.device) and t.requires_grad == (
+                t.kind == "parameter" and t.tensor.requires_grad
+            )
+
+
 def test_spans_prove_a_plain_model_and_not_a_tied_one():
     assert as_source(MODELS["plain"]())._apart
     assert as_source(MODELS["touching"]())._apart  # spans that touch share no element
     for name in ("tied", "aliased", "overlapping", "inside", "transposed", "same_memory_twice", "meta", "packed"):
         assert not as_source(MODELS[name]())._apart, name
+
+
+def _mixed(gone: bool = True) -> nn.Module:
+    """Frozen, empty, strided, None, half-precision and grad-requiring tensors in one model."""
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3), nn.Embedding(4, 2), nn.Linear(2, 2).half())
+    model[0].weight.requires_grad_(False)
+    if gone:  # a parameter set to None: read tensor by tensor
+        model[0].register_parameter("gone", None)
+    model[1].register_buffer("grad_buffer", torch.ones(2, requires_grad=True))
+    model[2].register_parameter("empty", nn.Parameter(torch.zeros(0)))
+    model[2].register_buffer("strided", torch.zeros(4, 4)[:, ::2])
+    return model
+
+
+@pytest.mark.parametrize("name", [*MODELS, "mixed", "mixed_read_at_once"])
+def test_the_columns_read_at_once_are_the_rows_read_tensor_by_tensor(name):
+    """from_module reads each field of every tensor by one C loop (or, where it cannot, tensor
+    by tensor): the same entries and spans as _tensor_row gives each tensor on its own."""
+    from nbinspect.backends.torch.source import _tensor_row
+
+    model = MODELS[name]() if name in MODELS else _mixed(gone=name == "mixed")
+    source = as_source(model)
+    own = {id(t) for t in source.walk.tensors}
+    spans: list[int] = []
+    for t in source.tensors:
+        if id(t.tensor) in own:  # not a packed weight (its bytes add the quantization's)
+            grad = t.kind == "parameter" and t.tensor.requires_grad
+            row = _tensor_row(t.name, t.module, t.kind, t.tensor, grad, spans)
+            fields = [f.name for f in dataclasses.fields(t)][:10]  # up to the storage key
+            assert tuple(getattr(t, f) for f in fields) == row[:10] and row[10] is t.tensor, t.name
+    if len(spans) == 2 * len(source.tensors):  # every tensor's span: the proof's
+        assert source.derived["spans"] == spans
+
+
+def test_a_plain_model_is_read_column_by_column(monkeypatch):
+    """The test above compares the column reads, not _tensor_row with itself."""
+    from nbinspect.backends.torch import source as torch_source
+
+    monkeypatch.setattr(torch_source, "_tensor_row", None)
+    for name in ("plain", "tied", "aliased", "overlapping", "transposed", "meta"):
+        assert as_source(MODELS[name]()).tensors
+    assert as_source(_mixed(gone=False)).tensors

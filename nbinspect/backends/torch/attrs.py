@@ -128,6 +128,8 @@ def layer_attrs(module: nn.Module) -> dict[str, Any]:
             attrs[name] = value if type(value) in _SCALAR_TYPES else _plain(value)
     except KeyError:
         attrs = {name: v if type(v := own[name]) in _SCALAR_TYPES else _plain(v) for name in names if name in own}
-    if extras is not None:
+    if extras is _add_bias:  # inline: every Linear
+        attrs["bias"] = module._parameters.get("bias") is not None
+    elif extras is not None:
         extras(module, attrs)
     return attrs or _generic(module)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Sequence
+from itertools import chain, repeat
+from operator import add, and_, attrgetter, is_, is_not, itemgetter, mul
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from ...core.limits import MAX_MODULE_PATHS
-from ...core.source import ModelSource, ModuleEntry, TensorEntry
+from ...core.source import Columns, ModelSource, ModuleEntry, TensorEntry
 from ...dtypes import dtype_name
 from ...schema import BUFFER, PARAMETER
 from .attrs import layer_attrs
@@ -89,75 +92,52 @@ LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # no
 _DTYPES: dict[torch.dtype, tuple[str, int]] = {}
 
 
+def _tensor_row(
+    name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool, spans: list[int]
+) -> tuple:
+    """The fields of `tensor`'s entry, in TensorEntry's order up to the tensor; a contiguous
+    tensor with memory adds its byte span [start, end) to `spans` (see ``ModelSource.derived``).
+    Each read of a tensor's attribute costs ~0.5k instructions: only those needed are read."""
+    key: Hashable
+    dtype = tensor.dtype
+    device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
+    # lazy: no shape yet (nor an element size to ask for). The types' test first: isinstance
+    # of a tensor that is not one looks up the tensor's __class__ (as costly as isinstance)
+    kind_of = type(tensor)
+    if kind_of is not _PARAMETER and kind_of is not _TENSOR and isinstance(tensor, LAZY):
+        return name, module, kind, None, dtype_name(dtype), device, 0, 0, requires_grad, ("id", id(tensor)), tensor
+    known = _DTYPES.get(dtype)
+    if known is None:
+        known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
+    # the element count from the shape: a call into torch less per tensor
+    shape = tuple(tensor.shape)
+    numel = math.prod(shape)
+    nbytes = numel * known[1]
+    key = None
+    # storage_key of a contiguous tensor with memory (almost every one), from what is read.
+    # No layout read: a tensor that is not strided is not contiguous (sparse COO), cannot say
+    # (sparse compressed) or has no data pointer (mkldnn); storage_key decides those
+    try:
+        if numel and tensor.is_contiguous() and (ptr := tensor.data_ptr()):
+            key = ("mem", ptr, numel, dtype)
+            spans += (ptr, ptr + nbytes)
+    except Exception:  # fake/functional tensors have no data pointer, sparse ones no contiguity
+        pass
+    if key is None:
+        key = storage_key(tensor)
+    return name, module, kind, shape, known[0], device, numel, nbytes, requires_grad, key, tensor
+
+
 def _tensor_entry(
     name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool, spans: list[int]
 ) -> TensorEntry:
-    """The entry of `tensor`; a contiguous tensor with memory adds its byte span [start, end)
-    to `spans` (see ``ModelSource.derived``)."""
-    key: Hashable
-    dtype = tensor.dtype
-    if isinstance(tensor, LAZY):  # lazy: no shape yet (nor an element size to ask for)
-        dtype_text, shape, numel, nbytes, key = dtype_name(dtype), None, 0, 0, ("id", id(tensor))
-    else:
-        known = _DTYPES.get(dtype)
-        if known is None:
-            known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
-        dtype_text = known[0]
-        # the element count from the shape: a call into torch less per tensor
-        shape = tuple(tensor.shape)
-        numel = math.prod(shape)
-        nbytes = numel * known[1]
-        key = None
-        try:  # storage_key of a contiguous tensor with memory (almost every one), from what is read
-            if numel and tensor.layout == _STRIDED and tensor.is_contiguous() and (ptr := tensor.data_ptr()):
-                key = ("mem", ptr, numel, dtype)
-                spans += (ptr, ptr + nbytes)
-        except Exception:  # fake/functional tensors have no data pointer
-            pass
-        if key is None:
-            key = storage_key(tensor)
-    device = "cpu" if tensor.is_cpu else _device_name(tensor.device)
-    entry = _NEW(TensorEntry)
-    _INIT(entry, name, module, kind, shape, dtype_text, device, numel, nbytes, requires_grad, key, tensor)
-    return entry
+    return TensorEntry(*_tensor_row(name, module, kind, tensor, requires_grad, spans))
 
 
-# what TensorEntry(...) calls, called directly: the class call's generic path (its arguments
-# packed in a tuple for __init__) costs a fifth more
-_NEW, _INIT, _INIT_MODULE = object.__new__, TensorEntry.__init__, ModuleEntry.__init__
+_PARAMETER, _TENSOR = nn.Parameter, torch.Tensor
 
 
-_STRIDED = torch.strided
-
-
-def _walk(model: nn.Module) -> Iterator[tuple[str, str | None, nn.Module]]:
-    """(path, parent path, module) in pre-order, every path of a module registered twice,
-    without recursion. A module that contains itself, directly or through others, would
-    make the tree infinite: refused, naming both paths."""
-    stack: list[tuple[str, str | None, nn.Module, dict[int, str]]] = [("", None, model, {})]
-    count = 0
-    while stack:
-        path, parent, module, above = stack.pop()
-        count += 1
-        if count > MAX_MODULE_PATHS:
-            raise ValueError(f"{type(model).__name__} has more than {MAX_MODULE_PATHS:,} module paths (shared modules)")
-        yield path, parent, module
-        if not module._modules:  # a leaf (most modules): no ancestor set to pass on
-            continue
-        above = {**above, id(module): path}
-        children = []
-        for local, child in module._modules.items():
-            if child is None:
-                continue
-            child_path = f"{path}.{local}" if path else local
-            if id(child) in above:
-                where = f"{above[id(child)]!r}" if above[id(child)] else "the root module"
-                raise ValueError(f"module cycle: {child_path!r} is {where} again (a module that contains itself)")
-            children.append((child_path, path, child, above))
-        stack.extend(reversed(children))
-
-
-def _packed(module: nn.Module, prefix: str, path: str) -> list[TensorEntry]:
+def _packed(module: nn.Module, prefix: str, path: str) -> list[tuple]:
     """The weight and bias a quantized module keeps packed in a C++ object instead of
     parameters (``torch.ao`` Linear, Conv): counted as frozen parameters."""
     if not isinstance(module.__dict__.get("_packed_params"), torch.ScriptObject):
@@ -169,8 +149,8 @@ def _packed(module: nn.Module, prefix: str, path: str) -> list[TensorEntry]:
     out = []
     for local, t in (("weight", weight), ("bias", bias)):
         if isinstance(t, torch.Tensor):
-            entry = _tensor_entry(prefix + local, path, PARAMETER, t, False, [])
-            out.append(dataclasses.replace(entry, nbytes=entry.nbytes + quantization_bytes(t)))
+            row = _tensor_row(prefix + local, path, PARAMETER, t, False, [])
+            out.append((*row[:7], row[7] + quantization_bytes(t), *row[8:]))
     return out
 
 
@@ -205,55 +185,188 @@ class ModelWalk:
 
 
 def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
-    modules: list[ModuleEntry] = []
-    tensors: list[TensorEntry] = []
+    """`model` as a source: every module path in pre-order (a module registered at two paths
+    shows at both, so the tree is the tree the user wrote; alias_of says it is the same object)
+    and every parameter and buffer path. The walk gathers each module's fields as a tuple and
+    its tensors in lists; the tensors' fields are then read column by column (see
+    :func:`_tensor_columns`). The source gets the columns: the structure frames read those,
+    and entries are made only for what reads them (see ``core.source.Columns``)."""
+    modules: list[tuple] = []  # ModuleEntry's fields
+    objects: list[nn.Module] = []  # the module of each path
+    names: list[str] = []  # each parameter's and buffer's path, its module's path, kind and tensor
+    owners: list[str] = []
+    kinds: list[str] = []
+    held: list[torch.Tensor | None] = []
+    packed: list[tuple[int, list[tuple]]] = []  # (where, rows) of packed weights
     first_path: dict[int, str] = {}
-    walk = ModelWalk([], [], {})
-    spans: list[int] = []
-    named, own, paths = walk.named_modules, walk.tensors, walk.paths
-    # Every path of a module registered at two paths shows, so the tree is the tree the
-    # user wrote; alias_of says it is the same object.
-    for path, parent, module in _walk(model):
+    # pre-order without recursion: (path, parent path, module, {id: path} of the ancestors)
+    stack: list[tuple[str, str | None, nn.Module, dict[int, str]]] = [("", None, model, {})]
+    while stack:
+        path, parent, module, above = stack.pop()
+        if len(modules) == MAX_MODULE_PATHS:
+            raise ValueError(f"{type(model).__name__} has more than {MAX_MODULE_PATHS:,} module paths (shared modules)")
+        children = module._modules
+        if children:
+            _push(stack, path, module, above)
         alias_of = first_path.setdefault(id(module), path)
         attrs = layer_attrs(module)
         # quantization() only where packed parameters may be: its call costs 5x this test
         scheme = quantization(module) if "_packed_params" in module.__dict__ else None
         if scheme is not None:
             attrs = {**attrs, "quantization": scheme}
-        # positional: keyword arguments cost a third more, once per module
-        first, is_leaf = alias_of == path, not module._modules
-        entry = _NEW(ModuleEntry)  # as ModuleEntry(...) does, cheaper (see _INIT)
-        _INIT_MODULE(
-            entry, path, type(module).__name__, is_leaf, module.training, attrs, None if first else alias_of, parent
-        )
-        modules.append(entry)
-        if first:
-            named.append((path, module))
+        # positional, one tuple: ModuleEntry's fields
+        alias = None if alias_of == path else alias_of
+        modules.append((path, type(module).__name__, not children, module.training, attrs, alias, parent))
+        objects.append(module)
         prefix = f"{path}." if path else ""
-        for local, p in module._parameters.items():
-            if p is not None:
-                tensors.append(_tensor_entry(full := prefix + local, path, PARAMETER, p, p.requires_grad, spans))
-                if first:
-                    own.append(p)
-                    paths.setdefault(id(p), full)
-        for local, b in module._buffers.items():
-            if b is not None:
-                tensors.append(_tensor_entry(full := prefix + local, path, BUFFER, b, False, spans))
-                if first:
-                    own.append(b)
-                    paths.setdefault(id(b), full)
+        # each table extends the lists in C (None values are dropped after the walk); the two
+        # written out, not a loop over them: fewer Python steps per module
+        params, buffers = module._parameters, module._buffers
+        if params:
+            held += params.values()
+            names += map(prefix.__add__, params)
+            owners += repeat(path, len(params))
+            kinds += repeat(PARAMETER, len(params))
+        if buffers:
+            held += buffers.values()
+            names += map(prefix.__add__, buffers)
+            owners += repeat(path, len(buffers))
+            kinds += repeat(BUFFER, len(buffers))
         if scheme is not None:
-            tensors += _packed(module, prefix, path)
+            packed.append((len(held), _packed(module, prefix, path)))
+    plain = not packed and all(map(is_not, held, repeat(None)))  # no packed weights, no tensor set to None
+    found = _tensor_columns(names, owners, kinds, cast(list[torch.Tensor], held)) if plain else None
+    skip: set[int] = set()  # rows of packed weights: no tensor of the module's own
+    if found is not None:
+        tensor_columns, spans = found
+    else:  # tensor by tensor, the packed weights' rows after their module's tensors
+        rows: list[tuple] = []
+        spans = []
+        for i in range(len(held) + 1):
+            while packed and packed[0][0] == i:
+                more = packed.pop(0)[1]
+                skip.update(range(len(rows), len(rows) + len(more)))
+                rows += more
+            if i < len(held) and (t := held[i]) is not None:
+                grad = kinds[i] == PARAMETER and t.requires_grad
+                rows.append(_tensor_row(names[i], owners[i], kinds[i], t, grad, spans))
+        tensor_columns = _columns(rows, _TENSOR_FIELDS)
+    module_columns = _columns(modules, _MODULE_FIELDS)
     source = ModelSource(
         name=name or type(model).__name__,
         framework="torch",
-        modules=tuple(modules),
-        tensors=tuple(tensors),
+        modules=Columns(ModuleEntry, module_columns),
+        tensors=Columns(TensorEntry, tensor_columns),
         model=model,
-        walk=walk,
+        walk=_model_walk(objects, module_columns, tensor_columns, skip),
     )
     source.derived["spans"] = spans
     return source
+
+
+# what the columns read of each tensor, by C calls (no Python line per tensor)
+_READ_DTYPE, _READ_SHAPE, _READ_IS_CPU, _READ_GRAD = (
+    attrgetter(name) for name in ("dtype", "shape", "is_cpu", "requires_grad")
+)
+_PLAIN_TYPES = frozenset({nn.Parameter, torch.Tensor})
+
+
+def _tensor_columns(
+    names: list[str], owners: list[str], kinds: list[str], tensors: list[torch.Tensor]
+) -> tuple[dict[str, Sequence[Any]], list[int]] | None:
+    """The tensors' columns (TensorEntry's fields up to the tensor) and byte spans, each field
+    read for every tensor by one C loop: what `_tensor_row` gives each tensor, at half its
+    cost. None where a tensor needs more care (a subclass, lazy, fake; an error while reading):
+    `_tensor_row` then reads each tensor."""
+    if not _PLAIN_TYPES.issuperset(map(type, tensors)):
+        return None
+    try:
+        dtypes = list(map(_READ_DTYPE, tensors))
+        shapes = list(map(tuple, map(_READ_SHAPE, tensors)))
+        cpu = list(map(_READ_IS_CPU, tensors))
+        grads = list(map(_READ_GRAD, tensors))
+        contiguous = list(map(torch.Tensor.is_contiguous, tensors))
+        ptrs = list(map(torch.Tensor.data_ptr, tensors))
+    except Exception:  # e.g. a tensor without storage (sparse compressed, mkldnn)
+        return None
+    for dtype in set(dtypes).difference(_DTYPES):
+        _DTYPES[dtype] = (dtype_name(dtype), tensors[dtypes.index(dtype)].element_size())
+    known = list(map(_DTYPES.__getitem__, dtypes))
+    numels = list(map(math.prod, shapes))
+    nbytes = list(map(mul, numels, map(itemgetter(1), known)))
+    devices: list[str] = (
+        ["cpu" if on_cpu else _device_name(t.device) for on_cpu, t in zip(cpu, tensors)]
+        if not all(cpu)
+        else ["cpu"] * len(cpu)
+    )
+    spans = []
+    if all(numels) and all(contiguous) and all(ptrs):  # every one contiguous with memory (almost every model)
+        keys: list[Hashable] = list(zip(repeat("mem"), ptrs, numels, dtypes))
+        spans = list(chain.from_iterable(zip(ptrs, map(add, ptrs, nbytes))))
+    else:  # as _tensor_row keys them; the spans prove nothing without every tensor's
+        keys = [
+            ("mem", ptr, n, dtype) if n and c and ptr else storage_key(t)
+            for ptr, n, dtype, c, t in zip(ptrs, numels, dtypes, contiguous, tensors)
+        ]
+    columns: dict[str, Sequence[Any]] = {
+        "name": names,
+        "module": owners,
+        "kind": kinds,
+        "shape": shapes,
+        "dtype": list(map(itemgetter(0), known)),
+        "device": devices,
+        "numel": numels,
+        "nbytes": nbytes,
+        "requires_grad": list(map(and_, grads, map(is_, kinds, repeat(PARAMETER)))),  # a buffer's: False
+        "storage_key": keys,
+        "tensor": tensors,
+    }
+    return columns, spans
+
+
+_MODULE_FIELDS = ("name", "type", "is_leaf", "training", "attrs", "alias_of", "parent")
+_TENSOR_FIELDS = (
+    *("name", "module", "kind", "shape", "dtype", "device", "numel", "nbytes", "requires_grad", "storage_key"),
+    "tensor",
+)
+
+
+def _columns(rows: list[tuple], fields: tuple[str, ...]) -> dict[str, Sequence[Any]]:
+    """The rows' columns by field name, transposed in C."""
+    return dict(zip(fields, zip(*rows))) if rows else dict.fromkeys(fields, ())
+
+
+def _push(stack: list, path: str, module: nn.Module, above: dict[int, str]) -> None:
+    """The children of `module` onto the walk's stack, the first on top. A module that contains
+    itself, directly or through others, would make the tree infinite: refused, naming both paths."""
+    above = {**above, id(module): path}
+    children = []
+    for local, child in module._modules.items():
+        if child is None:
+            continue
+        child_path = f"{path}.{local}" if path else local
+        if id(child) in above:
+            where = f"{above[id(child)]!r}" if above[id(child)] else "the root module"
+            raise ValueError(f"module cycle: {child_path!r} is {where} again (a module that contains itself)")
+        children.append((child_path, path, child, above))
+    stack.extend(reversed(children))
+
+
+def _model_walk(
+    objects: list[nn.Module], modules: dict[str, Sequence[Any]], tensors: dict[str, Sequence[Any]], packed: set[int]
+) -> ModelWalk:
+    """The trace's view of the walk, from its columns: each module at its first path, their
+    parameters and buffers (not the `packed` rows), and each tensor's first path."""
+    names, held, paths = modules["name"], tensors["tensor"], tensors["name"]
+    if packed or any(map(is_not, modules["alias_of"], repeat(None))):  # a module at two paths: its first only
+        first = {name for name, alias in zip(names, modules["alias_of"]) if alias is None}
+        named = [(name, m) for name, m in zip(names, objects) if name in first]
+        own = [i for i, owner in enumerate(tensors["module"]) if owner in first and i not in packed]
+        held, paths = [held[i] for i in own], [paths[i] for i in own]
+    else:
+        named, held = list(zip(names, objects)), list(held)
+    # reversed: a tensor held at several paths keeps its first
+    return ModelWalk(named, held, dict(zip(map(id, reversed(held)), reversed(paths))))
 
 
 def read_region(entry: TensorEntry, index: tuple[slice | int, ...]) -> np.ndarray:
