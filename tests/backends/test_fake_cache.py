@@ -214,3 +214,25 @@ def test_outputs_made_directly_keep_a_debug_traceback_or_torchs_constructor(monk
         x = mode.from_tensor(torch.randn(3))
         for _ in range(3):  # a cache hit after the first
             assert hasattr(x + 1, "_debug_trace")
+
+
+def test_the_suggested_memory_format_is_torchs():
+    from itertools import permutations, product
+
+    from torch._prims_common import suggest_memory_format
+
+    checked = set()
+    for ndim in (4, 5):
+        for shape in product((0, 1, 2, 3), repeat=ndim):
+            if sum(n > 1 for n in shape) > 3 and ndim == 5:
+                continue  # enough of them
+            base = torch.empty(shape, device="meta")
+            for order in permutations(range(ndim)):
+                t = base.permute(order)
+                for x in (
+                    t,
+                    t.expand(*t.shape) if 1 not in t.shape else t.expand(*(n if n != 1 else 4 for n in t.shape)),
+                ):
+                    assert fake_kernels._suggested_format(x.shape, x.stride()) == suggest_memory_format(x)
+                    checked.add(suggest_memory_format(x))
+    assert checked == {torch.contiguous_format, torch.channels_last, torch.channels_last_3d}

@@ -31,7 +31,6 @@ from itertools import chain, repeat
 from typing import Any
 
 import torch
-from torch._prims_common import suggest_memory_format
 from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import get_proxy_mode
@@ -180,20 +179,35 @@ def _flatten(key: list, args: Sequence[Any], mode: FakeTensorMode) -> None:
 
 
 def _fake(key: list, t: FakeTensor, mode: FakeTensorMode) -> None:
-    """extract_tensor_metadata(t)._flatten_into(key) for a dense fake with static shapes."""
+    """extract_tensor_metadata(t)._flatten_into(key) for a dense fake with static shapes (a
+    strided layout: not sparse; the fake's own mode, not in a kernel: its device is its fake one)."""
     if t.fake_mode is not mode or t.constant is not None or t.layout != torch.strided or t._has_symbolic_sizes_strides:
         raise _NotPlain
     shape, stride = t.shape, t.stride()
-    layout = suggest_memory_format(t) if len(shape) in (4, 5) else torch.contiguous_format
-    key += (t.dtype, torch.Size, f"length_{len(shape)}")
+    length = f"length_{len(shape)}"
+    layout = _suggested_format(shape, stride) if len(shape) in (4, 5) else torch.contiguous_format
+    key += (t.dtype, torch.Size, length)
     key += chain.from_iterable(zip(repeat(int), shape))
-    key += (tuple, f"length_{len(stride)}")
+    key += (tuple, length)
     key += chain.from_iterable(zip(repeat(int), stride))
     key += (
-        t.device, torch.strided, layout if t.is_contiguous(memory_format=layout) else None, t.storage_offset(),
+        t._fake_device, torch.strided, layout if t.is_contiguous(memory_format=layout) else None, t.storage_offset(),
         t.untyped_storage().nbytes(), t.requires_grad, t.is_quantized, t.is_conj(), t.is_neg(), t.is_inference(),
-        t.is_sparse, None, None, None,
+        False, None, None, None,
     )  # fmt: skip
+
+
+def _suggested_format(shape: Sequence[int], stride: Sequence[int]) -> torch.memory_format:
+    """torch._prims_common.suggest_memory_format of a 4-d or 5-d tensor with static shapes
+    (are_strides_like_channels_last_or_false, its guards on plain ints)."""
+    if stride[1] == 0:
+        return torch.contiguous_format
+    low = 0
+    for d in (1, 3, 2, 0) if len(shape) == 4 else (1, 4, 3, 2, 0):
+        if shape[d] == 0 or stride[d] < low or (d == 0 and low == stride[1]):
+            return torch.contiguous_format
+        low = stride[d] * shape[d]
+    return torch.channels_last if len(shape) == 4 else torch.channels_last_3d
 
 
 def _dispatch_fits() -> bool:
