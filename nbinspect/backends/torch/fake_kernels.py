@@ -12,7 +12,17 @@ A subclass rather than a second dispatch mode entered inside FakeTensorMode: eve
 fake trace passes through Python once less (a second mode cost ~20% of GPT-2's memory plan).
 Metadata queries (``prim.device``: 61% of the dispatches of GPT-2's plan, asked by C++
 kernels of every op) are answered by FakeTensorMode's own handlers without its dispatch
-wrappers (about a tenth of the plan).
+wrappers (about a tenth of the plan). Every other op goes straight to FakeTensorMode's op
+cache (its dispatch's dynamo and stats wrappers and per-op log call skipped when not logging).
+
+The cache itself is torch's; two of its steps are done directly where a cheap test shows
+nothing but plain values is involved (no ShapeEnv, no proxy tracing, dense fakes of this
+mode): the key (torch's, built without a TensorMetadata object per argument: half of a
+cache hit) and the output of a hit (the meta tensor made under one inlined
+``in_kernel_invocation_manager``, the FakeTensor given a copy of the attributes torch's
+constructor gave the first one on that device). Anything else goes torch's way. The import
+checks the fields and signatures these copy, the first fast key of a process is checked
+against torch's, and tests compare both with torch's on every op of memory plans.
 
 :func:`stand_in` makes the fakes that parameters and buffers are swapped for. A plain dense
 tensor's fake is made from a meta tensor of its shape and strides, as FakeTensorMode's
