@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..core.trace import Dataflow
 from ..schema import GRAPH, GRAPH_NODES, is_missing, unit_of
-from .fold import fold_repeats
+from .fold import fold_repeats, tree_of
 
 __all__ = ["colour_options", "graph_frames", "graph_view"]
 
@@ -44,7 +44,7 @@ def graph_frames(
     n = len(flow.kind)
     parent = np.array(flow.parent, dtype=np.int64)
     src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
-    tree = _tree(parent)
+    tree = tree_of(parent)
     signature = _signatures(flow, calls, tree)
     fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
     same_as = _same_as(flow, tree[0], signature, fold_first.tolist())
@@ -99,22 +99,6 @@ def graph_frames(
         len(flow.src),
     )
     return edges, nodes
-
-
-def _tree(parent: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
-    """Per node its children in order (one shared empty list for the many without) and its
-    position among its parent's children."""
-    order = np.flatnonzero(parent >= 0)
-    order = order[np.argsort(parent[order], kind="stable")]
-    starts = np.searchsorted(parent[order], np.arange(len(parent) + 1))
-    position = np.zeros(len(parent), dtype=np.int64)
-    position[order] = np.arange(len(order)) - starts[parent[order]]
-    bounds, nodes = starts.tolist(), order.tolist()
-    none: list[int] = []
-    children = [none] * len(parent)
-    for p in np.flatnonzero(np.diff(starts)).tolist():
-        children[p] = nodes[bounds[p] : bounds[p + 1]]
-    return children, position
 
 
 def _ids(values: list[int] | np.ndarray) -> pd.arrays.IntegerArray:
