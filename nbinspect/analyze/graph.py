@@ -42,17 +42,16 @@ def graph_frames(
     """The ``graph`` and ``graph_nodes`` frames of one traced forward pass (`calls`: its
     ``flow`` frame; `layers`, `params`: the module tree, for the folds)."""
     n = len(flow.kind)
-    parent = np.array(flow.parent, dtype=np.int64)
-    src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
+    parent, call, src, dst = map(_int_array, (flow.parent, flow.call, flow.src, flow.dst))
+    is_call = np.array(flow.kind, dtype=object) == "call"
     tree = tree_of(parent)
-    signature = _signatures(flow, calls, tree)
+    has_children = np.fromiter(map(len, tree[0]), dtype=np.int64, count=n) > 0
+    signature = _signatures(flow, calls, tree, parent, src, dst, np.flatnonzero(is_call & ~has_children), call)
     fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
-    same_as = _same_as(flow, tree[0], signature, fold_first.tolist())
+    same_as = _same_as(n, np.flatnonzero(is_call & has_children).tolist(), signature, fold_first.tolist())
     side = _side_inputs(flow, fold_first, src, dst)
     const = _constants(flow)
     # per node once, then per edge by numpy takes: edges outnumber nodes
-    call = np.array(flow.call, dtype=np.int64)
-    is_call = np.array(flow.kind, dtype=object) == "call"
     enclosing = np.where(is_call, call, np.where(parent >= 0, call[parent], -1))
     call_name = np.array(flow.name, dtype=object)
     inside = enclosing >= 0
@@ -69,8 +68,8 @@ def graph_frames(
             "name": flow.name,
             "call": _ids(call),
             "parent": _ids(parent),
-            "last": flow.last,
-            "const": const,
+            "last": _present(_int_array(flow.last)),
+            "const": pd.arrays.BooleanArray(np.fromiter(const, dtype=bool, count=n), np.zeros(n, dtype=bool)),
             "signature": list(map(signature_text.__getitem__, signature)),
             "fold_first": _ids(fold_first),
             "fold_count": pd.arrays.IntegerArray(fold_count, fold_count == 0),
@@ -82,18 +81,20 @@ def graph_frames(
     )
     edges = GRAPH.from_columns(
         {
-            "producer": flow.src,
-            "consumer": flow.dst,
+            "producer": _present(src),
+            "consumer": _present(dst),
             "producer_call": _ids(enclosing[src]),
             "consumer_call": _ids(enclosing[dst]),
             "producer_name": call_name[src].tolist(),
             "consumer_name": call_name[dst].tolist(),
-            "tensor": flow.tensor,
+            "tensor": _present(_int_array(flow.tensor)),
             "shape": flow.shape,
             "dtype": flow.dtype,
-            "bytes": flow.nbytes,
+            "bytes": _present(_int_array(flow.nbytes)),
             "via": [v or None for v in flow.via] if any(flow.via) else [None] * len(flow.via),
-            "inplace": flow.inplace,
+            "inplace": pd.arrays.BooleanArray(
+                np.fromiter(flow.inplace, dtype=bool, count=len(src)), np.zeros(len(src), dtype=bool)
+            ),
             "side": side,
         },
         len(flow.src),
@@ -104,35 +105,45 @@ def graph_frames(
 def _ids(values: list[int] | np.ndarray) -> pd.arrays.IntegerArray:
     """Node or call ids (plain ints, -1 for none) as an Int64 column, missing where -1: packed
     by numpy in C, without a list with None to test value by value."""
-    data = np.array(values, dtype=np.int64)
+    data = values if isinstance(values, np.ndarray) else _int_array(values)
     return pd.arrays.IntegerArray(data, data < 0)
+
+
+def _int_array(values: list[int]) -> np.ndarray:
+    """Ints the capture counted (ids, sizes) packed without numpy's type discovery."""
+    return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
+def _present(data: np.ndarray) -> pd.arrays.IntegerArray:
+    """An Int64 column with nothing missing, as the frame builds one from plain ints."""
+    return pd.arrays.IntegerArray(data, np.zeros(len(data), dtype=bool))
 
 
 def _hash_text(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]], np.ndarray]) -> list[int]:
+def _signatures(
+    flow: Dataflow,
+    calls: pd.DataFrame,
+    tree: tuple[list[list[int]], np.ndarray],
+    parent: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    leaves: np.ndarray,
+    call: np.ndarray,
+) -> list[int]:
     """Bottom-up (children have larger ids): a node's type, shapes, its children's signatures
-    in order and its internal edges lifted to its direct children."""
+    in order and its internal edges lifted to its direct children. (`parent`, `src`, `dst`:
+    `flow`'s columns as arrays; `leaves`: the calls without children.)"""
     n = len(flow.kind)
-    children, position = tree[0], tree[1].tolist()
+    children, position = tree
     types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
-    inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
+    inside = _inside(flow, children, position, parent, src, dst)
     op_inputs: list[list[tuple]] = [[] for _ in range(n)]
-    ops = "op" in flow.kind  # else no node's inputs are needed (only module calls)
-    parent = flow.parent
-    for s, d, shape in zip(flow.src, flow.dst, flow.shape):
-        if ops:
+    if "op" in flow.kind:  # else no node's inputs are needed (only module calls)
+        for d, shape in zip(flow.dst, flow.shape):
             op_inputs[d].append(shape)
-        p = parent[s]
-        if p == parent[d]:  # siblings (most edges): their parent holds both
-            if p >= 0:
-                inside[p].append((position[s], position[d], shape))
-            continue
-        a, b = _under_common(parent, s, d)
-        if a >= 0 and b >= 0 and parent[a] >= 0:
-            inside[parent[a]].append((position[a], position[b], shape))
     # Equal blocks repeat: each distinct value is written out and hashed once, found again
     # by the value itself with its lists as tuples (str, int, None and tuples of them: equal
     # values have equal texts), not by its text (repr was a third of the graph frames' cost).
@@ -148,14 +159,16 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]]
             h = hashes[key] = _hash_text(_call_text(value, texts) if len(value) == 5 else repr(value))
         return h
 
-    signature = [0] * n
-    for node in range(n - 1, -1, -1):
+    signature: list[int] = [0] * n
+    rest = range(n - 1, -1, -1)
+    if leaves.size and _leaf_signatures(leaves, call[leaves].tolist(), types, ins, outs, hashes, signature):
+        rest = np.setdiff1d(np.arange(n), leaves)[::-1].tolist()  # the leaves (most calls) are done
+    for node in rest:
         kind = flow.kind[node]
         if kind == "call":
             c = flow.call[node]
             i, o = ins[c], outs[c]
-            if not children[node]:  # a leaf (most calls): no children, no edges inside; written out inline
-                # (never equal to an op's key: its second item is a str)
+            if not children[node]:  # a leaf not done above (a shape missing or unhashable)
                 key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
                 try:
                     h = hashes.get(key)
@@ -183,6 +196,62 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]]
         else:
             signature[node] = hashed((kind, flow.name[node]), (kind, flow.name[node]))
     return signature
+
+
+def _leaf_signatures(
+    leaves: np.ndarray, cs: list[int], types: list, ins: list, outs: list, hashes: dict, signature: list[int]
+) -> bool:
+    """The signatures of the leaf calls (no children, no edges inside), each distinct one
+    written out and hashed once, the rest found in C: False (nothing done) where a shape
+    is missing (a call that raised) or unhashable (symbolic sizes)."""
+    try:  # (never equal to an op's key: its second item is a str)
+        keys = list(
+            zip(map(types.__getitem__, cs), map(tuple, map(ins.__getitem__, cs)), map(tuple, map(outs.__getitem__, cs)))
+        )
+        first = dict(zip(keys, cs))
+    except TypeError:
+        return False
+    for key, c in first.items():
+        if key not in hashes:
+            hashes[key] = _hash_text(repr((types[c], ins[c], outs[c], [], [])))
+    for node, h in zip(leaves.tolist(), map(hashes.__getitem__, keys)):
+        signature[node] = h
+    return True
+
+
+def _inside(
+    flow: Dataflow,
+    children: list[list[int]],
+    position: np.ndarray,
+    parent: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+) -> list[list[tuple]]:
+    """Per call its edges as (child i, child j, shape), lifted to its direct children, in
+    edge order: an edge between siblings (most) belongs to their parent, found by numpy;
+    another to the innermost call holding both ends, if any."""
+    holder = parent[src]  # a new array: changed below where an edge is lifted
+    a, b = position[src], position[dst]
+    apart = np.flatnonzero(holder != parent[dst])
+    if apart.size:
+        up = flow.parent
+        for e in apart.tolist():
+            x, y = _under_common(up, flow.src[e], flow.dst[e])
+            holder[e] = up[x] if x >= 0 and y >= 0 else -1
+            if holder[e] >= 0:
+                a[e], b[e] = position[x], position[y]
+    held = np.flatnonzero(holder >= 0)
+    order = held[np.argsort(holder[held], kind="stable")]
+    owners = holder[order]
+    cuts = (np.flatnonzero(owners[1:] != owners[:-1]) + 1).tolist()
+    edges = order.tolist()
+    per_edge = list(zip(a[order].tolist(), b[order].tolist(), map(flow.shape.__getitem__, edges)))
+    none: list[tuple] = []
+    inside = [none] * len(flow.kind)
+    if edges:
+        for p, lo, hi in zip(owners[[0, *cuts]].tolist(), [0, *cuts], [*cuts, len(edges)]):
+            inside[p] = per_edge[lo:hi]
+    return inside
 
 
 def _call_text(value: tuple, texts: dict[Any, str]) -> str:
@@ -254,14 +323,12 @@ def _folds(
     return first, count, label
 
 
-def _same_as(flow: Dataflow, children: list[list[int]], signature: list[int], fold_first: list[int]) -> list[int]:
-    """For a call with children: the first earlier such call with the same signature, not
-    in its own run (a block repeated elsewhere, or a module called twice)."""
+def _same_as(n: int, blocks: list[int], signature: list[int], fold_first: list[int]) -> list[int]:
+    """For a call with children (`blocks`, in order): the first earlier such call with the
+    same signature, not in its own run (a block repeated elsewhere, or a module called twice)."""
     seen: dict[int, int] = {}
-    out = [-1] * len(flow.kind)
-    for node, kind in enumerate(flow.kind):
-        if kind != "call" or not children[node]:
-            continue
+    out = [-1] * n
+    for node in blocks:
         earlier = seen.setdefault(signature[node], node)
         if earlier != node and (fold_first[node] < 0 or fold_first[node] != fold_first[earlier]):
             out[node] = earlier
