@@ -6,7 +6,6 @@ same tensors (name, shape, dtype, trainable) in each module."""
 
 from __future__ import annotations
 
-import operator
 from itertools import compress, count, islice, repeat
 from typing import NamedTuple
 
@@ -32,43 +31,16 @@ class Folds(NamedTuple):
 
 def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None, index: dict[str, int]) -> list[tuple]:
     """Per module row: its own tensors as (key, shape, dtype, trainable), in order (`index`:
-    module path -> row). Built in C (maps, zip, numpy's stable sort by owner), no Python per
-    tensor, where the shapes are tuples and the flags bools (as frames hold them)."""
-    own: list[tuple] = [()] * len(layers)
+    module path -> row)."""
+    own: list[list[tuple]] = [[] for _ in range(len(layers))]
     if params is None or params.empty:
-        return own
-    names, modules, shapes, dtypes, grads = (
-        params[c].tolist() for c in ("name", "module", "shape", "dtype", "requires_grad")
-    )
-    if not set(map(type, shapes)) <= {tuple} or not set(map(type, grads)) <= {bool}:
-        return _own_tensors_by_row(names, modules, shapes, dtypes, grads, index, len(layers))
-    m = len(names)
-    lengths = np.fromiter(map(len, modules), dtype=np.int64, count=m)
-    starts = (lengths + (lengths > 0)).tolist()  # the key after "module.", the whole name for the root's
-    keys = map(operator.getitem, names, map(slice, starts, repeat(None)))
-    rows = list(zip(keys, shapes, dtypes, grads))
-    at = np.fromiter(map(index.get, modules, repeat(-1)), dtype=np.int64, count=m)
-    if not (at[0] >= 0 and (at[1:] >= at[:-1]).all()):  # not grouped by module in row order: a stable sort
-        order = np.argsort(at, kind="stable")
-        order = order[at[order] >= 0]
-        rows, at = list(map(rows.__getitem__, order.tolist())), at[order]
-    cuts = (np.flatnonzero(at[1:] != at[:-1]) + 1).tolist()
-    bounds = map(slice, [0, *cuts], [*cuts, len(rows)])
-    for i, tensors in zip(at[[0, *cuts]].tolist() if len(rows) else (), map(tuple, map(rows.__getitem__, bounds))):
-        own[i] = tensors
-    return own
-
-
-def _own_tensors_by_row(
-    names: list, modules: list, shapes: list, dtypes: list, grads: list, index: dict[str, int], n: int
-) -> list[tuple]:
-    """`_own_tensors` row by row, for shapes that are lists or missing, or flags that are not bools."""
-    own: list[list[tuple]] = [[] for _ in range(n)]
-    for name, module, shape, dtype, grad in zip(names, modules, shapes, dtypes, grads):
+        return [()] * len(layers)
+    columns = (params[c].tolist() for c in ("name", "module", "shape", "dtype", "requires_grad"))
+    for name, module, shape, dtype, grad in zip(*columns):
         at = index.get(module)
         if at is not None:
             key = name[len(module) + 1 :] if module else name
-            if type(shape) is not tuple:
+            if type(shape) is not tuple:  # a tuple as the frame holds it (most): no test for missing
                 shape = None if is_missing(shape) else tuple(shape)
             own[at].append((key, shape, dtype, bool(grad)))
     return [tuple(t) for t in own]

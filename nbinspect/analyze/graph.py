@@ -46,7 +46,7 @@ def graph_frames(
     is_call = np.array(flow.kind, dtype=object) == "call"
     tree = tree_of(parent)
     has_children = np.fromiter(map(len, tree[0]), dtype=np.int64, count=n) > 0
-    signature = _signatures(flow, calls, tree, parent, src, dst, np.flatnonzero(is_call & ~has_children), call)
+    signature = _signatures(flow, calls, tree)
     fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
     same_as = _same_as(n, np.flatnonzero(is_call & has_children).tolist(), signature, fold_first.tolist())
     side = _side_inputs(flow, fold_first, src, dst)
@@ -123,27 +123,27 @@ def _hash_text(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def _signatures(
-    flow: Dataflow,
-    calls: pd.DataFrame,
-    tree: tuple[list[list[int]], np.ndarray],
-    parent: np.ndarray,
-    src: np.ndarray,
-    dst: np.ndarray,
-    leaves: np.ndarray,
-    call: np.ndarray,
-) -> list[int]:
+def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]], np.ndarray]) -> list[int]:
     """Bottom-up (children have larger ids): a node's type, shapes, its children's signatures
-    in order and its internal edges lifted to its direct children. (`parent`, `src`, `dst`:
-    `flow`'s columns as arrays; `leaves`: the calls without children.)"""
+    in order and its internal edges lifted to its direct children."""
     n = len(flow.kind)
-    children, position = tree
+    children, position = tree[0], tree[1].tolist()
     types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
-    inside = _inside(flow, children, position, parent, src, dst)
+    inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
     op_inputs: list[list[tuple]] = [[] for _ in range(n)]
-    if "op" in flow.kind:  # else no node's inputs are needed (only module calls)
-        for d, shape in zip(flow.dst, flow.shape):
+    ops = "op" in flow.kind  # else no node's inputs are needed (only module calls)
+    parent = flow.parent
+    for s, d, shape in zip(flow.src, flow.dst, flow.shape):
+        if ops:
             op_inputs[d].append(shape)
+        p = parent[s]
+        if p == parent[d]:  # siblings (most edges): their parent holds both
+            if p >= 0:
+                inside[p].append((position[s], position[d], shape))
+            continue
+        a, b = _under_common(parent, s, d)
+        if a >= 0 and b >= 0 and parent[a] >= 0:
+            inside[parent[a]].append((position[a], position[b], shape))
     # Equal blocks repeat: each distinct value is written out and hashed once, found again
     # by the value itself with its lists as tuples (str, int, None and tuples of them: equal
     # values have equal texts), not by its text (repr was a third of the graph frames' cost).
@@ -159,16 +159,14 @@ def _signatures(
             h = hashes[key] = _hash_text(_call_text(value, texts) if len(value) == 5 else repr(value))
         return h
 
-    signature: list[int] = [0] * n
-    rest = range(n - 1, -1, -1)
-    if leaves.size and _leaf_signatures(leaves, call[leaves].tolist(), types, ins, outs, hashes, signature):
-        rest = np.setdiff1d(np.arange(n), leaves)[::-1].tolist()  # the leaves (most calls) are done
-    for node in rest:
+    signature = [0] * n
+    for node in range(n - 1, -1, -1):
         kind = flow.kind[node]
         if kind == "call":
             c = flow.call[node]
             i, o = ins[c], outs[c]
-            if not children[node]:  # a leaf not done above (a shape missing or unhashable)
+            if not children[node]:  # a leaf (most calls): no children, no edges inside; written out inline
+                # (never equal to an op's key: its second item is a str)
                 key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
                 try:
                     h = hashes.get(key)
@@ -196,62 +194,6 @@ def _signatures(
         else:
             signature[node] = hashed((kind, flow.name[node]), (kind, flow.name[node]))
     return signature
-
-
-def _leaf_signatures(
-    leaves: np.ndarray, cs: list[int], types: list, ins: list, outs: list, hashes: dict, signature: list[int]
-) -> bool:
-    """The signatures of the leaf calls (no children, no edges inside), each distinct one
-    written out and hashed once, the rest found in C: False (nothing done) where a shape
-    is missing (a call that raised) or unhashable (symbolic sizes)."""
-    try:  # (never equal to an op's key: its second item is a str)
-        keys = list(
-            zip(map(types.__getitem__, cs), map(tuple, map(ins.__getitem__, cs)), map(tuple, map(outs.__getitem__, cs)))
-        )
-        first = dict(zip(keys, cs))
-    except TypeError:
-        return False
-    for key, c in first.items():
-        if key not in hashes:
-            hashes[key] = _hash_text(repr((types[c], ins[c], outs[c], [], [])))
-    for node, h in zip(leaves.tolist(), map(hashes.__getitem__, keys)):
-        signature[node] = h
-    return True
-
-
-def _inside(
-    flow: Dataflow,
-    children: list[list[int]],
-    position: np.ndarray,
-    parent: np.ndarray,
-    src: np.ndarray,
-    dst: np.ndarray,
-) -> list[list[tuple]]:
-    """Per call its edges as (child i, child j, shape), lifted to its direct children, in
-    edge order: an edge between siblings (most) belongs to their parent, found by numpy;
-    another to the innermost call holding both ends, if any."""
-    holder = parent[src]  # a new array: changed below where an edge is lifted
-    a, b = position[src], position[dst]
-    apart = np.flatnonzero(holder != parent[dst])
-    if apart.size:
-        up = flow.parent
-        for e in apart.tolist():
-            x, y = _under_common(up, flow.src[e], flow.dst[e])
-            holder[e] = up[x] if x >= 0 and y >= 0 else -1
-            if holder[e] >= 0:
-                a[e], b[e] = position[x], position[y]
-    held = np.flatnonzero(holder >= 0)
-    order = held[np.argsort(holder[held], kind="stable")]
-    owners = holder[order]
-    cuts = (np.flatnonzero(owners[1:] != owners[:-1]) + 1).tolist()
-    edges = order.tolist()
-    per_edge = list(zip(a[order].tolist(), b[order].tolist(), map(flow.shape.__getitem__, edges)))
-    none: list[tuple] = []
-    inside = [none] * len(flow.kind)
-    if edges:
-        for p, lo, hi in zip(owners[[0, *cuts]].tolist(), [0, *cuts], [*cuts, len(edges)]):
-            inside[p] = per_edge[lo:hi]
-    return inside
 
 
 def _call_text(value: tuple, texts: dict[Any, str]) -> str:
