@@ -9,6 +9,7 @@ from __future__ import annotations
 from itertools import compress, count, islice, repeat
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from ..schema import is_missing
@@ -45,15 +46,30 @@ def _own_tensors(layers: pd.DataFrame, params: pd.DataFrame | None, index: dict[
     return [tuple(t) for t in own]
 
 
+def tree_of(parent: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
+    """Per row (`parent`: each row's parent row, -1 for none) its children in order (one
+    shared empty list for the many without) and its position among its parent's children:
+    by numpy's stable sort, Python only for the rows with children."""
+    order = np.flatnonzero(parent >= 0)
+    order = order[np.argsort(parent[order], kind="stable")]
+    starts = np.searchsorted(parent[order], np.arange(len(parent) + 1))
+    position = np.zeros(len(parent), dtype=np.int64)
+    position[order] = np.arange(len(order)) - starts[parent[order]]
+    bounds, rows = starts.tolist(), order.tolist()
+    none: list[int] = []
+    children = [none] * len(parent)
+    for p in np.flatnonzero(np.diff(starts)).tolist():
+        children[p] = rows[bounds[p] : bounds[p + 1]]
+    return children, position
+
+
 def _children(layers: pd.DataFrame, index: dict[str, int]) -> list[list[int]]:
-    children: list[list[int]] = [[] for _ in range(len(layers))]
-    for i, parent in enumerate(layers["parent"].tolist()):
-        at = index.get(parent)
-        if at is not None:
-            children[at].append(i)
-        elif not is_missing(parent):  # only the root's is missing (tested here only, not per row)
-            raise KeyError(parent)
-    return children
+    parents = layers["parent"].tolist()
+    parent = np.fromiter(map(index.get, parents, repeat(-1)), dtype=np.int64, count=len(parents))
+    for i in np.flatnonzero(parent < 0).tolist():  # only the root's is missing (the few checked here)
+        if not is_missing(parents[i]):
+            raise KeyError(parents[i])
+    return tree_of(parent)[0]
 
 
 def fold_repeats(layers: pd.DataFrame, params: pd.DataFrame | None = None) -> Folds:

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..core.trace import Dataflow
 from ..schema import GRAPH, GRAPH_NODES, is_missing, unit_of
-from .fold import fold_repeats
+from .fold import fold_repeats, tree_of
 
 __all__ = ["colour_options", "graph_frames", "graph_view"]
 
@@ -42,17 +42,16 @@ def graph_frames(
     """The ``graph`` and ``graph_nodes`` frames of one traced forward pass (`calls`: its
     ``flow`` frame; `layers`, `params`: the module tree, for the folds)."""
     n = len(flow.kind)
-    parent = np.array(flow.parent, dtype=np.int64)
-    src, dst = np.array(flow.src, dtype=np.int64), np.array(flow.dst, dtype=np.int64)
-    tree = _tree(parent)
+    parent, call, src, dst = map(_int_array, (flow.parent, flow.call, flow.src, flow.dst))
+    is_call = np.array(flow.kind, dtype=object) == "call"
+    tree = tree_of(parent)
+    has_children = np.fromiter(map(len, tree[0]), dtype=np.int64, count=n) > 0
     signature = _signatures(flow, calls, tree)
     fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
-    same_as = _same_as(flow, tree[0], signature, fold_first.tolist())
+    same_as = _same_as(n, np.flatnonzero(is_call & has_children).tolist(), signature, fold_first.tolist())
     side = _side_inputs(flow, fold_first, src, dst)
     const = _constants(flow)
     # per node once, then per edge by numpy takes: edges outnumber nodes
-    call = np.array(flow.call, dtype=np.int64)
-    is_call = np.array(flow.kind, dtype=object) == "call"
     enclosing = np.where(is_call, call, np.where(parent >= 0, call[parent], -1))
     call_name = np.array(flow.name, dtype=object)
     inside = enclosing >= 0
@@ -69,8 +68,8 @@ def graph_frames(
             "name": flow.name,
             "call": _ids(call),
             "parent": _ids(parent),
-            "last": flow.last,
-            "const": const,
+            "last": _present(_int_array(flow.last)),
+            "const": pd.arrays.BooleanArray(np.fromiter(const, dtype=bool, count=n), np.zeros(n, dtype=bool)),
             "signature": list(map(signature_text.__getitem__, signature)),
             "fold_first": _ids(fold_first),
             "fold_count": pd.arrays.IntegerArray(fold_count, fold_count == 0),
@@ -82,18 +81,20 @@ def graph_frames(
     )
     edges = GRAPH.from_columns(
         {
-            "producer": flow.src,
-            "consumer": flow.dst,
+            "producer": _present(src),
+            "consumer": _present(dst),
             "producer_call": _ids(enclosing[src]),
             "consumer_call": _ids(enclosing[dst]),
             "producer_name": call_name[src].tolist(),
             "consumer_name": call_name[dst].tolist(),
-            "tensor": flow.tensor,
+            "tensor": _present(_int_array(flow.tensor)),
             "shape": flow.shape,
             "dtype": flow.dtype,
-            "bytes": flow.nbytes,
+            "bytes": _present(_int_array(flow.nbytes)),
             "via": [v or None for v in flow.via] if any(flow.via) else [None] * len(flow.via),
-            "inplace": flow.inplace,
+            "inplace": pd.arrays.BooleanArray(
+                np.fromiter(flow.inplace, dtype=bool, count=len(src)), np.zeros(len(src), dtype=bool)
+            ),
             "side": side,
         },
         len(flow.src),
@@ -101,27 +102,21 @@ def graph_frames(
     return edges, nodes
 
 
-def _tree(parent: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
-    """Per node its children in order (one shared empty list for the many without) and its
-    position among its parent's children."""
-    order = np.flatnonzero(parent >= 0)
-    order = order[np.argsort(parent[order], kind="stable")]
-    starts = np.searchsorted(parent[order], np.arange(len(parent) + 1))
-    position = np.zeros(len(parent), dtype=np.int64)
-    position[order] = np.arange(len(order)) - starts[parent[order]]
-    bounds, nodes = starts.tolist(), order.tolist()
-    none: list[int] = []
-    children = [none] * len(parent)
-    for p in np.flatnonzero(np.diff(starts)).tolist():
-        children[p] = nodes[bounds[p] : bounds[p + 1]]
-    return children, position
-
-
 def _ids(values: list[int] | np.ndarray) -> pd.arrays.IntegerArray:
     """Node or call ids (plain ints, -1 for none) as an Int64 column, missing where -1: packed
     by numpy in C, without a list with None to test value by value."""
-    data = np.array(values, dtype=np.int64)
+    data = values if isinstance(values, np.ndarray) else _int_array(values)
     return pd.arrays.IntegerArray(data, data < 0)
+
+
+def _int_array(values: list[int]) -> np.ndarray:
+    """Ints the capture counted (ids, sizes) packed without numpy's type discovery."""
+    return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
+def _present(data: np.ndarray) -> pd.arrays.IntegerArray:
+    """An Int64 column with nothing missing, as the frame builds one from plain ints."""
+    return pd.arrays.IntegerArray(data, np.zeros(len(data), dtype=bool))
 
 
 def _hash_text(text: str) -> int:
@@ -270,14 +265,12 @@ def _folds(
     return first, count, label
 
 
-def _same_as(flow: Dataflow, children: list[list[int]], signature: list[int], fold_first: list[int]) -> list[int]:
-    """For a call with children: the first earlier such call with the same signature, not
-    in its own run (a block repeated elsewhere, or a module called twice)."""
+def _same_as(n: int, blocks: list[int], signature: list[int], fold_first: list[int]) -> list[int]:
+    """For a call with children (`blocks`, in order): the first earlier such call with the
+    same signature, not in its own run (a block repeated elsewhere, or a module called twice)."""
     seen: dict[int, int] = {}
-    out = [-1] * len(flow.kind)
-    for node, kind in enumerate(flow.kind):
-        if kind != "call" or not children[node]:
-            continue
+    out = [-1] * n
+    for node in blocks:
         earlier = seen.setdefault(signature[node], node)
         if earlier != node and (fold_first[node] < 0 or fold_first[node] != fold_first[earlier]):
             out[node] = earlier
