@@ -84,11 +84,15 @@ def linear_call(counter: Any, pack: Callable, inner: Any) -> Callable[[nn.Module
     backward_pre_hooks, backward_hooks = _module._global_backward_pre_hooks, _module._global_backward_hooks
     dispatch_depth, function_depth = torch._C._len_torch_dispatch_stack, torch._C._len_torch_function_stack
     dispatch_pop, dispatch_push = torch._C._pop_torch_dispatch_stack, torch._C._push_on_torch_dispatch_stack
-    top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
-    # "tracing" keeps autograd from calling the saved-tensor hooks (what dynamo sets while it
-    # traces): a flag, where taking the meter's hooks off and on would push them again
-    quiet = torch._C._autograd._saved_tensors_hooks_set_tracing
-    autocast, transforms = torch._C._is_any_autocast_enabled, torch._C._are_functorch_transforms_active
+    try:  # private APIs of recent torch: without one of them, every call goes torch's way
+        top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
+        # "tracing" keeps autograd from calling the saved-tensor hooks (what dynamo sets while it
+        # traces): a flag, where taking the meter's hooks off and on would push them again
+        quiet = torch._C._autograd._saved_tensors_hooks_set_tracing
+        autocast, transforms = torch._C._is_any_autocast_enabled, torch._C._are_functorch_transforms_active
+        _forward_ad._current_level, _jit_trace._trace_module_map  # noqa: B018  # read per call below
+    except AttributeError:
+        return None
     grad_enabled = torch.is_grad_enabled
     missing = object()
 
