@@ -2,7 +2,7 @@
 
 :func:`preserved` puts the model in eval mode for the block (no dropout: the outputs compare
 like for like) inside a forked RNG, without autograd, and afterwards restores what the
-trace restores (:func:`~nbinspect.backends.torch.trace.preserved`): every module's train/eval flag,
+trace restores (:func:`~nbinspect.backends.torch.preserve.preserved`): every module's train/eval flag,
 any buffer the forward pass changed, and tensor attributes it replaced or cached. Weights are never
 written: other parameter values are swapped in with ``torch.func.functional_call``, which
 puts the original tensor objects back.
@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from ..backends.torch import trace
+from ..backends.torch import preserve, trace
 from ..core.inputs import split_input, tensors_in
 
 __all__ = ["INPUTS_ARE", "check_inputs", "logits", "preserved", "run"]
@@ -31,7 +31,7 @@ INPUTS_ARE = (
 @contextlib.contextmanager
 def preserved(model: nn.Module) -> Iterator[None]:
     modules = [m for _, m in trace.named_modules_of(model)]
-    with torch.no_grad(), trace.preserved(modules, trace.tensors_of(modules), training=False, real=True):
+    with torch.no_grad(), preserve.preserved(modules, trace.tensors_of(modules), training=False, real=True):
         yield
 
 

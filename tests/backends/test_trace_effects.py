@@ -13,6 +13,7 @@ from torch.nn.modules import module as module_globals
 
 import nbinspect
 from nbinspect import examples
+from nbinspect.backends.torch import preserve
 from nbinspect.backends.torch import trace as trace_backend
 
 from ..conftest import assert_unchanged, model_state
@@ -354,12 +355,12 @@ def test_preserved_against_the_straightforward_check(fails):
         changes = int(rng.integers(3))  # none in a third of the trials
         with (
             contextlib.suppress(KeyError),
-            trace_backend.preserved(modules, trace_backend.tensors_of(modules), None, real=True),
+            preserve.preserved(modules, trace_backend.tensors_of(modules), None, real=True),
         ):
             for _ in range(changes):
                 _random_change(rng, modules)
             now = [dict(vars(m)) for m in modules]
-            fast = trace_backend._unchanged(dicts, list(map(vars, modules)))
+            fast = preserve._unchanged(dicts, list(map(vars, modules)))
             if fails:
                 raise KeyError("the forward failed")
         # the old check: every key, every value the same object
@@ -386,10 +387,10 @@ def test_unchanged_never_compares_tensor_values():
     for make in (lambda: torch.ones(1), lambda: torch.ones(4, device="meta"), lambda: nn.Parameter(torch.ones(1))):
         a = make()
         depth = torch._C._len_torch_function_stack()
-        assert trace_backend._unchanged([{"t": a}], [{"t": a}])
-        assert not trace_backend._unchanged([{"t": a}], [{"t": make()}])
-        assert not trace_backend._unchanged([{"t": 1}], [{"t": torch.ones(())}])
-        assert not trace_backend._unchanged([{"t": None}], [{"t": a}])
+        assert preserve._unchanged([{"t": a}], [{"t": a}])
+        assert not preserve._unchanged([{"t": a}], [{"t": make()}])
+        assert not preserve._unchanged([{"t": 1}], [{"t": torch.ones(())}])
+        assert not preserve._unchanged([{"t": None}], [{"t": a}])
         assert torch._C._len_torch_function_stack() == depth
     with torch._C.DisableTorchFunction():
-        assert not trace_backend._unchanged([{"t": a}], [{"t": make()}])
+        assert not preserve._unchanged([{"t": a}], [{"t": make()}])
