@@ -32,6 +32,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from ...core.trace import INDEX, OWN_BACKWARD_FLOPS, OWN_FLOPS
+
 __all__ = ["DIRECT_FORMULAS", "FLASH_BACKWARD_NOTE", "AutogradMarks", "FlopCounter", "coverage_note"]
 
 FLASH_BACKWARD_NOTE = (
@@ -205,8 +207,8 @@ class AutogradMarks:
 
 
 class FlopCounter(TorchDispatchMode):
-    """Adds each op's FLOPs to the call on top of `stack` (`outside` when it is empty; objects
-    with ``own_flops``, ``own_backward_flops`` and ``index``). With ``tag_nodes``, autograd
+    """Adds each op's FLOPs to the call on top of `stack` (`outside` when it is empty; rows,
+    see ``core.trace.ROW``). With ``tag_nodes``, autograd
     nodes made in the forward pass remember their call (an index into ``calls``) for
     backward attribution."""
 
@@ -293,7 +295,7 @@ class FlopCounter(TorchDispatchMode):
                 if _floating_out(out):
                     self.uncounted[func._overloadpacket.__name__] += 1
             else:
-                self._backward_call().own_backward_flops += kind(args, kwargs, out)
+                self._backward_call()[OWN_BACKWARD_FLOPS] += kind(args, kwargs, out)
             return out
         stack = self.stack
         call = stack[-1] if stack else self.outside
@@ -301,9 +303,9 @@ class FlopCounter(TorchDispatchMode):
             if _floating_out(out):
                 self.uncounted[func._overloadpacket.__name__] += 1
         else:
-            call.own_flops += kind(args, kwargs, out)
+            call[OWN_FLOPS] += kind(args, kwargs, out)
         if self.tag_nodes:
-            self._pending = (out, call.index)
+            self._pending = (out, call[INDEX])
         return out
 
 
