@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, repeat
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -92,28 +93,29 @@ def layers_with_trace(
     aliases = layers["alias_of"]
     paths = layers["name"].tolist() if aliases.isna().all() else aliases.fillna(layers["name"]).tolist()
     ran = list(map(first.__contains__, paths))
+    at = list(map(first.get, paths, repeat(n)))  # n: a module that never ran
+
+    def at_first_call(values: list, idle: Any = None) -> list:
+        """Each path's value of its module's first call (`idle` for one that never ran):
+        a list indexes in C, without numpy's scalar per read."""
+        values.append(idle)
+        return list(map(values.__getitem__, at))
+
     # [calls, flops, backward_flops, activation_bytes] per path; columns, each path on its own
-    if len(first) == n:  # each path called once (most models): every figure a lookup in C
-        figures = [dict(zip(names, columns[a])) for a in _SUMMED]
+    if len(first) == n:  # each path called once (most models): its call's figures, looked up in C
         sums = [list(map(int, ran))]  # 1 call or none
-        sums += [list(map(f.get, paths, repeat(0))) for f in figures]
+        sums += [at_first_call(list(columns[a]), 0) for a in _SUMMED]
     else:
         sums = _summed_per_path(columns, paths)
     if not all(ran):
         _roll_up_idle_containers(sums[1:], ran, layers["name"].tolist(), layers["parent"].tolist())
     missing = [None] * len(paths)
-    at = list(map(first.get, paths, repeat(n)))  # n: a module that never ran, None below
-
-    def of_first_call(column: str) -> list:
-        values = flow_frame[column].tolist()  # the same objects; a list indexes without numpy's scalar per read
-        values.append(None)
-        return list(map(values.__getitem__, at))
 
     filled = _TRACE.from_columns(
         {
-            "input_shapes": of_first_call("input_shapes"),
-            "output_shapes": of_first_call("output_shapes"),
-            "output_dtypes": of_first_call("output_dtypes"),
+            "input_shapes": at_first_call(flow_frame["input_shapes"].tolist()),
+            "output_shapes": at_first_call(flow_frame["output_shapes"].tolist()),
+            "output_dtypes": at_first_call(flow_frame["output_dtypes"].tolist()),
             "calls": sums[0],
             "flops": sums[1] if result.flops else missing,
             "backward_flops": sums[2] if result.backward else missing,

@@ -212,6 +212,12 @@ class FlopCounter(TorchDispatchMode):
     nodes made in the forward pass remember their call (an index into ``calls``) for
     backward attribution."""
 
+    # Never set: torch reads ``_mode_key`` on every push of a mode (an infra mode has one),
+    # and the plain Linear shortcut pushes the counter back once per call. An attribute
+    # missing from the instance and its type fails with Python's "did you mean" context
+    # (~4k instructions); an empty slot fails as plainly, for less. hasattr() stays False.
+    __slots__ = ("_mode_key",)
+
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         # torch wraps every mode's __torch_dispatch__ in torch._dynamo.disable, a chain of
