@@ -68,10 +68,13 @@ def _dtype_names(dtypes: Sequence[list | None]) -> list[list[str] | None]:
     return [None if d is None else list(map(name, d)) for d in dtypes]
 
 
+_ROOT: dict[int | None, int] = {None: -1}
+
+
 def _parents(parents: Sequence[int | None]) -> pd.arrays.IntegerArray:
     """The parent call indices (None for a root call) as an Int64 column, packed by numpy:
     with a None among them, numpy would pack objects and pandas test each value."""
-    data = np.array([-1 if p is None else p for p in parents], dtype=np.int64)
+    data = np.fromiter(map(_ROOT.get, parents, parents), dtype=np.int64, count=len(parents))  # None -> -1, in C
     return pd.arrays.IntegerArray(data, data < 0)
 
 
@@ -102,8 +105,9 @@ def layers_with_trace(
         return list(map(values.__getitem__, at))
 
     # [calls, flops, backward_flops, activation_bytes] per path; columns, each path on its own
+    sums: list[Any]
     if len(first) == n:  # each path called once (most models): its call's figures, looked up in C
-        sums = [list(map(int, ran))]  # 1 call or none
+        sums = [np.array(ran, dtype=np.int64)]  # 1 call or none: packed from bools, no type discovery
         sums += [at_first_call(list(columns[a]), 0) for a in _SUMMED]
     else:
         sums = _summed_per_path(columns, paths)
