@@ -1,7 +1,7 @@
-"""What a traced forward pass records, whatever the framework: one :class:`Call` (or row) per
-module call in execution order, the :class:`TraceResult` that holds them and their columns, the :class:`Recorder`
-bookkeeping (nesting, failures) a backend feeds from its own call interception, and the
-roll-up of per-call figures into totals."""
+"""What a traced forward pass records, whatever the framework: one :class:`Call` (or row)
+per module call in execution order, the :class:`TraceResult` that holds them and their
+columns, the :class:`Recorder` bookkeeping (nesting, failures) a backend feeds from its own
+call interception, and the roll-up of per-call figures into totals."""
 
 from __future__ import annotations
 

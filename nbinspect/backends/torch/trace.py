@@ -139,7 +139,7 @@ class TorchRecorder(Recorder):
             index = len(calls)
             # its row (core.trace.ROW): index, name, type, depth, parent, call, input_shapes, input_bytes,
             # module_id, output_shapes, output_dtypes, own_flops, own_backward_flops, own_activation_bytes, status
-            parent = stack[-1][0] if stack else None
+            parent = stack[-1][INDEX] if stack else None
             call = [index, info[0], info[1], len(stack), parent, n, shapes, nbytes, key, None, None, 0, 0, 0, "ok"]
             calls.append(call)
             stack.append(call)
