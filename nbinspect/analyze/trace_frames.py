@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, repeat
-from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,14 +20,11 @@ _TRACE = FrameSchema("layer trace columns", TRACE_COLUMNS)
 
 
 def flow(result: TraceResult) -> pd.DataFrame:
-    """One row per module call in execution order (schema.FLOW), built column by column:
-    no dict per call."""
-    calls, n = result.calls, len(result.calls)
+    """One row per module call in execution order (schema.FLOW), built from the columns
+    ``finish`` set: no dict per call."""
+    cols = _columns(result)
+    n = len(cols["index"])
     missing = [None] * n
-    # every attribute of every call in one pass, transposed into columns, in C
-    cols = (
-        dict(zip(_FLOW_ATTRS, zip(*map(attrgetter(*_FLOW_ATTRS), calls)))) if calls else dict.fromkeys(_FLOW_ATTRS, ())
-    )
 
     def ints(attr: str) -> np.ndarray:
         """The recorder's own counters (ints by construction), packed without numpy's type discovery."""
@@ -57,10 +54,10 @@ def flow(result: TraceResult) -> pd.DataFrame:
     )
 
 
-_FLOW_ATTRS = (
-    "index", "name", "type", "depth", "parent", "call", "input_shapes", "input_bytes", "output_shapes",
-    "output_dtypes", "flops", "own_flops", "backward_flops", "activation_bytes", "own_activation_bytes", "status",
-)  # fmt: skip
+def _columns(result: TraceResult) -> dict:
+    if result.columns is None:
+        raise ValueError("the trace result is not finished (core.trace.finish sets its columns)")
+    return result.columns
 
 
 def _dtype_names(dtypes: Sequence[list | None]) -> list[list[str] | None]:
@@ -71,10 +68,13 @@ def _dtype_names(dtypes: Sequence[list | None]) -> list[list[str] | None]:
     return [None if d is None else list(map(name, d)) for d in dtypes]
 
 
+_ROOT: dict[int | None, int] = {None: -1}
+
+
 def _parents(parents: Sequence[int | None]) -> pd.arrays.IntegerArray:
     """The parent call indices (None for a root call) as an Int64 column, packed by numpy:
     with a None among them, numpy would pack objects and pandas test each value."""
-    data = np.array([-1 if p is None else p for p in parents], dtype=np.int64)
+    data = np.fromiter(map(_ROOT.get, parents, parents), dtype=np.int64, count=len(parents))  # None -> -1, in C
     return pd.arrays.IntegerArray(data, data < 0)
 
 
@@ -87,37 +87,39 @@ def layers_with_trace(
     `result`, made if not given). Built column by column: no dict per module."""
     if flow_frame is None:
         flow_frame = flow(result)
-    calls = result.calls
-    n = len(calls)
-    names = list(map(_NAME, calls))
+    columns = _columns(result)
+    names = columns["name"]
+    n = len(names)
     # module path -> the index of its first call (the later of two equal keys wins: reversed)
     first = dict(zip(reversed(names), range(n - 1, -1, -1)))
     # tolist(), not list(): list() reads a string column one cell at a time (40x slower)
     aliases = layers["alias_of"]
     paths = layers["name"].tolist() if aliases.isna().all() else aliases.fillna(layers["name"]).tolist()
     ran = list(map(first.__contains__, paths))
+    at = list(map(first.get, paths, repeat(n)))  # n: a module that never ran
+
+    def at_first_call(values: list, idle: Any = None) -> list:
+        """Each path's value of its module's first call (`idle` for one that never ran):
+        a list indexes in C, without numpy's scalar per read."""
+        values.append(idle)
+        return list(map(values.__getitem__, at))
+
     # [calls, flops, backward_flops, activation_bytes] per path; columns, each path on its own
-    if len(first) == n:  # each path called once (most models): every figure a lookup in C
-        figures = [dict(zip(names, map(attrgetter(a), calls))) for a in _SUMMED]
-        sums = [list(map(int, ran))]  # 1 call or none
-        sums += [list(map(f.get, paths, repeat(0))) for f in figures]
+    sums: list[Any]
+    if len(first) == n:  # each path called once (most models): its call's figures, looked up in C
+        sums = [np.array(ran, dtype=np.int64)]  # 1 call or none: packed from bools, no type discovery
+        sums += [at_first_call(list(columns[a]), 0) for a in _SUMMED]
     else:
-        sums = _summed_per_path(calls, paths)
+        sums = _summed_per_path(columns, paths)
     if not all(ran):
         _roll_up_idle_containers(sums[1:], ran, layers["name"].tolist(), layers["parent"].tolist())
     missing = [None] * len(paths)
-    at = list(map(first.get, paths, repeat(n)))  # n: a module that never ran, None below
-
-    def of_first_call(column: str) -> list:
-        values = flow_frame[column].tolist()  # the same objects; a list indexes without numpy's scalar per read
-        values.append(None)
-        return list(map(values.__getitem__, at))
 
     filled = _TRACE.from_columns(
         {
-            "input_shapes": of_first_call("input_shapes"),
-            "output_shapes": of_first_call("output_shapes"),
-            "output_dtypes": of_first_call("output_dtypes"),
+            "input_shapes": at_first_call(flow_frame["input_shapes"].tolist()),
+            "output_shapes": at_first_call(flow_frame["output_shapes"].tolist()),
+            "output_dtypes": at_first_call(flow_frame["output_dtypes"].tolist()),
             "calls": sums[0],
             "flops": sums[1] if result.flops else missing,
             "backward_flops": sums[2] if result.backward else missing,
@@ -135,23 +137,24 @@ def layers_with_trace(
     return out
 
 
-_NAME = attrgetter("name")
 _SUMMED = ("flops", "backward_flops", "activation_bytes")
 
 
-def _summed_per_path(calls: list, paths: list[str]) -> list[list[int]]:
+def _summed_per_path(columns: dict, paths: list[str]) -> list[list[int]]:
     """[calls, flops, backward_flops, activation_bytes] columns over `paths`, each the sum
     over every call of the module at that path (0 for one that never ran)."""
     sums: dict[str, list[int]] = {}
-    for c in calls:
-        row = sums.get(c.name)
+    for name, flops, backward_flops, activation_bytes in zip(
+        columns["name"], columns["flops"], columns["backward_flops"], columns["activation_bytes"]
+    ):
+        row = sums.get(name)
         if row is None:
-            sums[c.name] = [1, c.flops, c.backward_flops, c.activation_bytes]
+            sums[name] = [1, flops, backward_flops, activation_bytes]
         else:
             row[0] += 1
-            row[1] += c.flops
-            row[2] += c.backward_flops
-            row[3] += c.activation_bytes
+            row[1] += flops
+            row[2] += backward_flops
+            row[3] += activation_bytes
     idle = [0, 0, 0, 0]
     rows = [sums.get(path, idle) for path in paths]
     return [[r[i] for r in rows] for i in range(4)]

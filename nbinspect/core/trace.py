@@ -1,19 +1,20 @@
-"""What a traced forward pass records, whatever the framework: one :class:`Call` per module
-call in execution order, the :class:`TraceResult` that holds them, the :class:`Recorder`
-bookkeeping (nesting, failures) a backend feeds from its own call interception, and the
-roll-up of per-call figures into totals."""
+"""What a traced forward pass records, whatever the framework: one :class:`Call` (or row)
+per module call in execution order, the :class:`TraceResult` that holds them and their
+columns, the :class:`Recorder` bookkeeping (nesting, failures) a backend feeds from its own
+call interception, and the roll-up of per-call figures into totals."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from ..errors import first_line
 
-__all__ = ["Call", "Dataflow", "Recorder", "TraceResult", "add_block_totals", "failure", "finish"]
+__all__ = ["ROW", "Call", "Dataflow", "Recorder", "TraceResult", "add_block_totals", "failure", "finish"]
 
 
 class Call:
@@ -57,6 +58,31 @@ class Call:
         self.flops = self.backward_flops = self.activation_bytes = 0  # own + calls inside, set by finish
         self.status = "ok"  # or failed (raised here) or interrupted (a call inside it raised), set as it raises
 
+    @classmethod
+    def of(cls, fields: Sequence) -> Call:
+        """A Call from its fields in ``ROW`` order, then optionally the three rolled-up figures."""
+        call = cls(*fields[:9])
+        call.output_shapes, call.output_dtypes, call.own_flops, call.own_backward_flops = fields[9:13]
+        call.own_activation_bytes, call.status = fields[13:15]
+        if len(fields) > 15:
+            call.flops, call.backward_flops, call.activation_bytes = fields[15:]
+        return call
+
+
+# A call as the torch recorder keeps it while the pass runs: a list of these fields in this
+# order, made by a list display where a Call runs a Python ``__init__`` (one per module call);
+# the FLOP counter and the saved-tensor meter add to its figures by position.
+ROW = (
+    "index", "name", "type", "depth", "parent", "call", "input_shapes", "input_bytes", "module_id", "output_shapes",
+    "output_dtypes", "own_flops", "own_backward_flops", "own_activation_bytes", "status",
+)  # fmt: skip
+(
+    INDEX, NAME, TYPE, DEPTH, PARENT, CALL, INPUT_SHAPES, INPUT_BYTES, MODULE_ID, OUTPUT_SHAPES, OUTPUT_DTYPES,
+    OWN_FLOPS, OWN_BACKWARD_FLOPS, OWN_ACTIVATION_BYTES, STATUS,
+) = range(len(ROW))  # fmt: skip
+_ROLLED = ("flops", "backward_flops", "activation_bytes")  # own + calls inside, set by finish
+_FIELDS = attrgetter(*ROW)
+
 
 class Dataflow:
     """Which node produced each tensor another node consumed, in one forward pass.
@@ -96,17 +122,44 @@ class Dataflow:
         return node
 
 
-@dataclass
 class TraceResult:
-    calls: list[Call]
-    inputs: list[dict]
-    outputs: list[dict] | None
-    uncounted_ops: Counter
-    flops: bool  # forward FLOPs were counted
-    backward: bool  # backward FLOPs were counted
-    fake: bool  # ran on fake tensors: shapes and sizes only, nothing allocated
-    totals: dict = field(default_factory=dict)
-    dataflow: Dataflow | None = None  # producer -> consumer edges, when the backend records them
+    """What one trace recorded. `calls`: the recorder's list, filled as the pass runs, of
+    :class:`Call` objects or of rows (lists in ``ROW`` order, the torch recorder's);
+    :func:`finish` turns it into `columns`, which the frames read."""
+
+    def __init__(
+        self,
+        calls: list,
+        inputs: list[dict],
+        outputs: list[dict] | None,
+        uncounted_ops: Counter,
+        flops: bool,  # forward FLOPs were counted
+        backward: bool,  # backward FLOPs were counted
+        fake: bool,  # ran on fake tensors: shapes and sizes only, nothing allocated
+        totals: dict | None = None,
+        dataflow: Dataflow | None = None,  # producer -> consumer edges, when the backend records them
+    ):
+        self.recorded = calls
+        self.inputs, self.outputs, self.uncounted_ops = inputs, outputs, uncounted_ops
+        self.flops, self.backward, self.fake = flops, backward, fake
+        self.totals = totals if totals is not None else {}
+        self.dataflow = dataflow
+        # every field of every call (``ROW`` and the rolled-up figures), one sequence each: set by finish
+        self.columns: dict[str, Sequence] | None = None
+        self._calls: list[Call] | None = None  # made from the columns on first read
+
+    @property
+    def calls(self) -> list[Call]:
+        """One :class:`Call` per call in execution order: the recorder's own objects, or
+        made from its rows (once the columns are set, on first read)."""
+        recorded = self.recorded
+        if not recorded or type(recorded[0]) is not list:
+            return recorded
+        if self.columns is None:  # not finished yet: the rows as they are now
+            return list(map(Call.of, recorded))
+        if self._calls is None:
+            self._calls = list(map(Call.of, zip(*self.columns.values())))
+        return self._calls
 
 
 class Recorder:
@@ -118,10 +171,11 @@ class Recorder:
         """`named_modules`: each module once, at its first path (``named_modules()``)."""
         # id -> [first path, type name, calls so far]: one lookup per call finds all three
         self.info: dict[int, list] = {id(m): [path, type(m).__name__, 0] for path, m in named_modules}
-        self.calls: list[Call] = []
-        self.stack: list[Call] = []
-        self.outside = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
-        self.failures: dict[int, Call] = {}  # id(exception) -> the innermost call it came from
+        # Call objects, or rows (see ROW) in a subclass that keeps those
+        self.calls: list[Any] = []
+        self.stack: list[Any] = []
+        self.outside: Any = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
+        self.failures: dict[int, Any] = {}  # id(exception) -> the innermost call it came from
         self.thread = threading.get_ident()  # calls another thread makes at the same time are not ours
 
     def current(self) -> Call:
@@ -162,21 +216,31 @@ def _reason(exc: BaseException) -> str:
 
 
 def finish(result: TraceResult, coverage_note: Callable[[Counter], str]) -> TraceResult:
-    calls = result.calls
-    for c in calls:
-        c.flops, c.backward_flops, c.activation_bytes = c.own_flops, c.own_backward_flops, c.own_activation_bytes
-    for c in reversed(calls):  # children come after their parent
-        if c.parent is not None:
-            p = calls[c.parent]
-            p.flops += c.flops
-            p.backward_flops += c.backward_flops
-            p.activation_bytes += c.activation_bytes
-    root = calls[0] if calls else None
+    """Set the result's columns (each call's figures with the calls inside it added) and totals."""
+    recorded = result.recorded
+    objects = bool(recorded) and type(recorded[0]) is not list
+    # transposed in C: the rows as they are, Call objects through one attrgetter each
+    fields = zip(*map(_FIELDS, recorded) if objects else recorded) if recorded else repeat((), len(ROW))
+    columns: dict[str, Sequence] = dict(zip(ROW, fields))
+    parents = columns["parent"]
+    for own, name in zip(("own_flops", "own_backward_flops", "own_activation_bytes"), _ROLLED):
+        figures = columns[name] = list(columns[own])
+        if any(figures):  # all zero (backward not counted): nothing to add up
+            for i, p in zip(range(len(parents) - 1, -1, -1), reversed(parents)):  # children after their parent
+                if p is not None:
+                    figures[p] += figures[i]
+    result.columns, result._calls = columns, None
+    if objects:  # the recorder's own Call objects carry the figures too
+        for c, *rolled in zip(recorded, *(columns[name] for name in _ROLLED)):
+            c.flops, c.backward_flops, c.activation_bytes = rolled
+    flops, backward_flops, activation, input_bytes = (
+        columns[name][0] if recorded else 0 for name in (*_ROLLED, "input_bytes")
+    )  # the first call's: the root's
     result.totals = {
-        "flops": (root.flops if root else 0) if result.flops else None,
-        "backward_flops": (root.backward_flops if root else 0) if result.backward else None,
-        "activation_bytes": root.activation_bytes if root else 0,
-        "input_bytes": root.input_bytes if root else 0,
+        "flops": flops if result.flops else None,
+        "backward_flops": backward_flops if result.backward else None,
+        "activation_bytes": activation,
+        "input_bytes": input_bytes,
         "flops_note": coverage_note(result.uncounted_ops) if result.flops else "FLOPs not counted (flops=False).",
     }
     return result
@@ -185,10 +249,13 @@ def finish(result: TraceResult, coverage_note: Callable[[Counter], str]) -> Trac
 def add_block_totals(result: TraceResult) -> None:
     """Totals over every time the block called the model (each root call), not the first
     call only as a one-pass trace has them; the MLX watch shares this."""
-    roots = [c for c in result.calls if c.parent is None]
+    columns = result.columns
+    assert columns is not None, "finish() first"
+    roots = [i for i, p in enumerate(columns["parent"]) if p is None]
+    flops, activation, input_bytes = columns["flops"], columns["activation_bytes"], columns["input_bytes"]
     result.totals.update(
-        flops=sum(c.flops for c in roots) if result.flops else None,
-        activation_bytes=sum(c.activation_bytes for c in roots),
-        input_bytes=sum(c.input_bytes for c in roots),
+        flops=sum(flops[i] for i in roots) if result.flops else None,
+        activation_bytes=sum(activation[i] for i in roots),
+        input_bytes=sum(input_bytes[i] for i in roots),
         model_calls=len(roots),
     )

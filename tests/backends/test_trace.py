@@ -426,3 +426,23 @@ def test_watch_totals_add_up_every_call_the_block_made():
     with watch(model, flops=False) as unwatched:
         model(x3)
     assert unwatched.totals["flops"] is None and unwatched.totals["model_calls"] == 1
+
+
+def test_flop_counter_is_a_plain_dispatch_mode_without_a_mode_key():
+    """The counter's ``_mode_key`` fails (a KeyError, cheaper than an AttributeError for torch
+    to clear on each push), so torch pushes it as a user mode on the dispatch stack, not as
+    an infra mode, and pops it from there."""
+    from nbinspect.backends.torch.flops import FlopCounter
+    from nbinspect.core.trace import OWN_FLOPS
+
+    counter = FlopCounter([], [0] * 15, [])
+    with pytest.raises(KeyError):
+        counter._mode_key
+    assert "_mode_key" not in vars(counter)
+    depth = torch._C._len_torch_dispatch_stack()
+    with counter:
+        assert torch._C._len_torch_dispatch_stack() == depth + 1
+        assert torch._C._get_dispatch_stack_at(depth) is counter
+        torch.ones(2, 3) @ torch.ones(3, 4)
+    assert torch._C._len_torch_dispatch_stack() == depth
+    assert counter.outside[OWN_FLOPS] == 2 * 2 * 3 * 4  # the ops ran outside any call

@@ -15,6 +15,7 @@ import nbinspect
 from nbinspect import examples
 from nbinspect.backends.torch import preserve
 from nbinspect.backends.torch import trace as trace_backend
+from nbinspect.core.trace import NAME
 
 from ..conftest import assert_unchanged, model_state
 
@@ -132,8 +133,8 @@ def test_recorders_detached_out_of_order_leave_the_others_working():
     model(x)
     first.detach()
     model(x)
-    assert [c.name for c in first.calls] == ["", "0", "1"]
-    assert [c.name for c in second.calls] == ["", "0", "1"] * 2
+    assert [c[NAME] for c in first.calls] == ["", "0", "1"]  # rows (core.trace.ROW)
+    assert [c[NAME] for c in second.calls] == ["", "0", "1"] * 2
     assert nn.Module.__call__ is not _MODULE_CALL
     second.detach()
     assert _no_global_hooks()

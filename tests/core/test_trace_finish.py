@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from nbinspect.core.trace import Call, TraceResult, finish
+from nbinspect.core.trace import ROW, Call, TraceResult, finish
 
 
 def _random_calls(rng, n: int) -> list[Call]:
@@ -53,3 +53,28 @@ def test_finish_sums_every_call_inside():
         root = calls[0] if calls else None
         assert result.totals["flops"] == (root.flops if root else 0)
         assert result.totals["backward_flops"] is None
+
+
+def _row(call: Call) -> list:
+    return [getattr(call, field) for field in ROW]
+
+
+def test_finish_over_rows_gives_the_calls_finish_gives_over_call_objects():
+    """The torch recorder keeps rows (lists in ROW order): the result's columns, Calls and
+    totals are those of the same calls kept as Call objects, before and after finish."""
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 2, 30, 200):
+        calls = _random_calls(rng, n)
+        for c in calls[::3]:
+            c.own_backward_flops, c.status, c.output_shapes = int(rng.integers(0, 9)), "interrupted", [(1, 2)]
+        rows = [_row(c) for c in calls]
+        by_rows = TraceResult(rows, [], None, Counter(), True, True, False)
+        assert [_row(c) for c in by_rows.calls] == rows  # before finish: the rows as they are
+        by_objects = finish(TraceResult(calls, [], None, Counter(), True, True, False), lambda uncounted: "")
+        finish(by_rows, lambda uncounted: "")
+        assert by_rows.totals == by_objects.totals
+        assert by_rows.columns == by_objects.columns
+        everything = (*ROW, "flops", "backward_flops", "activation_bytes")
+        for field in everything:
+            assert [getattr(c, field) for c in by_rows.calls] == [getattr(c, field) for c in calls], field
+        assert by_objects.calls is calls  # the recorder's own objects, figures set

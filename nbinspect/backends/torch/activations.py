@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from ...core.trace import OWN_ACTIVATION_BYTES
+
 __all__ = ["SavedTensorMeter", "storage_id", "storage_ids"]
 
 
@@ -44,7 +46,8 @@ def storage_ids(tensors: list[torch.Tensor]) -> set[int]:
 
 class SavedTensorMeter:
     """Context manager: adds the bytes of each newly saved storage to the
-    ``own_activation_bytes`` of the call on top of `stack` (`outside` when it is empty).
+    ``own_activation_bytes`` of the call on top of `stack` (`outside` when it is empty; rows,
+    see ``core.trace.ROW``).
     ``exclude`` are storages that are not activations. ``pack`` is the one place that
     counts: the trace's shortcut for plain ``Linear`` calls (see .linear_shortcut), which
     runs them with the hooks quiet, hands it the tensors autograd saved."""
@@ -58,11 +61,11 @@ class SavedTensorMeter:
             except (RuntimeError, NotImplementedError, TypeError):  # no plain storage: the tensor stands for itself
                 if id(t) not in seen:
                     seen.add(id(t))
-                    (stack[-1] if stack else outside).own_activation_bytes += t.nbytes
+                    (stack[-1] if stack else outside)[OWN_ACTIVATION_BYTES] += t.nbytes
                 return t
             if key not in seen:
                 seen.add(key)
-                (stack[-1] if stack else outside).own_activation_bytes += t.untyped_storage().nbytes()
+                (stack[-1] if stack else outside)[OWN_ACTIVATION_BYTES] += t.untyped_storage().nbytes()
             return t
 
         self.pack = pack

@@ -32,6 +32,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from ...core.trace import INDEX, OWN_BACKWARD_FLOPS, OWN_FLOPS
+
 __all__ = ["DIRECT_FORMULAS", "FLASH_BACKWARD_NOTE", "AutogradMarks", "FlopCounter", "coverage_note"]
 
 FLASH_BACKWARD_NOTE = (
@@ -205,10 +207,17 @@ class AutogradMarks:
 
 
 class FlopCounter(TorchDispatchMode):
-    """Adds each op's FLOPs to the call on top of `stack` (`outside` when it is empty; objects
-    with ``own_flops``, ``own_backward_flops`` and ``index``). With ``tag_nodes``, autograd
+    """Adds each op's FLOPs to the call on top of `stack` (`outside` when it is empty; rows,
+    see ``core.trace.ROW``). With ``tag_nodes``, autograd
     nodes made in the forward pass remember their call (an index into ``calls``) for
     backward attribution."""
+
+    # torch reads ``_mode_key`` on every push of a mode (an infra mode has one; a missing
+    # one, any error, means a user mode) and the plain Linear shortcut pushes the counter
+    # back once per call: a missing attribute costs Python's formatted AttributeError
+    # (~2.2k instructions), a KeyError from an empty dict none. torch reads it in no other
+    # way (its __exit__ reads the instance __dict__); hasattr() on it raises KeyError.
+    _mode_key = property({}.__getitem__)
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -293,7 +302,7 @@ class FlopCounter(TorchDispatchMode):
                 if _floating_out(out):
                     self.uncounted[func._overloadpacket.__name__] += 1
             else:
-                self._backward_call().own_backward_flops += kind(args, kwargs, out)
+                self._backward_call()[OWN_BACKWARD_FLOPS] += kind(args, kwargs, out)
             return out
         stack = self.stack
         call = stack[-1] if stack else self.outside
@@ -301,9 +310,9 @@ class FlopCounter(TorchDispatchMode):
             if _floating_out(out):
                 self.uncounted[func._overloadpacket.__name__] += 1
         else:
-            call.own_flops += kind(args, kwargs, out)
+            call[OWN_FLOPS] += kind(args, kwargs, out)
         if self.tag_nodes:
-            self._pending = (out, call.index)
+            self._pending = (out, call[INDEX])
         return out
 
 

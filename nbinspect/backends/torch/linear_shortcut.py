@@ -39,6 +39,8 @@ import torch.jit._trace as _jit_trace
 from torch import nn
 from torch.nn.modules import module as _module
 
+from ...core.trace import INPUT_SHAPES, OWN_FLOPS
+
 __all__ = ["linear_call", "plain_linears"]
 
 _linear = torch._C._nn.linear
@@ -112,7 +114,7 @@ def linear_call(counter: Any, pack: Callable, inner: Any) -> Callable[[nn.Module
             or "forward" in d
             or "weight" in d
             or "bias" in d
-            or d.get("_compiled_call_impl") is not None
+            or ("_compiled_call_impl" in d and d["_compiled_call_impl"] is not None)
         ):
             return None
         params = d["_parameters"]
@@ -121,7 +123,8 @@ def linear_call(counter: Any, pack: Callable, inner: Any) -> Callable[[nn.Module
             return None
         if x.layout is not strided or x.is_nested:
             return None
-        dim = x.dim()
+        shape = call[INPUT_SHAPES][0]  # x's, as the recorder read it
+        dim = len(shape)
         if dim < 2 or (dim > 2 and (not x.is_contiguous() or (bias is not None and bias.dim() != 1))):
             return None
         if (
@@ -150,7 +153,7 @@ def linear_call(counter: Any, pack: Callable, inner: Any) -> Callable[[nn.Module
             dispatch_push(counter)
         if output is None:
             return None
-        call.own_flops += 2 * weight.shape[1] * output.numel()
+        call[OWN_FLOPS] += 2 * shape[-1] * output.numel()
         if grad_enabled():  # off under no_grad and inference_mode: nothing saved
             if weight.requires_grad:
                 pack(x)

@@ -34,7 +34,7 @@ from torch import nn
 
 from ...core.gc_pause import gc_paused
 from ...core.inputs import io_records, map_inputs, tensors_in
-from ...core.trace import Call, Recorder, TraceResult, failure, finish
+from ...core.trace import INDEX, OUTPUT_DTYPES, OUTPUT_SHAPES, STATUS, Call, Recorder, TraceResult, failure, finish
 from ...dtypes import dtype_name
 from ...errors import DTYPE_HINT, TraceError
 from .activations import SavedTensorMeter, storage_ids
@@ -65,12 +65,16 @@ class TorchRecorder(Recorder):
     children runs its own code, the one place the mode records anything: under a
     ``TorchFunctionMode`` every torch function and every tensor attribute read from Python
     (``x.shape``) goes through Python (~8 us on a ``Linear``'s attribute against 0.15), so
-    the mode is taken off for leaf modules and for the recorder's own reads."""
+    the mode is taken off for leaf modules and for the recorder's own reads.
+
+    It keeps each call as a row (a list in ``core.trace.ROW`` order), not a :class:`Call`:
+    `calls`, `stack`, `outside` and `failures` hold rows; the result makes Calls from them."""
 
     marks: AutogradMarks | None = None  # set to mark autograd sequence numbers at call boundaries
 
     def __init__(self, named_modules: list[tuple[str, nn.Module]], dataflow: DataflowCapture | None = None):
         super().__init__(named_modules)
+        self.outside = [-1, "", "", 0, None, 0, [], 0, 0, None, None, 0, 0, 0, "ok"]
         self.dataflow = dataflow
         self.graph_mode = GraphMode(dataflow) if dataflow is not None else None
         # id() of the plain nn.Linear modules whose calls the trace may run itself (see
@@ -88,6 +92,10 @@ class TorchRecorder(Recorder):
         # into a finished trace: with no modules of its own it lets every call through.
         self.info.clear()
 
+    def failed_call(self, exc: BaseException) -> Call | None:
+        found: Any = super().failed_call(exc)  # a row
+        return Call.of(found) if found is not None else None
+
     def _wrap(self, inner: Any) -> Any:
         """A ``Module.__call__`` that records this model's calls around `inner`. Everything
         it reads per call is bound here: this runs once per module call."""
@@ -97,9 +105,9 @@ class TorchRecorder(Recorder):
         quick = self.quick if linear is not None else ()
         leaves = flow.leaf_modules if flow is not None else set()
         Tensor = torch.Tensor
-        depth, at, pop, push = (
+        # popping returns the mode: 3x cheaper than reading the top (_get_function_stack_at)
+        depth, pop, push = (
             torch._C._len_torch_function_stack,
-            torch._C._get_function_stack_at,
             torch._C._pop_torch_function_stack,
             torch._C._push_on_torch_function_stack,
         )
@@ -112,9 +120,12 @@ class TorchRecorder(Recorder):
             # The mode on top (called from a parent's own code): off until this call returns.
             # Under another mode, or inside a torch function's handler (the mode stashed),
             # it stays as it is: leaf calls then pass through it unrecorded, as before.
-            took = mode is not None and (size := depth()) > 0 and at(size - 1) is mode
-            if took:
-                pop()
+            took = False
+            if mode is not None and depth():
+                top = pop()
+                took = top is mode
+                if not took:
+                    push(top)
             x = args[0] if not kwargs and len(args) == 1 else None
             if isinstance(x, Tensor):  # the common case, kept cheap
                 shape, nbytes = tuple(x.shape), x.nbytes
@@ -125,22 +136,24 @@ class TorchRecorder(Recorder):
                 shapes, nbytes = [tuple(t.shape) for t in tensors], sum({id(t): t.nbytes for t in tensors}.values())
             n = info[2]
             info[2] = n + 1
-            call = Call(
-                len(calls), info[0], info[1], len(stack), stack[-1].index if stack else None, n, shapes, nbytes, key
-            )
+            index = len(calls)
+            # its row (core.trace.ROW): index, name, type, depth, parent, call, input_shapes, input_bytes,
+            # module_id, output_shapes, output_dtypes, own_flops, own_backward_flops, own_activation_bytes, status
+            parent = stack[-1][INDEX] if stack else None
+            call = [index, info[0], info[1], len(stack), parent, n, shapes, nbytes, key, None, None, 0, 0, 0, "ok"]
             calls.append(call)
             stack.append(call)
             own_mode = False
             if flow is not None:
                 if x is not None:
-                    node = flow.enter_one(key, call.index, call.name, x, shape, nbytes)
+                    node = flow.enter_one(key, index, info[0], x, shape, nbytes)
                 else:
-                    node = flow.enter(module, call.index, call.name, args, kwargs)
+                    node = flow.enter(module, index, info[0], args, kwargs)
                 # a module with children records the ops its own code runs: the mode on
                 # again, unless it already is (under another mode) or is stashed
                 own_mode = key not in leaves and (took or len(stack) == 1)
             if marks is not None:
-                marks.mark(call.index)
+                marks.mark(index)
             if own_mode:
                 push(mode)
             try:
@@ -149,36 +162,36 @@ class TorchRecorder(Recorder):
                 if output is None:  # torch's way
                     output = inner(module, *args, **kwargs)
             except BaseException as exc:
-                if own_mode and (size := depth()) > 0 and at(size - 1) is mode:
-                    pop()
+                if own_mode and depth() and (top := pop()) is not mode:
+                    push(top)
                 stack.pop()
                 if marks is not None:
-                    marks.mark(stack[-1].index if stack else -1)
+                    marks.mark(stack[-1][INDEX] if stack else -1)
                 if flow is not None:
                     flow.fail(module, node)
                 if id(exc) in failures:  # raised by a call inside this one
-                    call.status = "interrupted"
+                    call[STATUS] = "interrupted"
                 else:
-                    call.status = "failed"
+                    call[STATUS] = "failed"
                     failures[id(exc)] = call
                     _output_before_hook(call, module, exc)
                 if took:
                     push(mode)
                 raise
-            if own_mode and (size := depth()) > 0 and at(size - 1) is mode:
-                pop()
+            if own_mode and depth() and (top := pop()) is not mode:
+                push(top)
             stack.pop()
             if marks is not None:
-                marks.mark(stack[-1].index if stack else -1)
+                marks.mark(stack[-1][INDEX] if stack else -1)
             if isinstance(output, Tensor):
                 if flow is not None:
                     flow.exit_one(key, node, output)
-                call.output_shapes, call.output_dtypes = [tuple(output.shape)], [output.dtype]
+                call[OUTPUT_SHAPES], call[OUTPUT_DTYPES] = [tuple(output.shape)], [output.dtype]
             else:
                 if flow is not None:
                     flow.exit(module, node, output)
                 tensors = tensors_in(output)
-                call.output_shapes, call.output_dtypes = [tuple(t.shape) for t in tensors], [t.dtype for t in tensors]
+                call[OUTPUT_SHAPES], call[OUTPUT_DTYPES] = [tuple(t.shape) for t in tensors], [t.dtype for t in tensors]
             if took:
                 push(mode)
             return output
@@ -216,7 +229,7 @@ def _uninstall(recorder: TorchRecorder) -> None:
         nn.Module.__call__ = _attached[-1][1] if _attached else _original_call  # type: ignore[method-assign]
 
 
-def _output_before_hook(call: Call, module: nn.Module, exc: BaseException) -> None:
+def _output_before_hook(call: list, module: nn.Module, exc: BaseException) -> None:
     """If `module`'s forward returned and one of its forward hooks raised, record the
     forward's output (torch's ``_call_impl`` holds it as ``result``), so the error can say
     it was the hook. A forward that returned None cannot be told from one that raised:
@@ -228,7 +241,7 @@ def _output_before_hook(call: Call, module: nn.Module, exc: BaseException) -> No
             result = frame.f_locals.get("result")
             if result is not None:
                 tensors = tensors_in(result)
-                call.output_shapes, call.output_dtypes = [tuple(t.shape) for t in tensors], [t.dtype for t in tensors]
+                call[OUTPUT_SHAPES], call[OUTPUT_DTYPES] = [tuple(t.shape) for t in tensors], [t.dtype for t in tensors]
             return
         tb = tb.tb_next
 
