@@ -95,7 +95,7 @@ def layers(model: Any) -> pd.DataFrame:
     modules = source.module_columns
     names = modules["name"]
     n = len(names)
-    index: dict[str | None, int] = dict(zip(names, range(n)))  # None: no parent
+    index = _index(source)
     parents = _parents(source, names, list(modules["parent"]))
     ups = np.fromiter(map(index.get, parents[1:], repeat(n)), dtype=np.int64, count=n - 1)  # parents' rows (n: none)
     # the root first and every parent before its children (every live model): depths and
@@ -167,13 +167,16 @@ def _depths(ups: np.ndarray) -> np.ndarray:
 def _summed_up(own: np.ndarray, ups: np.ndarray, depths: np.ndarray) -> np.ndarray:
     """Subtree counts when no storage is held at two paths: the modules' own counts (one row
     each, the root first, parents before children), each level's rows added into their
-    parents' from the deepest level up, a numpy call per level."""
+    parents' from the deepest level up, a numpy call per level. In pre-order the parents of a
+    level's rows, in row order, never decrease: each parent's children are one run."""
     counts = own.copy()
     if len(ups):
         depth = depths[1:]
-        order = np.argsort(depth, kind="stable")[::-1]  # deepest first
+        order = np.argsort(-depth, kind="stable")  # deepest first, rows in order within a level
         for rows in np.split(order, np.flatnonzero(np.diff(depth[order])) + 1):
-            np.add.at(counts, ups[rows], counts[rows + 1])
+            parents = ups[rows]
+            starts = np.flatnonzero(np.diff(parents, prepend=-1))
+            counts[parents[starts]] += np.add.reduceat(counts[rows + 1], starts, axis=0)
     return counts
 
 
@@ -194,22 +197,35 @@ def _own_counts(source: ModelSource) -> np.ndarray | None:
     if source.tied() or source.overlap_groups:  # a storage at two paths, or views that overlap
         return None
     columns = tensor_columns(source)
-    names = source.module_columns["name"]
-    n, k = len(names), len(columns["name"])
-    index = dict(zip(names, range(n)))
-    rows = np.fromiter(map(index.get, columns["module"], repeat(-1)), dtype=np.int64, count=k)
+    n, k = len(source.module_columns["name"]), len(columns["name"])
+    rows = np.fromiter(map(_index(source).get, columns["module"], repeat(-1)), dtype=np.int64, count=k)
     if k and rows.min() < 0:  # a tensor of a module the source does not list
         return None
-    param = np.fromiter(map(eq, columns["kind"], repeat(PARAMETER)), dtype=bool, count=k)
+    kinds = columns["kind"]
+    if kinds.count(PARAMETER) == k:  # no buffer (many models)
+        param = np.ones(k, dtype=bool)
+    else:
+        param = np.fromiter(map(eq, kinds, repeat(PARAMETER)), dtype=bool, count=k)
     trainable = param & np.fromiter(columns["requires_grad"], dtype=bool, count=k)  # truth values
     buffer = ~param
     numel, nbytes = columns["numel"], columns["bytes"]
+    values = np.stack((numel * param, numel * trainable, nbytes * param, nbytes * buffer, numel * buffer), axis=1)
     out = np.zeros((n, len(_SUMS)), dtype=np.int64)
-    for column, (values, mask) in enumerate(
-        ((numel, param), (numel, trainable), (nbytes, param), (nbytes, buffer), (numel, buffer))
-    ):
-        np.add.at(out[:, column], rows[mask], values[mask])
+    if k and (rows[1:] >= rows[:-1]).all():  # each module's tensors together (a walk's order): a sum per run
+        starts = np.flatnonzero(np.diff(rows, prepend=-1))
+        out[rows[starts]] = np.add.reduceat(values, starts, axis=0)
+    else:
+        np.add.at(out, rows, values)
     return out
+
+
+def _index(source: ModelSource) -> dict[str | None, int]:
+    """Each module path's row, made once per source (for the layers and the own counts)."""
+    memo = source.derived
+    if "structure.index" not in memo:
+        names = source.module_columns["name"]
+        memo["structure.index"] = dict(zip(names, range(len(names))))
+    return memo["structure.index"]
 
 
 _Counts = tuple[list[int], list[int], list[int], list[int], list[int]]  # params, trainable, param/buffer bytes, own
