@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Hashable, Sequence
 from itertools import repeat
@@ -190,6 +191,30 @@ class ModelWalk:
     paths: dict[int, str]  # id -> first path of each of those tensors
 
 
+class _WalkOnRead:
+    """from_module's ModelWalk, made from its columns when first read: a trace that follows
+    reads it (the same work, then), ``inspect`` alone never does."""
+
+    def __init__(self, *columns: Any) -> None:
+        self._columns = columns
+
+    @functools.cached_property
+    def _walk(self) -> ModelWalk:
+        return _model_walk(*self._columns)
+
+    @property
+    def named_modules(self) -> list[tuple[str, nn.Module]]:
+        return self._walk.named_modules
+
+    @property
+    def tensors(self) -> list[torch.Tensor]:
+        return self._walk.tensors
+
+    @property
+    def paths(self) -> dict[int, str]:
+        return self._walk.paths
+
+
 def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
     """`model` as a source: every module path in pre-order (a module registered at two paths
     shows at both, so the tree is the tree the user wrote; alias_of says it is the same object)
@@ -264,7 +289,7 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
         modules=Columns(ModuleEntry, module_columns),
         tensors=Columns(TensorEntry, tensor_columns),
         model=model,
-        walk=_model_walk(objects, module_columns, tensor_columns, skip),
+        walk=_WalkOnRead(objects, module_columns, tensor_columns, skip),
     )
     if spans is not None:
         source.derived["spans"] = spans
