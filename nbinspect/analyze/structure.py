@@ -7,9 +7,9 @@ paths) is counted once wherever a total is given; the per-path view is kept alon
 
 from __future__ import annotations
 
-from collections import Counter
+import itertools
 from collections.abc import Sequence
-from itertools import compress, repeat
+from itertools import repeat
 from operator import eq, is_
 from typing import Any
 
@@ -95,26 +95,25 @@ def layers(model: Any) -> pd.DataFrame:
     modules = source.module_columns
     names = modules["name"]
     n = len(names)
-    index: dict[str | None, int] = dict(zip(names, range(n)))  # None: no parent
+    index = _index(source)
     parents = _parents(source, names, list(modules["parent"]))
-    ups = list(map(index.get, parents[1:], repeat(n)))  # each module's parent's row (n: none)
+    ups = np.fromiter(map(index.get, parents[1:], repeat(n)), dtype=np.int64, count=n - 1)  # parents' rows (n: none)
     # the root first and every parent before its children (every live model): depths and
     # counts follow the parents' rows
-    ordered = parents[0] is None and all(map(int.__lt__, ups, range(1, n)))
+    ordered = parents[0] is None and bool((ups < np.arange(1, n)).all())
     if ordered:
-        depths = [0 if names[0] == "" else len(source.ancestors(names[0])) - 1]
-        for up in ups:
-            depths.append(depths[up] + 1)
+        depth = _depths(ups) + (0 if names[0] == "" else len(source.ancestors(names[0])) - 1)
     else:
-        depths = []
+        depths: list[int] = []
         for i, (name, parent) in enumerate(zip(names, parents)):  # pre-order: parents' depths come first
             up = index.get(parent, i) if parent is not None else i
             depths.append(depths[up] + 1 if up < i else len(source.ancestors(name)) - 1)
+        depth = _int64(depths)
     # Every storage at one path (most models): a subtree's unique counts are its modules' own
     # counts added up. Otherwise each subtree counts its distinct storages.
     own = _own(source) if ordered else None
     if own is not None:
-        params, trainable, param_bytes, buffer_bytes = _summed_up(own[:, :4], ups, depths).T
+        params, trainable, param_bytes, buffer_bytes = _summed_up(own[:, :4], ups, depth).T
         own_params = own[:, 0]
     else:
         params, trainable, param_bytes, buffer_bytes, own_params = map(_int64, _distinct_per_subtree(source))
@@ -124,7 +123,7 @@ def layers(model: Any) -> pd.DataFrame:
             "index": np.arange(n, dtype=np.int64),
             "name": names,
             "parent": parents,
-            "depth": _int64(depths),
+            "depth": depth,
             "type": modules["type"],
             "is_leaf": modules["is_leaf"],
             "alias_of": modules["alias_of"],
@@ -153,17 +152,31 @@ def _parents(source: ModelSource, names: Sequence[str], parents: list[str | None
         return parents
 
 
-def _summed_up(own: np.ndarray, ups: list[int], depths: list[int]) -> np.ndarray:
+def _depths(ups: np.ndarray) -> np.ndarray:
+    """Each module's depth below the first (row 0), from its parent's row (`ups`: rows 1..n-1,
+    each parent before its child) by pointer jumping: a numpy step per doubling of the depth."""
+    up = np.concatenate(([0], ups))  # the first is its own parent, at distance 0
+    depth = np.ones(len(up), dtype=np.int64)
+    depth[0] = 0
+    while up.any():  # depth[i]: steps from row i to row up[i]
+        depth += depth[up]
+        up = up[up]
+    return depth
+
+
+def _summed_up(own: np.ndarray, ups: np.ndarray, depths: np.ndarray) -> np.ndarray:
     """Subtree counts when no storage is held at two paths: the modules' own counts (one row
     each, the root first, parents before children), each level's rows added into their
-    parents' from the deepest level up, a numpy call per level."""
+    parents' from the deepest level up, a numpy call per level. In pre-order the parents of a
+    level's rows, in row order, never decrease: each parent's children are one run."""
     counts = own.copy()
     if len(ups):
-        up = np.fromiter(ups, dtype=np.int64, count=len(ups))
-        depth = np.fromiter(depths[1:], dtype=np.int64, count=len(ups))
-        order = np.argsort(depth, kind="stable")[::-1]  # deepest first
+        depth = depths[1:]
+        order = np.argsort(-depth, kind="stable")  # deepest first, rows in order within a level
         for rows in np.split(order, np.flatnonzero(np.diff(depth[order])) + 1):
-            np.add.at(counts, up[rows], counts[rows + 1])
+            parents = ups[rows]
+            starts = np.flatnonzero(np.diff(parents, prepend=-1))
+            counts[parents[starts]] += np.add.reduceat(counts[rows + 1], starts, axis=0)
     return counts
 
 
@@ -184,22 +197,35 @@ def _own_counts(source: ModelSource) -> np.ndarray | None:
     if source.tied() or source.overlap_groups:  # a storage at two paths, or views that overlap
         return None
     columns = tensor_columns(source)
-    names = source.module_columns["name"]
-    n, k = len(names), len(columns["name"])
-    index = dict(zip(names, range(n)))
-    rows = np.fromiter(map(index.get, columns["module"], repeat(-1)), dtype=np.int64, count=k)
+    n, k = len(source.module_columns["name"]), len(columns["name"])
+    rows = np.fromiter(map(_index(source).get, columns["module"], repeat(-1)), dtype=np.int64, count=k)
     if k and rows.min() < 0:  # a tensor of a module the source does not list
         return None
-    param = np.fromiter(map(eq, columns["kind"], repeat(PARAMETER)), dtype=bool, count=k)
+    kinds = columns["kind"]
+    if kinds.count(PARAMETER) == k:  # no buffer (many models)
+        param = np.ones(k, dtype=bool)
+    else:
+        param = np.fromiter(map(eq, kinds, repeat(PARAMETER)), dtype=bool, count=k)
     trainable = param & np.fromiter(columns["requires_grad"], dtype=bool, count=k)  # truth values
     buffer = ~param
     numel, nbytes = columns["numel"], columns["bytes"]
+    values = np.stack((numel * param, numel * trainable, nbytes * param, nbytes * buffer, numel * buffer), axis=1)
     out = np.zeros((n, len(_SUMS)), dtype=np.int64)
-    for column, (values, mask) in enumerate(
-        ((numel, param), (numel, trainable), (nbytes, param), (nbytes, buffer), (numel, buffer))
-    ):
-        np.add.at(out[:, column], rows[mask], values[mask])
+    if k and (rows[1:] >= rows[:-1]).all():  # each module's tensors together (a walk's order): a sum per run
+        starts = np.flatnonzero(np.diff(rows, prepend=-1))
+        out[rows[starts]] = np.add.reduceat(values, starts, axis=0)
+    else:
+        np.add.at(out, rows, values)
     return out
+
+
+def _index(source: ModelSource) -> dict[str | None, int]:
+    """Each module path's row, made once per source (for the layers and the own counts)."""
+    memo = source.derived
+    if "structure.index" not in memo:
+        names = source.module_columns["name"]
+        memo["structure.index"] = dict(zip(names, range(len(names))))
+    return memo["structure.index"]
 
 
 _Counts = tuple[list[int], list[int], list[int], list[int], list[int]]  # params, trainable, param/buffer bytes, own
@@ -234,17 +260,20 @@ def _distinct_per_subtree(source: ModelSource) -> _Counts:
 def by_type(model: Any) -> pd.DataFrame:
     """Parameters grouped by the type of the module that first owns them (schema.BY_TYPE)."""
     source = as_source(model)
-    types = source.module_columns["type"]
-    counts = Counter(compress(types, map(is_, source.module_columns["alias_of"], repeat(None))))
-    groups = {name: {"modules": n, "params": 0, "param_bytes": 0} for name, n in counts.items()}
+    types, aliases = source.module_columns["type"], source.module_columns["alias_of"]
+    code = dict(zip(dict.fromkeys(types), itertools.count()))  # each type's group, in order of appearance
+    codes = np.fromiter(map(code.__getitem__, types), dtype=np.int64, count=len(types))
+    if aliases.count(None) != len(aliases):  # a module at two paths: counted at its first
+        codes_first = codes[np.fromiter(map(is_, aliases, repeat(None)), dtype=bool, count=len(aliases))]
+    else:
+        codes_first = codes
+    counts = np.bincount(codes_first, minlength=len(code)).tolist()
+    groups = {name: {"modules": n, "params": 0, "param_bytes": 0} for name, n in zip(code, counts)}
     total = 0
     own = _own(source)
     if own is not None:  # each module's own parameters, counted once for layers and totals too
-        held = np.flatnonzero(own[:, 0] | own[:, 2]).tolist()  # the modules with parameters
-        code = dict(zip(groups, range(len(groups))))
-        at = np.fromiter(map(code.__getitem__, map(types.__getitem__, held)), dtype=np.int64, count=len(held))
         sums = np.zeros((len(groups), 2), dtype=np.int64)
-        np.add.at(sums, at, own[held][:, [0, 2]])
+        np.add.at(sums, codes, own[:, [0, 2]])
         for g, (numel, nbytes) in zip(groups.values(), sums.tolist()):
             g["params"] += numel
             g["param_bytes"] += nbytes

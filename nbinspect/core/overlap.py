@@ -123,14 +123,10 @@ def _meet(lo: np.ndarray, hi: np.ndarray) -> bool:
     return bool((lo[order][1:] < np.maximum.accumulate(hi[order])[:-1]).any())
 
 
-def apart(spans: list[int]) -> bool:
-    """Whether byte spans (start, end, start, end, ...: Python ints) all lie apart: none
-    meets another, so no two views share an element (nor tie: equal spans meet)."""
-    try:
-        flat = np.fromiter(spans, dtype=np.int64, count=len(spans))
-    except OverflowError:  # not addresses of this machine: no proof
-        return False
-    return not _meet(flat[0::2], flat[1::2])
+def apart(starts: list[int], ends: list[int]) -> bool:
+    """Whether byte spans [start, end) (Python ints) all lie apart: none meets another, so no
+    two views share an element (nor tie: equal spans meet)."""
+    return not _any_meet(starts, ends)
 
 
 def _new_in_intervals(intervals: Sequence[tuple[int, int]]) -> list[int]:

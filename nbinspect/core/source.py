@@ -141,8 +141,8 @@ class ModelSource:
     def derived(self) -> dict[str, Any]:
         """What analyzers derive from this source and share, each under its own key: a source
         never changes, so one pass over its tensors can serve several frames. A backend may
-        put there, under "spans", the byte spans its walk read: start and end of each
-        tensor's memory, flat, in the order of `tensors` (only when it read every tensor's)."""
+        put there, under "spans", the byte spans its walk read: the starts and the ends of the
+        tensors' memory, two lists in the order of `tensors` (only when it read every tensor's)."""
         return {}
 
     @functools.cached_property
@@ -150,7 +150,7 @@ class ModelSource:
         """Whether the backend's spans prove every tensor's memory apart from every other's
         (no tie, no overlap: most live models), without indexing the storage keys."""
         spans = self.derived.get("spans")
-        return spans is not None and len(spans) == 2 * len(self.__dict__["tensors"]) and overlap.apart(spans)
+        return spans is not None and len(spans[0]) == len(self.__dict__["tensors"]) and overlap.apart(*spans)
 
     @functools.cached_property
     def module_columns(self) -> Mapping[str, Sequence[Any]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pandas as pd
 import pytest
 import torch
@@ -429,3 +431,55 @@ def test_own_counts_give_what_the_general_count_gives(name):
     for frame in (structure.layers, structure.by_type):
         pd.testing.assert_frame_equal(frame(fast), frame(general), check_exact=True)
     assert structure.totals(fast) == structure.totals(general)
+
+
+def _random_tree(rng: random.Random, levels: int) -> nn.Module:
+    if levels == 0 or rng.random() < 0.3:
+        return nn.Linear(1, rng.randint(1, 5)) if rng.random() < 0.7 else nn.ReLU()
+    return nn.Sequential(*(_random_tree(rng, levels - 1) for _ in range(rng.randint(1, 3))))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_depths_and_subtree_counts_equal_a_recursive_count(seed):
+    """The layers' depths (from the parents' rows by pointer jumping) against a recursion, and
+    their subtree counts (summed level by level) against torch's."""
+    rng = random.Random(seed)
+    model: nn.Module = _random_tree(rng, rng.randint(1, 9))
+    for _ in range(seed * 3):  # deep chains too: 0 to 33 levels above the random tree
+        model = nn.Sequential(model)
+    expected: dict[str, int] = {}
+
+    def visit(module: nn.Module, path: str, depth: int) -> None:
+        expected[path] = depth
+        for local, child in module.named_children():
+            visit(child, f"{path}.{local}" if path else local, depth + 1)
+
+    visit(model, "", 0)
+    frame = nbinspect.layers(model)
+    assert dict(zip(frame["name"], frame["depth"])) == expected
+    assert frame["depth"].dtype == "Int64"
+    counts = {path: sum(p.numel() for p in m.parameters()) for path, m in model.named_modules()}
+    assert dict(zip(frame["name"], frame["params"])) == counts
+
+
+@pytest.mark.parametrize("order", ["walk", "reversed"])
+def test_own_counts_equal_a_loop_over_the_tensors(order):
+    """The modules' own counts (summed per run of a module's tensors, or tensor by tensor when
+    the tensors are not grouped by module) against a plain loop."""
+    from nbinspect.analyze import structure
+    from nbinspect.core.source import ModelSource
+
+    walked = nbinspect.backends.as_source(_nested_untied())
+    tensors = walked.tensors if order == "walk" else tuple(reversed(walked.tensors))
+    source = ModelSource("m", "torch", modules=walked.modules, tensors=tensors)
+    expected = {m.name: [0] * 5 for m in walked.modules}
+    for t in walked.tensors:
+        row = expected[t.module]
+        if t.kind == "parameter":
+            row[0] += t.numel
+            row[1] += t.numel if t.requires_grad else 0
+            row[2] += t.nbytes
+        else:
+            row[3] += t.nbytes
+            row[4] += t.numel
+    assert structure._own_counts(source).tolist() == list(expected.values())

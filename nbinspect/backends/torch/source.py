@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Hashable, Sequence
-from itertools import chain, repeat
+from itertools import repeat
 from operator import add, and_, attrgetter, is_, is_not, itemgetter, mul
 from typing import Any, cast
 
@@ -92,6 +93,14 @@ LAZY = nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]  # no
 _DTYPES: dict[torch.dtype, tuple[str, int]] = {}
 
 
+def _dtype_of(dtype: torch.dtype, tensor: torch.Tensor) -> tuple[str, int]:
+    """The name and element size of `dtype`, the dtype of `tensor`."""
+    known = _DTYPES.get(dtype)
+    if known is None:
+        known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
+    return known
+
+
 def _tensor_row(
     name: str, module: str, kind: str, tensor: torch.Tensor, requires_grad: bool, spans: list[int]
 ) -> tuple:
@@ -106,9 +115,7 @@ def _tensor_row(
     kind_of = type(tensor)
     if kind_of is not _PARAMETER and kind_of is not _TENSOR and isinstance(tensor, LAZY):
         return name, module, kind, None, dtype_name(dtype), device, 0, 0, requires_grad, ("id", id(tensor)), tensor
-    known = _DTYPES.get(dtype)
-    if known is None:
-        known = _DTYPES[dtype] = (dtype_name(dtype), tensor.element_size())
+    known = _dtype_of(dtype, tensor)
     # the element count from the shape: a call into torch less per tensor
     shape = tuple(tensor.shape)
     numel = math.prod(shape)
@@ -184,6 +191,30 @@ class ModelWalk:
     paths: dict[int, str]  # id -> first path of each of those tensors
 
 
+class _WalkOnRead:
+    """from_module's ModelWalk, made from its columns when first read: a trace that follows
+    reads it (the same work, then), ``inspect`` alone never does."""
+
+    def __init__(self, *columns: Any) -> None:
+        self._columns = columns
+
+    @functools.cached_property
+    def _walk(self) -> ModelWalk:
+        return _model_walk(*self._columns)
+
+    @property
+    def named_modules(self) -> list[tuple[str, nn.Module]]:
+        return self._walk.named_modules
+
+    @property
+    def tensors(self) -> list[torch.Tensor]:
+        return self._walk.tensors
+
+    @property
+    def paths(self) -> dict[int, str]:
+        return self._walk.paths
+
+
 def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
     """`model` as a source: every module path in pre-order (a module registered at two paths
     shows at both, so the tree is the tree the user wrote; alias_of says it is the same object)
@@ -191,57 +222,56 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
     its tensors in lists; the tensors' fields are then read column by column (see
     :func:`_tensor_columns`). The source gets the columns: the structure frames read those,
     and entries are made only for what reads them (see ``core.source.Columns``)."""
-    modules: list[tuple] = []  # ModuleEntry's fields
+    modules: list[tuple] = []  # ModuleEntry's fields but alias_of (see _WALKED)
     objects: list[nn.Module] = []  # the module of each path
-    names: list[str] = []  # each parameter's and buffer's path, its module's path, kind and tensor
+    names: list[str] = []  # each parameter's and buffer's path, its module's path and tensor
     owners: list[str] = []
-    kinds: list[str] = []
     held: list[torch.Tensor | None] = []
+    buffers_at: list[tuple[int, int]] = []  # (first row, count) of each module's buffers
     packed: list[tuple[int, list[tuple]]] = []  # (where, rows) of packed weights
-    first_path: dict[int, str] = {}
     # pre-order without recursion: (path, parent path, module, {id: path} of the ancestors)
     stack: list[tuple[str, str | None, nn.Module, dict[int, str]]] = [("", None, model, {})]
     while stack:
         path, parent, module, above = stack.pop()
-        if len(modules) == MAX_MODULE_PATHS:
-            raise ValueError(f"{type(model).__name__} has more than {MAX_MODULE_PATHS:,} module paths (shared modules)")
         children = module._modules
         if children:
             _push(stack, path, module, above)
-        alias_of = first_path.setdefault(id(module), path)
+            if len(modules) + len(stack) >= MAX_MODULE_PATHS:  # paths found: these, this one, those to visit
+                raise ValueError(
+                    f"{type(model).__name__} has more than {MAX_MODULE_PATHS:,} module paths (shared modules)"
+                )
         attrs = layer_attrs(module)
         # quantization() only where packed parameters may be: its call costs 5x this test
         scheme = quantization(module) if "_packed_params" in module.__dict__ else None
         if scheme is not None:
             attrs = {**attrs, "quantization": scheme}
-        # positional, one tuple: ModuleEntry's fields
-        alias = None if alias_of == path else alias_of
-        modules.append((path, type(module).__name__, not children, module.training, attrs, alias, parent))
+        modules.append((path, type(module).__name__, not children, module.training, attrs, parent))
         objects.append(module)
-        prefix = f"{path}." if path else ""
         # each table extends the lists in C (None values are dropped after the walk); the two
         # written out, not a loop over them: fewer Python steps per module
         params, buffers = module._parameters, module._buffers
         if params:
             held += params.values()
-            names += map(prefix.__add__, params)
+            names += map(f"{path}.".__add__, params) if path else params
             owners += repeat(path, len(params))
-            kinds += repeat(PARAMETER, len(params))
         if buffers:
+            buffers_at.append((len(held), len(buffers)))
             held += buffers.values()
-            names += map(prefix.__add__, buffers)
+            names += map(f"{path}.".__add__, buffers) if path else buffers
             owners += repeat(path, len(buffers))
-            kinds += repeat(BUFFER, len(buffers))
         if scheme is not None:
-            packed.append((len(held), _packed(module, prefix, path)))
+            packed.append((len(held), _packed(module, f"{path}." if path else "", path)))
+    kinds = [PARAMETER] * len(held)
+    for start, count in buffers_at:
+        kinds[start : start + count] = repeat(BUFFER, count)
     plain = not packed and all(map(is_not, held, repeat(None)))  # no packed weights, no tensor set to None
-    found = _tensor_columns(names, owners, kinds, cast(list[torch.Tensor], held)) if plain else None
+    found = _tensor_columns(names, owners, kinds, cast(list[torch.Tensor], held), bool(buffers_at)) if plain else None
     skip: set[int] = set()  # rows of packed weights: no tensor of the module's own
     if found is not None:
         tensor_columns, spans = found
     else:  # tensor by tensor, the packed weights' rows after their module's tensors
         rows: list[tuple] = []
-        spans = []
+        flat: list[int] = []
         for i in range(len(held) + 1):
             while packed and packed[0][0] == i:
                 more = packed.pop(0)[1]
@@ -249,18 +279,20 @@ def from_module(model: nn.Module, name: str | None = None) -> ModelSource:
                 rows += more
             if i < len(held) and (t := held[i]) is not None:
                 grad = kinds[i] == PARAMETER and t.requires_grad
-                rows.append(_tensor_row(names[i], owners[i], kinds[i], t, grad, spans))
+                rows.append(_tensor_row(names[i], owners[i], kinds[i], t, grad, flat))
         tensor_columns = _columns(rows, _TENSOR_FIELDS)
-    module_columns = _columns(modules, _MODULE_FIELDS)
+        spans = (flat[0::2], flat[1::2]) if len(flat) == 2 * len(rows) else None
+    module_columns = _module_columns(modules, objects)
     source = ModelSource(
         name=name or type(model).__name__,
         framework="torch",
         modules=Columns(ModuleEntry, module_columns),
         tensors=Columns(TensorEntry, tensor_columns),
         model=model,
-        walk=_model_walk(objects, module_columns, tensor_columns, skip),
+        walk=_WalkOnRead(objects, module_columns, tensor_columns, skip),
     )
-    source.derived["spans"] = spans
+    if spans is not None:
+        source.derived["spans"] = spans
     return source
 
 
@@ -272,37 +304,41 @@ _PLAIN_TYPES = frozenset({nn.Parameter, torch.Tensor})
 
 
 def _tensor_columns(
-    names: list[str], owners: list[str], kinds: list[str], tensors: list[torch.Tensor]
-) -> tuple[dict[str, Sequence[Any]], list[int]] | None:
-    """The tensors' columns (TensorEntry's fields up to the tensor) and byte spans, each field
-    read for every tensor by one C loop: what `_tensor_row` gives each tensor, at half its
-    cost. None where a tensor needs more care (a subclass, lazy, fake; an error while reading):
-    `_tensor_row` then reads each tensor."""
+    names: list[str], owners: list[str], kinds: list[str], tensors: list[torch.Tensor], buffers: bool
+) -> tuple[dict[str, Sequence[Any]], tuple[list[int], list[int]] | None] | None:
+    """The tensors' columns (TensorEntry's fields up to the tensor) and byte spans (their
+    starts and ends; None unless every tensor has one), each field read for every tensor by
+    one C loop: what `_tensor_row` gives each tensor, at half its cost. `buffers`: whether
+    any kind is a buffer (a buffer's requires_grad is False). None where a tensor needs more
+    care (a subclass, lazy, fake; an error while reading): `_tensor_row` then reads each tensor."""
     if not _PLAIN_TYPES.issuperset(map(type, tensors)):
         return None
     try:
         dtypes = list(map(_READ_DTYPE, tensors))
         shapes = list(map(tuple, map(_READ_SHAPE, tensors)))
-        cpu = list(map(_READ_IS_CPU, tensors))
         grads = list(map(_READ_GRAD, tensors))
-        contiguous = list(map(torch.Tensor.is_contiguous, tensors))
         ptrs = list(map(torch.Tensor.data_ptr, tensors))
+        contiguous = list(map(torch.Tensor.is_contiguous, tensors))
+        devices: list[str] = (
+            ["cpu"] * len(tensors)
+            if all(map(_READ_IS_CPU, tensors))  # stops at the first tensor elsewhere
+            else ["cpu" if t.is_cpu else _device_name(t.device) for t in tensors]
+        )
     except Exception:  # e.g. a tensor without storage (sparse compressed, mkldnn)
         return None
-    for dtype in set(dtypes).difference(_DTYPES):
-        _DTYPES[dtype] = (dtype_name(dtype), tensors[dtypes.index(dtype)].element_size())
-    known = list(map(_DTYPES.__getitem__, dtypes))
     numels = list(map(math.prod, shapes))
-    nbytes = list(map(mul, numels, map(itemgetter(1), known)))
-    devices: list[str] = (
-        ["cpu" if on_cpu else _device_name(t.device) for on_cpu, t in zip(cpu, tensors)]
-        if not all(cpu)
-        else ["cpu"] * len(cpu)
-    )
-    spans = []
-    if all(numels) and all(contiguous) and all(ptrs):  # every one contiguous with memory (almost every model)
+    if dtypes.count(dtypes[0] if dtypes else None) == len(dtypes):  # one dtype (most models)
+        name, size = _dtype_of(dtypes[0], tensors[0]) if tensors else ("", 0)
+        dtype_names, nbytes = [name] * len(dtypes), list(map(size.__mul__, numels))
+    else:
+        for dtype in set(dtypes).difference(_DTYPES):
+            _dtype_of(dtype, tensors[dtypes.index(dtype)])
+        known = list(map(_DTYPES.__getitem__, dtypes))
+        dtype_names, nbytes = list(map(itemgetter(0), known)), list(map(mul, numels, map(itemgetter(1), known)))
+    spans = None
+    if all(contiguous) and all(numels) and all(ptrs):  # every one contiguous with memory (almost every model)
         keys: list[Hashable] = list(zip(repeat("mem"), ptrs, numels, dtypes))
-        spans = list(chain.from_iterable(zip(ptrs, map(add, ptrs, nbytes))))
+        spans = ptrs, list(map(add, ptrs, nbytes))
     else:  # as _tensor_row keys them; the spans prove nothing without every tensor's
         keys = [
             ("mem", ptr, n, dtype) if n and c and ptr else storage_key(t)
@@ -313,22 +349,35 @@ def _tensor_columns(
         "module": owners,
         "kind": kinds,
         "shape": shapes,
-        "dtype": list(map(itemgetter(0), known)),
+        "dtype": dtype_names,
         "device": devices,
         "numel": numels,
         "nbytes": nbytes,
-        "requires_grad": list(map(and_, grads, map(is_, kinds, repeat(PARAMETER)))),  # a buffer's: False
+        # a buffer's: False
+        "requires_grad": list(map(and_, grads, map(is_, kinds, repeat(PARAMETER)))) if buffers else grads,
         "storage_key": keys,
         "tensor": tensors,
     }
     return columns, spans
 
 
-_MODULE_FIELDS = ("name", "type", "is_leaf", "training", "attrs", "alias_of", "parent")
-_TENSOR_FIELDS = (
-    *("name", "module", "kind", "shape", "dtype", "device", "numel", "nbytes", "requires_grad", "storage_key"),
-    "tensor",
-)
+_MODULE_FIELDS = tuple(f.name for f in dataclasses.fields(ModuleEntry))
+_WALKED = tuple(name for name in _MODULE_FIELDS if name != "alias_of")  # what the walk's tuples hold
+_TENSOR_FIELDS = tuple(f.name for f in dataclasses.fields(TensorEntry))
+_TENSOR_FIELDS = _TENSOR_FIELDS[: _TENSOR_FIELDS.index("tensor") + 1]  # what a row holds
+
+
+def _module_columns(modules: list[tuple], objects: list[nn.Module]) -> dict[str, Sequence[Any]]:
+    """The walk's module tuples as ModuleEntry's columns, with alias_of: the first path of a
+    module met before at another path (a dict of ids; most models have none)."""
+    walked = _columns(modules, _WALKED)
+    paths = walked["name"]
+    first = dict(zip(map(id, reversed(objects)), reversed(paths)))  # reversed: the first path stays
+    if len(first) == len(objects):
+        aliases: Sequence[str | None] = (None,) * len(objects)
+    else:
+        aliases = tuple(None if at == path else at for at, path in zip(map(first.__getitem__, map(id, objects)), paths))
+    return {name: aliases if name == "alias_of" else walked[name] for name in _MODULE_FIELDS}
 
 
 def _columns(rows: list[tuple], fields: tuple[str, ...]) -> dict[str, Sequence[Any]]:
