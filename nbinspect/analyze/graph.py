@@ -55,7 +55,7 @@ def graph_frames(
     enclosing = np.where(is_call, call, np.where(parent >= 0, call[parent], -1))
     call_name = np.array(flow.name, dtype=object)
     inside = enclosing >= 0
-    call_name[inside] = np.array(calls["name"].tolist(), dtype=object)[enclosing[inside]]
+    call_name[inside] = calls["name"].to_numpy(dtype=object)[enclosing[inside]]
     # equal blocks share a signature: each distinct one written once
     signature_text = {s: format(s & (2**64 - 1), "016x") for s in set(signature)}
     read_params: list[tuple | None] = [None] * n
@@ -73,7 +73,7 @@ def graph_frames(
             "signature": list(map(signature_text.__getitem__, signature)),
             "fold_first": _ids(fold_first),
             "fold_count": pd.arrays.IntegerArray(fold_count, fold_count == 0),
-            "fold_label": fold_label.tolist(),
+            "fold_label": fold_label,
             "same_as": _ids(same_as),
             "params": read_params,
         },
@@ -85,8 +85,8 @@ def graph_frames(
             "consumer": _present(dst),
             "producer_call": _ids(enclosing[src]),
             "consumer_call": _ids(enclosing[dst]),
-            "producer_name": call_name[src].tolist(),
-            "consumer_name": call_name[dst].tolist(),
+            "producer_name": call_name[src],  # arrays: pandas checks them in C, not converted to lists and back
+            "consumer_name": call_name[dst],
             "tensor": _present(_int_array(flow.tensor)),
             "shape": flow.shape,
             "dtype": flow.dtype,
