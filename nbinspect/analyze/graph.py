@@ -45,7 +45,7 @@ def graph_frames(
     parent, call, src, dst = map(_int_array, (flow.parent, flow.call, flow.src, flow.dst))
     is_call = np.array(flow.kind, dtype=object) == "call"
     tree = tree_of(parent)
-    has_children = np.fromiter(map(len, tree[0]), dtype=np.int64, count=n) > 0
+    has_children = np.bincount(parent[parent >= 0], minlength=n) > 0  # by numpy, not a len per node
     signature = _signatures(flow, calls, tree)
     fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
     same_as = _same_as(n, np.flatnonzero(is_call & has_children).tolist(), signature, fold_first.tolist())
@@ -55,7 +55,7 @@ def graph_frames(
     enclosing = np.where(is_call, call, np.where(parent >= 0, call[parent], -1))
     call_name = np.array(flow.name, dtype=object)
     inside = enclosing >= 0
-    call_name[inside] = np.array(calls["name"].tolist(), dtype=object)[enclosing[inside]]
+    call_name[inside] = calls["name"].to_numpy(dtype=object)[enclosing[inside]]
     # equal blocks share a signature: each distinct one written once
     signature_text = {s: format(s & (2**64 - 1), "016x") for s in set(signature)}
     read_params: list[tuple | None] = [None] * n
@@ -73,7 +73,7 @@ def graph_frames(
             "signature": list(map(signature_text.__getitem__, signature)),
             "fold_first": _ids(fold_first),
             "fold_count": pd.arrays.IntegerArray(fold_count, fold_count == 0),
-            "fold_label": fold_label.tolist(),
+            "fold_label": fold_label,
             "same_as": _ids(same_as),
             "params": read_params,
         },
@@ -85,8 +85,8 @@ def graph_frames(
             "consumer": _present(dst),
             "producer_call": _ids(enclosing[src]),
             "consumer_call": _ids(enclosing[dst]),
-            "producer_name": call_name[src].tolist(),
-            "consumer_name": call_name[dst].tolist(),
+            "producer_name": call_name[src],  # arrays: pandas checks them in C, not converted to lists and back
+            "consumer_name": call_name[dst],
             "tensor": _present(_int_array(flow.tensor)),
             "shape": flow.shape,
             "dtype": flow.dtype,
@@ -130,12 +130,13 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]]
     children, position = tree[0], tree[1].tolist()
     types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
     inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
-    op_inputs: list[list[tuple]] = [[] for _ in range(n)]
     ops = "op" in flow.kind  # else no node's inputs are needed (only module calls)
+    op_inputs: list[list[tuple]] = [[] for _ in range(n)] if ops else []
+    if ops:
+        for d, shape in zip(flow.dst, flow.shape):
+            op_inputs[d].append(shape)
     parent = flow.parent
     for s, d, shape in zip(flow.src, flow.dst, flow.shape):
-        if ops:
-            op_inputs[d].append(shape)
         p = parent[s]
         if p == parent[d]:  # siblings (most edges): their parent holds both
             if p >= 0:
@@ -160,12 +161,10 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]]
         return h
 
     signature = [0] * n
-    for node in range(n - 1, -1, -1):
-        kind = flow.kind[node]
+    for node, kind, c, below in zip(range(n - 1, -1, -1), reversed(flow.kind), reversed(flow.call), reversed(children)):
         if kind == "call":
-            c = flow.call[node]
             i, o = ins[c], outs[c]
-            if not children[node]:  # a leaf (most calls): no children, no edges inside; written out inline
+            if not below:  # a leaf (most calls): no children, no edges inside; written out inline
                 # (never equal to an op's key: its second item is a str)
                 key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
                 try:
@@ -177,7 +176,7 @@ def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]]
                         h = hashes[key] = _hash_text(repr((types[c], i, o, [], [])))
                 signature[node] = h
                 continue
-            kids = list(map(signature.__getitem__, children[node]))
+            kids = list(map(signature.__getitem__, below))
             signature[node] = hashed(
                 (
                     types[c],
