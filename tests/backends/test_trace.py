@@ -277,6 +277,34 @@ def test_saved_bytes_match_the_autograd_graph(zoo_name):
     assert insp.totals["activation_bytes"] == graph_saved_bytes(out, model, [x])
 
 
+class _Dropped(nn.Module):
+    def forward(self, x):
+        return (x + 1).sin()  # sin saves its input, a fresh storage freed with the result
+
+
+class _DropsBranches(nn.Module):
+    """Calls whose results the forward drops: each saved storage is freed as the next call
+    allocates one of the same size, which the allocator readily puts at the same address."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.calls = nn.ModuleList(_Dropped() for _ in range(n))
+
+    def forward(self, x):
+        for call in self.calls:
+            call(x)
+        return x * 2
+
+
+def test_a_storage_freed_during_the_pass_does_not_hide_the_next_at_its_address():
+    """Every call saved one 64 KB storage. Known by address alone, a storage the allocator
+    put where a dropped one had been went uncounted (0 bytes for that call)."""
+    n, x = 24, torch.randn(16384, requires_grad=True)
+    for _ in range(3):
+        flow = nbinspect.trace(_DropsBranches(n), x).frames["flow"]
+        saved = flow.loc[flow["name"].str.startswith("calls."), "own_activation_bytes"].tolist()
+        assert saved == [16384 * 4] * n
+
 # --- inputs and outputs ---------------------------------------------------------------------
 
 

@@ -50,21 +50,26 @@ class SavedTensorMeter:
     see ``core.trace.ROW``).
     ``exclude`` are storages that are not activations. ``pack`` is the one place that
     counts: the trace's shortcut for plain ``Linear`` calls (see .linear_shortcut), which
-    runs them with the hooks quiet, hands it the tensors autograd saved."""
+    runs them with the hooks quiet, hands it the tensors autograd saved.
+
+    Storages are known by address, so each counted tensor is kept until the meter exits:
+    a saved tensor freed during the pass (a branch the forward dropped) would otherwise
+    free its address for the next storage, which would then go uncounted."""
 
     def __init__(self, stack: list, outside: Any, exclude: Iterable[int] = ()):
-        seen = set(exclude)
+        seen: dict[int, torch.Tensor | None] = dict.fromkeys(exclude)
+        self._seen = seen
 
         def pack(t: torch.Tensor) -> torch.Tensor:  # runs for every saved tensor: locals only
             try:
                 key = _c_storage_id(t) if _c_storage_id is not None else t.untyped_storage()._cdata
             except (RuntimeError, NotImplementedError, TypeError):  # no plain storage: the tensor stands for itself
                 if id(t) not in seen:
-                    seen.add(id(t))
+                    seen[id(t)] = t
                     (stack[-1] if stack else outside)[OWN_ACTIVATION_BYTES] += t.nbytes
                 return t
             if key not in seen:
-                seen.add(key)
+                seen[key] = t
                 (stack[-1] if stack else outside)[OWN_ACTIVATION_BYTES] += t.untyped_storage().nbytes()
             return t
 
@@ -77,6 +82,7 @@ class SavedTensorMeter:
 
     def __exit__(self, *exc) -> None:
         self._hooks.__exit__(*exc)
+        self._seen.clear()  # the tensors kept alive, let go
 
 
 def _unpack(t: torch.Tensor) -> torch.Tensor:
