@@ -175,7 +175,9 @@ class Recorder:
         self.calls: list[Any] = []
         self.stack: list[Any] = []
         self.outside: Any = Call(-1, "", "", 0, None, 0, [], 0)  # absorbs ops outside any module
-        self.failures: dict[int, Any] = {}  # id(exception) -> the innermost call it came from
+        # id(exception) -> (the innermost call it came from, the exception): kept, so that its
+        # id cannot come back for another exception during the pass (a caught one is freed)
+        self.failures: dict[int, tuple[Any, BaseException]] = {}
         self.thread = threading.get_ident()  # calls another thread makes at the same time are not ours
 
     def current(self) -> Call:
@@ -187,13 +189,24 @@ class Recorder:
     def detach(self) -> None:
         raise NotImplementedError
 
+    def raised(self, call: Any, exc: BaseException) -> bool:
+        """`exc` passed out of `call` (innermost first): True if it was raised there, False if
+        it came from a call inside, which has it already."""
+        seen = self.failures.get(id(exc))
+        if seen is not None and seen[1] is exc:
+            return False
+        self.failures[id(exc)] = (call, exc)
+        return True
+
     def failed_call(self, exc: BaseException) -> Call | None:
         """The innermost call that raised `exc` or an exception it was raised from."""
         found, seen = None, set()
         cause: BaseException | None = exc
         while cause is not None and id(cause) not in seen:
             seen.add(id(cause))
-            found = self.failures.get(id(cause), found)
+            entry = self.failures.get(id(cause))
+            if entry is not None and entry[1] is cause:
+                found = entry[0]
             cause = cause.__cause__ or cause.__context__
         return found
 

@@ -3,6 +3,7 @@ saved-tensor bytes against the autograd graph, inputs/outputs of every kind, the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 
@@ -305,6 +306,7 @@ def test_a_storage_freed_during_the_pass_does_not_hide_the_next_at_its_address()
         saved = flow.loc[flow["name"].str.startswith("calls."), "own_activation_bytes"].tolist()
         assert saved == [16384 * 4] * n
 
+
 # --- inputs and outputs ---------------------------------------------------------------------
 
 
@@ -472,3 +474,28 @@ def test_flop_counter_is_a_plain_dispatch_mode_without_a_mode_key():
         torch.ones(2, 3) @ torch.ones(3, 4)
     assert torch._C._len_torch_dispatch_stack() == depth
     assert counter.outside[OWN_FLOPS] == 2 * 2 * 3 * 4  # the ops ran outside any call
+
+
+class _FailsAndGoesOn(nn.Module):
+    """Calls that raise, each caught by the forward: a caught exception is freed, and the
+    next one may be made at its address (the same id)."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(n))
+
+    def forward(self, x):
+        for layer in self.layers:
+            with contextlib.suppress(RuntimeError):
+                layer(torch.zeros(2, 5))  # wrong width: this Linear raises
+        return self.layers[0](x)
+
+
+def test_each_call_that_raised_is_failed_not_interrupted():
+    """A call that raised is "failed"; "interrupted" is for a call an exception from a call
+    inside it passed through. Known by id alone, an exception made where a caught one had
+    been looked like that one passing through again."""
+    n = 24
+    for _ in range(3):
+        flow = nbinspect.trace(_FailsAndGoesOn(n), torch.randn(2, 4)).frames["flow"]
+        assert flow["status"].tolist() == ["ok"] + ["failed"] * n + ["ok"]

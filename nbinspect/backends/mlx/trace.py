@@ -187,11 +187,7 @@ class MlxRecorder(Recorder):
             self.dataflow.fail(module, self.graph_nodes.pop(call.index))
         if self.formula(self._original(module)) is not None:
             self.inside_formula -= 1
-        if id(exc) not in self.failures:
-            call.status = "failed"
-            self.failures[id(exc)] = call
-        else:
-            call.status = "interrupted"
+        call.status = "failed" if self.raised(call, exc) else "interrupted"
 
     def _original(self, module: Any) -> type:
         return type(module).__mro__[1]  # the wrapper's base: the module's own class

@@ -99,7 +99,7 @@ class TorchRecorder(Recorder):
     def _wrap(self, inner: Any) -> Any:
         """A ``Module.__call__`` that records this model's calls around `inner`. Everything
         it reads per call is bound here: this runs once per module call."""
-        info_of, calls, stack, failures, thread = self.info.get, self.calls, self.stack, self.failures, self.thread
+        info_of, calls, stack, raised, thread = self.info.get, self.calls, self.stack, self.raised, self.thread
         flow, marks, mode = self.dataflow, self.marks, self.graph_mode
         linear = linear_call(self.counter, self.meter.pack, inner) if self.quick and self.meter is not None else None
         quick = self.quick if linear is not None else ()
@@ -169,12 +169,11 @@ class TorchRecorder(Recorder):
                     marks.mark(stack[-1][INDEX] if stack else -1)
                 if flow is not None:
                     flow.fail(module, node)
-                if id(exc) in failures:  # raised by a call inside this one
-                    call[STATUS] = "interrupted"
-                else:
+                if raised(call, exc):
                     call[STATUS] = "failed"
-                    failures[id(exc)] = call
                     _output_before_hook(call, module, exc)
+                else:  # raised by a call inside this one
+                    call[STATUS] = "interrupted"
                 if took:
                     push(mode)
                 raise
