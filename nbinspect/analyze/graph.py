@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Mapping
-from itertools import compress, pairwise
+from itertools import compress, count, pairwise
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ def graph_frames(
     is_call = np.array(flow.kind, dtype=object) == "call"
     tree = tree_of(parent)
     has_children = np.bincount(parent[parent >= 0], minlength=n) > 0  # by numpy, not a len per node
-    signature = _signatures(flow, calls, tree)
+    signature = _signatures(flow, calls, tree, is_call & ~has_children)
     fold_first, fold_count, fold_label = _folds(flow, layers, params, signature)
     same_as = _same_as(n, np.flatnonzero(is_call & has_children).tolist(), signature, fold_first.tolist())
     side = _side_inputs(flow, fold_first, src, dst)
@@ -123,88 +123,97 @@ def _hash_text(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def _signatures(flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]], np.ndarray]) -> list[int]:
-    """Bottom-up (children have larger ids): a node's type, shapes, its children's signatures
-    in order and its internal edges lifted to its direct children."""
-    n = len(flow.kind)
-    children, position = tree[0], tree[1].tolist()
-    types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
-    inside: list[list[tuple]] = [[] for _ in range(n)]  # per call: (child i, child j, shape) of its edges
-    ops = "op" in flow.kind  # else no node's inputs are needed (only module calls)
-    op_inputs: list[list[tuple]] = [[] for _ in range(n)] if ops else []
-    if ops:
-        for d, shape in zip(flow.dst, flow.shape):
-            op_inputs[d].append(shape)
-    parent = flow.parent
-    for s, d, shape in zip(flow.src, flow.dst, flow.shape):
-        p = parent[s]
-        if p == parent[d]:  # siblings (most edges): their parent holds both
-            if p >= 0:
-                inside[p].append((position[s], position[d], shape))
-            continue
-        a, b = _under_common(parent, s, d)
-        if a >= 0 and b >= 0 and parent[a] >= 0:
-            inside[parent[a]].append((position[a], position[b], shape))
-    # Equal blocks repeat: each distinct value is written out and hashed once, found again
-    # by the value itself with its lists as tuples (str, int, None and tuples of them: equal
-    # values have equal texts), not by its text (repr was a third of the graph frames' cost).
-    hashes: dict[tuple, int] = {}
-    texts: dict[Any, str] = {}  # of edge shapes and child signatures
+def _text_hashes(values: list) -> np.ndarray:
+    """`_hash_text(repr(v))` of each value as uint64, each distinct value written once (found
+    again by the value, or by its text when it cannot be hashed: symbolic sizes)."""
+    try:
+        ids: dict = {}
+        codes = np.fromiter(map(ids.setdefault, values, count()), dtype=np.int64, count=len(values))
+    except TypeError:
+        return np.array([_hash_text(repr(v)) for v in values], dtype=np.uint64)
+    distinct = np.zeros(len(values), dtype=np.uint64)
+    for value, code in ids.items():
+        distinct[code] = _hash_text(repr(value))
+    return distinct[codes]
 
-    def hashed(key: tuple, value: tuple) -> int:
+
+def _heads(calls: pd.DataFrame) -> list[tuple]:
+    """Per call its (type, input shapes, output shapes), with tuples for lists (hashable)."""
+    types, ins, outs = (calls[c].tolist() for c in ("type", "input_shapes", "output_shapes"))
+    if None not in ins and None not in outs:  # most traces: zipped in C
+        return list(zip(types, map(tuple, ins), map(tuple, outs)))
+    return [(t, None if i is None else tuple(i), None if o is None else tuple(o)) for t, i, o in zip(types, ins, outs)]
+
+
+def _call_signature(head: tuple, kids: np.ndarray, edges: np.ndarray) -> int:
+    """The signature of a call with children: its (type, input shapes, output shapes) as
+    text, its children's signatures in order and the edges between them ((position of the
+    producer, of the consumer, hash of the shape) rows) as bytes, lengths first."""
+    digest = hashlib.blake2b(repr((*head, len(kids), len(edges))).encode(), digest_size=8)
+    digest.update(kids.tobytes())
+    digest.update(edges.tobytes())
+    return int.from_bytes(digest.digest(), "little")
+
+
+def _edges_inside(flow: Dataflow, parent: np.ndarray, position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dataflow's edges lifted to the direct children of the innermost call holding both
+    ends, as (producer's position, consumer's position, shape's hash) rows grouped by that
+    call in edge order, and per node where its rows start (``starts[node]:starts[node + 1]``)."""
+    src, dst = np.asarray(flow.src, dtype=np.int64), np.asarray(flow.dst, dtype=np.int64)
+    holder, a, b = parent[src], src.copy(), dst.copy()
+    apart = np.flatnonzero(holder != parent[dst])  # not siblings (few): lifted in Python
+    for e in apart.tolist():
+        up_a, up_b = _under_common(flow.parent, flow.src[e], flow.dst[e])
+        holder[e], a[e], b[e] = (flow.parent[up_a], up_a, up_b) if up_a >= 0 and up_b >= 0 else (-1, -1, -1)
+    kept = np.flatnonzero(holder >= 0)
+    kept = kept[np.argsort(holder[kept], kind="stable")]
+    rows = np.stack([position[a[kept]], position[b[kept]], _text_hashes(flow.shape)[kept].view(np.int64)], axis=1)
+    return rows, np.searchsorted(holder[kept], np.arange(len(parent) + 1))
+
+
+def _signatures(
+    flow: Dataflow, calls: pd.DataFrame, tree: tuple[list[list[int]], np.ndarray], leaf_call: np.ndarray
+) -> list[int]:
+    """Bottom-up (children have larger ids): a node's type, shapes, its children's signatures
+    in order and its internal edges lifted to its direct children (`leaf_call`: per node,
+    whether it is a call without children)."""
+    n = len(flow.kind)
+    children, position = tree
+    parent = np.asarray(flow.parent, dtype=np.int64)
+    heads = _heads(calls)
+    # a leaf call (most calls) is its head's text alone (never equal to an op's: an op's second
+    # item is a str); every distinct head written once
+    leaves = np.flatnonzero(leaf_call)
+    signature = np.zeros(n, dtype=np.uint64)
+    signature[leaves] = _text_hashes(heads)[np.asarray(flow.call, dtype=np.int64)[leaves]]
+    signature = signature.tolist()
+    rows, starts = _edges_inside(flow, parent, position)
+    op_inputs: dict[int, list[tuple]] = {}
+    if "op" in flow.kind:  # else no node's inputs are needed (only module calls)
+        for d, shape in zip(flow.dst, flow.shape):
+            op_inputs.setdefault(d, []).append(shape)
+    hashes: dict[tuple, int] = {}  # of ops', inputs' and outputs' keys
+
+    def hashed(key: tuple) -> int:
         try:
             h = hashes.get(key)
         except TypeError:  # unhashable (symbolic sizes): by its text alone
-            return _hash_text(repr(value))
+            return _hash_text(repr(key))
         if h is None:
-            h = hashes[key] = _hash_text(_call_text(value, texts) if len(value) == 5 else repr(value))
+            h = hashes[key] = _hash_text(repr(key))
         return h
 
-    signature = [0] * n
-    for node, kind, c, below in zip(range(n - 1, -1, -1), reversed(flow.kind), reversed(flow.call), reversed(children)):
+    for node in np.flatnonzero(~leaf_call)[::-1].tolist():
+        kind = flow.kind[node]
         if kind == "call":
-            i, o = ins[c], outs[c]
-            if not below:  # a leaf (most calls): no children, no edges inside; written out inline
-                # (never equal to an op's key: its second item is a str)
-                key = (types[c], None if i is None else tuple(i), None if o is None else tuple(o))
-                try:
-                    h = hashes.get(key)
-                except TypeError:  # unhashable (symbolic sizes): by its text alone
-                    h = _hash_text(repr((types[c], i, o, [], [])))
-                else:
-                    if h is None:
-                        h = hashes[key] = _hash_text(repr((types[c], i, o, [], [])))
-                signature[node] = h
-                continue
-            kids = list(map(signature.__getitem__, below))
-            signature[node] = hashed(
-                (
-                    types[c],
-                    None if i is None else tuple(i),
-                    None if o is None else tuple(o),
-                    tuple(kids),
-                    tuple(inside[node]),
-                ),
-                (types[c], i, o, kids, inside[node]),
-            )
+            kids = np.array([signature[c] for c in children[node]], dtype=np.uint64)
+            edges = rows[starts[node] : starts[node + 1]]
+            signature[node] = _call_signature(heads[flow.call[node]], kids, edges)
         elif kind == "op":
-            name, shapes = flow.name[node], op_inputs[node]
-            signature[node] = hashed(("op", name, tuple(shapes)), ("op", name, shapes))
+            signature[node] = hashed(("op", flow.name[node], tuple(op_inputs.get(node, ()))))
         else:
-            signature[node] = hashed((kind, flow.name[node]), (kind, flow.name[node]))
+            signature[node] = hashed((kind, flow.name[node]))
     return signature
-
-
-def _call_text(value: tuple, texts: dict[Any, str]) -> str:
-    """``repr(value)`` of a call's (type, input shapes, output shapes, child signatures, edges
-    inside) written from its parts: the same text, without repr's recursion guard for each
-    of a container's thousands of edge tuples, and each distinct edge shape and child
-    signature written once (`texts`: a repeated block's children share signatures).
-    Positions and signatures are ints, whose str is their repr."""
-    type_name, ins, outs, kids, inside = value
-    edges = ", ".join([f"({a}, {b}, {texts.get(s) or texts.setdefault(s, repr(s))})" for a, b, s in inside])
-    kid_texts = ", ".join([texts.get(k) or texts.setdefault(k, str(k)) for k in kids])
-    return f"({type_name!r}, {ins!r}, {outs!r}, [{kid_texts}], [{edges}])"
 
 
 def _under_common(parent: list[int], s: int, d: int) -> tuple[int, int]:
