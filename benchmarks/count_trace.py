@@ -7,7 +7,8 @@ sessions) can be compared to the percent.
 Needs valgrind and a C compiler: a two-line helper that switches callgrind's collection on
 and off is compiled into a temporary folder. Each part runs in its own process under
 callgrind, on the model of ``bench_trace.py`` (``Linear(8, 8)`` layers, input [1, 8]): built,
-the part run twice to warm it, garbage collected, then counted once. Reported: the part's
+the part run twice to warm it, garbage collected, then counted once (without the statistics
+kernels' warm-up thread, whose load callgrind would count with the part). Reported: the part's
 instructions a module (÷ layers + 1), those above the plain forward's, and that ÷
 torchinfo's above the plain forward (torchinfo optional: ``pip install -e .[bench]``).
 ``--gc-off`` counts with the garbage collector off: a collection lands in a part at random
@@ -91,7 +92,9 @@ def count(layers: int, part: str, helper: str, gc_off: bool, folder: str) -> int
     out = os.path.join(folder, f"{part}.out")
     command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}"]
     command += [sys.executable, __file__, "--child", part, "--layers", str(layers), "--helper", helper]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dicts and sets in every process
+    # the same dicts and sets in every process; no kernel warm-up thread (nbinspect's first use
+    # starts one: callgrind would count its numba load with the part)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "NBINSPECT_WARM_UP": "0"}
     subprocess.run(command + (["--gc-off"] if gc_off else []), check=True, capture_output=True, env=env)
     totals = re.search(r"^(?:totals|summary): (\d+)", Path(out).read_text(), re.M)
     if totals is None:
