@@ -11,8 +11,11 @@ the part run twice to warm it, garbage collected, then counted once (without the
 kernels' warm-up thread, whose load callgrind would count with the part). Reported: the part's
 instructions a module (÷ layers + 1), those above the plain forward's, and that ÷
 torchinfo's above the plain forward (torchinfo optional: ``pip install -e .[bench]``).
-``--gc-off`` counts with the garbage collector off: a collection lands in a part at random
-(its share moves a count by a few percent), so compare two trees with it.
+``--keep-result`` frees the part's result after the count (the plain forward's output holds
+its autograd graph, torchinfo's summary a record per module): by default it is freed inside
+the count, as ``bench_trace.py`` times it. ``--gc-off`` counts with the garbage collector
+off: a collection lands in a part at random (its share moves a count by a few percent), so
+compare two trees with it.
 A run at 5,000 layers takes a few minutes a part.
 """
 
@@ -69,7 +72,7 @@ def parts(model, x) -> dict:
     }
 
 
-def child(layers: int, part: str, helper: str, gc_off: bool) -> None:
+def child(layers: int, part: str, helper: str, gc_off: bool, keep: bool) -> None:
     import torch
     from torch import nn
 
@@ -84,18 +87,20 @@ def child(layers: int, part: str, helper: str, gc_off: bool) -> None:
     if gc_off:
         gc.disable()
     toggle()
-    run()
+    result = run()
+    if not keep:  # dropped inside the count, as bench_trace.py's timing drops it
+        del result
     toggle()
 
 
-def count(layers: int, part: str, helper: str, gc_off: bool, folder: str) -> int:
+def count(layers: int, part: str, helper: str, flags: list[str], folder: str) -> int:
     out = os.path.join(folder, f"{part}.out")
     command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}"]
     command += [sys.executable, __file__, "--child", part, "--layers", str(layers), "--helper", helper]
     # the same dicts and sets in every process; no kernel warm-up thread (nbinspect's first use
     # starts one: callgrind would count its numba load with the part)
     env = {**os.environ, "PYTHONHASHSEED": "0", "NBINSPECT_WARM_UP": "0"}
-    subprocess.run(command + (["--gc-off"] if gc_off else []), check=True, capture_output=True, env=env)
+    subprocess.run(command + flags, check=True, capture_output=True, env=env)
     totals = re.search(r"^(?:totals|summary): (\d+)", Path(out).read_text(), re.M)
     if totals is None:
         raise RuntimeError(f"no totals in {out}")
@@ -107,13 +112,14 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=5000)
     parser.add_argument("--parts", default="plain,trace,torchinfo", help="comma-separated; plain is always counted")
     parser.add_argument("--gc-off", action="store_true")
+    parser.add_argument("--keep-result", action="store_true", help="free the part's result after the count")
     parser.add_argument("--jobs", type=int, default=1, help="parts counted at once (load does not move a count)")
-    parser.add_argument("--keep", help="a folder to keep callgrind's files in (for callgrind_annotate)")
+    parser.add_argument("--out", help="a folder to keep callgrind's files in (for callgrind_annotate)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--helper", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.layers, args.child, args.helper, args.gc_off)
+        child(args.layers, args.child, args.helper, args.gc_off, args.keep_result)
         return
     names = ["plain"] + [p for p in args.parts.split(",") if p != "plain"]
     unknown = set(names) - set(PARTS)
@@ -126,12 +132,14 @@ def main() -> None:
         subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", helper, source], check=True)
         modules = args.layers + 1
         with ThreadPoolExecutor(args.jobs) as pool:
-            found = pool.map(lambda name: count(args.layers, name, helper, args.gc_off, args.keep or folder), names)
+            flags = ["--gc-off"] * args.gc_off + ["--keep-result"] * args.keep_result
+            found = pool.map(lambda name: count(args.layers, name, helper, flags, args.out or folder), names)
             counted = {name: n / modules for name, n in zip(names, found)}
     plain = counted["plain"]
     ref = counted.get("torchinfo", 0) - plain
     gc_state = "off" if args.gc_off else "on"
-    print(f"{args.layers} Linear(8, 8) layers, input [1, 8], gc {gc_state}; k instructions a module:")
+    result = "freed after the count" if args.keep_result else "freed in the count"
+    print(f"{args.layers} Linear(8, 8) layers, input [1, 8], gc {gc_state}, result {result}; k instructions a module:")
     print("  (above plain: parts that run the model less the plain forward; the others as counted)")
     print(f"  {'':18s} {'all':>9s} {'above plain':>12s}" + (f" {'x torchinfo':>12s}" if ref > 0 else ""))
     for name, value in counted.items():
