@@ -1,6 +1,6 @@
 """Streaming statistics over a sharded safetensors checkpoint: against a read-only pass in
-the same process, and one process against worker processes; throughput (GB/s) and peak
-resident memory.
+the same process, and one call against ``workers=N``; throughput (GB/s) and peak resident
+memory.
 
     flock /tmp/nbinspect-bench.lock .venv/bin/python benchmarks/bench_shards.py [--gb 3] [--dtype bf16] [--workers 2]
 
@@ -9,9 +9,11 @@ a ``model.safetensors.index.json`` under /tmp (deleted at the end), reads it onc
 pass starts from the page cache, then, each in a fresh process: the read-only pass
 (``safetensors.safe_open``, ``get_tensor`` and ``sum`` per tensor), ``nbinspect.stats(folder)``
 twice (the first call of the process, with the time it spent loading numba and the kernels,
-then again) and the read-only pass again; the same
-with one torch thread; and ``nbinspect.stats(folder, workers=N)``. Peak resident memory (the
-process, and its largest worker) is sampled from /proc.
+then again) and the read-only pass again; the same with one torch thread; and
+``nbinspect.stats(folder, workers=N)``. Peak resident memory (the process, and its largest
+worker) is sampled from /proc. Last, in one more process, ``--rounds`` rounds of one call,
+``workers=N`` and the read-only pass, alternating, compared by their medians: a single
+second call in each of two processes moved ±15% between runs, more than the two differ.
 """
 
 from __future__ import annotations
@@ -107,6 +109,27 @@ def measure(folder: str, workers: int | None, threads: int | None, read: str | N
     )
 
 
+def alternate(folder: str, workers: int, rounds: int) -> None:
+    """Runs in a fresh process: after one call of each, `rounds` rounds of one call,
+    ``workers=N`` and the read-only pass; the median seconds of each as JSON."""
+    import statistics
+
+    import nbinspect
+
+    passes = {
+        "one": lambda: nbinspect.stats(folder, progress=False),
+        "workers": lambda: nbinspect.stats(folder, workers=workers, progress=False),
+        "floor": lambda: read_only(folder),
+    }
+    for run_once in passes.values():
+        run_once()
+    times: dict[str, list[float]] = {name: [] for name in passes}
+    for _ in range(rounds):
+        for name, run_once in passes.items():
+            times[name].append(_timed(run_once))
+    print(json.dumps({name: statistics.median(t) for name, t in times.items()}))
+
+
 def _timed(fn, *args) -> float:
     start = time.perf_counter()
     fn(*args)
@@ -114,11 +137,15 @@ def _timed(fn, *args) -> float:
 
 
 def run(folder: Path, workers: int | None, threads: int | None = None, read: str | None = None) -> dict:
-    command = [sys.executable, __file__, "--measure", str(folder)] + (["--read", read] if read else [])
+    command = ["--measure", str(folder)] + (["--read", read] if read else [])
     command += ([] if workers is None else ["--workers", str(workers)]) + (
         [] if threads is None else ["--threads", str(threads)]
     )
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return _child(command)
+
+
+def _child(arguments: list[str]) -> dict:
+    out = subprocess.run([sys.executable, __file__, *arguments], check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -127,6 +154,7 @@ def main() -> None:
     parser.add_argument("--gb", type=float, default=3.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of one call against workers=N, alternating")
     parser.add_argument("--one-process", action="store_true", help="only the one-process run")
     parser.add_argument("--keep", help="write the checkpoint into this folder and keep it (reused if it exists)")
     parser.add_argument(
@@ -138,10 +166,14 @@ def main() -> None:
     )
     parser.add_argument("--read", choices=("pread", "mapped"), help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
+    parser.add_argument("--alternate", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         measure(args.measure, args.workers if "--workers" in sys.argv else None, args.threads, args.read)
+        return
+    if args.alternate:
+        alternate(args.alternate, args.workers, args.rounds)
         return
     folder = Path(args.keep or tempfile.mkdtemp(prefix="nbinspect-shards-", dir="/tmp"))
     try:
@@ -183,6 +215,12 @@ def main() -> None:
                 f"  workers / one process: {single['again'] / parallel['again']:.2f}x the throughput (second calls); "
                 f"largest process {max(parallel['rss'], parallel['worker_rss']) / max(single['rss'], 1):.2f}x "
                 "the peak memory"
+            )
+            both = _child(["--alternate", str(folder), "--workers", str(args.workers), "--rounds", str(args.rounds)])
+            print(
+                f"  alternating in one process, {args.rounds} rounds, medians: one call {both['one']:.3f} s, "
+                f"{args.workers} workers {both['workers']:.3f} s, read-only {both['floor']:.3f} s; "
+                f"workers / one call: {both['one'] / both['workers']:.2f}x the throughput"
             )
     finally:
         if not args.keep:
