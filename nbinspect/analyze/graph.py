@@ -184,9 +184,9 @@ def _signatures(
     # a leaf call (most calls) is its head's text alone (never equal to an op's: an op's second
     # item is a str); every distinct head written once
     leaves = np.flatnonzero(leaf_call)
-    signature = np.zeros(n, dtype=np.uint64)
-    signature[leaves] = _text_hashes(heads)[np.asarray(flow.call, dtype=np.int64)[leaves]]
-    signature = signature.tolist()
+    of_leaves = np.zeros(n, dtype=np.uint64)
+    of_leaves[leaves] = _text_hashes(heads)[np.asarray(flow.call, dtype=np.int64)[leaves]]
+    signature = of_leaves.tolist()  # the other nodes' filled in below
     rows, starts = _edges_inside(flow, parent, position)
     op_inputs: dict[int, list[tuple]] = {}
     if "op" in flow.kind:  # else no node's inputs are needed (only module calls)

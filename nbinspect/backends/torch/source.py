@@ -363,8 +363,8 @@ def _tensor_columns(
 
 _MODULE_FIELDS = tuple(f.name for f in dataclasses.fields(ModuleEntry))
 _WALKED = tuple(name for name in _MODULE_FIELDS if name != "alias_of")  # what the walk's tuples hold
-_TENSOR_FIELDS = tuple(f.name for f in dataclasses.fields(TensorEntry))
-_TENSOR_FIELDS = _TENSOR_FIELDS[: _TENSOR_FIELDS.index("tensor") + 1]  # what a row holds
+_ENTRY_FIELDS = [f.name for f in dataclasses.fields(TensorEntry)]
+_TENSOR_FIELDS = tuple(_ENTRY_FIELDS[: _ENTRY_FIELDS.index("tensor") + 1])  # what a row holds
 
 
 def _module_columns(modules: list[tuple], objects: list[nn.Module]) -> dict[str, Sequence[Any]]:
