@@ -53,11 +53,11 @@ __all__ = [
     "kernel_array",
     "kernels",
     "moment_sums",
-    "on_this_thread",
     "pair_sums",
     "sample_share",
     "stream_sums",
     "threads",
+    "using_threads",
     "warm_up",
 ]
 
@@ -120,32 +120,34 @@ def warm_up() -> None:
         os.register_at_fork(before=_warm_up.join)
 
 
-_own_thread = threading.local()  # set on the threads of parallel.py: each of them reduces its tensors itself
+_own_thread = threading.local()  # this thread's thread count, when set by using_threads
 
 
 @contextlib.contextmanager
-def on_this_thread() -> Iterator[None]:
-    """Within it, this thread reduces each tensor alone instead of splitting it across the
-    pool's threads: for callers that already run one such thread per core (``workers=``),
-    whose tensors then go through without hand-offs, one thread's Python between tensors
-    overlapping the other's kernel."""
-    _own_thread.on = True
+def using_threads(n: int | None) -> Iterator[None]:
+    """Within it, this thread's kernels use `n` threads (None: as outside it). 1 on the
+    threads of parallel.py, each of which reduces its tensors alone (no hand-offs, one
+    thread's Python between tensors overlapping another's kernel); N under
+    ``stats(workers=N)``, which also sizes that pool."""
+    before = getattr(_own_thread, "threads", None)
+    _own_thread.threads = before if n is None else n
     try:
         yield
     finally:
-        _own_thread.on = False
+        _own_thread.threads = before
 
 
 def threads() -> int:
     """How many threads this thread's kernels may use: torch's thread count, at most one per
-    core, 1 on a thread that reduces its tensors alone (:func:`on_this_thread`)."""
-    if getattr(_own_thread, "on", False):
-        return 1
+    core, unless :func:`using_threads` says otherwise."""
+    own = getattr(_own_thread, "threads", None)
+    if own is not None:
+        return own
     return max(1, min(torch.get_num_threads(), os.cpu_count() or 1))
 
 
 def _threads(n: int) -> int:
-    if n < 2 * PART or getattr(_own_thread, "on", False):  # one share (without asking the system)
+    if n < 2 * PART:  # one share
         return 1
     return max(1, min(threads(), n // PART))
 

@@ -26,7 +26,7 @@ from ..core.moments import Moments, histogram_edges, merge, merge_groups, spread
 from ..errors import CheckpointError, UnsupportedTensorError
 from ..schema import PARAMETER, STATS
 from . import fused
-from .parallel import WholeTensors, parallel_tensor_stats
+from .parallel import WholeTensors
 from .reduce import CHUNK, SAMPLE, batch_moments, large_moments, streamable, streamed_moments
 from .scratch import Scratch
 
@@ -67,8 +67,8 @@ def stats(
     in a notebook one text output, emptied at the end) shows after two seconds;
     ``progress=False`` hides it, ``True`` shows it at once.
     Large tensors are reduced one per kernel thread (a tensor too large to share out
-    evenly is split across them); ``workers=N`` instead reads the files of a sharded
-    safetensors checkpoint on N threads, whole files each.
+    evenly is split across them), as many threads as torch's thread count (one per core at
+    most), or ``workers=N`` of them (``workers=1``: none but the calling thread's).
     """
     if by not in BY:
         raise ValueError(f"stats(by={by!r}): choose one of {BY}")
@@ -82,8 +82,11 @@ def stats_frames(
     """The stats frame for each way in `by` ("tensor", "module"), reading the tensors once."""
     if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
         raise ValueError(f"stats(bins={bins!r}): need a positive integer number of bins")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+        raise ValueError(f"stats(workers={workers!r}): need a positive number of workers")
     source = _stats_source(obj)
-    results = tensor_stats(source, bins, progress) if workers is None else parallel_tensor_stats(source, bins, workers)
+    with fused.using_threads(workers):  # None: torch's thread count
+        results = tensor_stats(source, bins, progress)
     if source.collective is not None:  # each rank read its share: combine them
         results = source.collective.combine(results, bins)
     return frames_of(source, results, bins, by)

@@ -178,3 +178,38 @@ def test_as_many_threads_as_torch_may_use_not_one_per_core(tmp_path, monkeypatch
     nbinspect.stats(str(_file_of(tmp_path, {f"w{i}": _large(i, 2 * SAMPLE, torch.float32) for i in range(12)})))
     assert len(two_threads) == 12
     assert len(names) == 2 and all(name.startswith("nbinspect-tensors") for name in names)
+
+
+def test_workers_is_the_number_of_threads_and_one_worker_reads_on_the_calling_thread(
+    tmp_path, monkeypatch, two_threads
+):
+    from nbinspect.analyze import fused, stats
+
+    names, streamed = [], stats._streamed
+
+    def where(*args):
+        names.append(threading.current_thread().name)
+        time.sleep(0.02)  # long enough for every idle thread to take a tensor
+        return streamed(*args)
+
+    monkeypatch.setattr(stats, "_streamed", where)
+    path = _file_of(tmp_path, {f"w{i}": _large(i, 2 * SAMPLE, torch.float32) for i in range(12)})
+    default = nbinspect.stats(str(path)).drop(columns=["hist_counts", "hist_edges"])
+    assert len(set(names)) == 2  # torch's 2 threads (the fixture)
+    names.clear()
+    three = nbinspect.stats(str(path), workers=3).drop(columns=["hist_counts", "hist_edges"])
+    assert len(set(names)) == 3 and all(name.startswith("nbinspect-tensors") for name in names)
+    pd.testing.assert_frame_equal(three, default)
+
+    # one worker: every tensor on the calling thread, a large one not split across the kernels' pool
+    names.clear()
+    queued = len(two_threads)
+    monkeypatch.setattr(fused, "_the_pool", lambda: pytest.fail("workers=1 split a tensor across threads"))
+    tensors = {f"w{i}": _large(i, 2 * SAMPLE, torch.float32) for i in range(3)} | {
+        "big": _large(9, 64 * SAMPLE, torch.float32)
+    }
+    one = nbinspect.stats(str(_file_of(tmp_path, tensors)), workers=1).set_index("name")
+    assert len(two_threads) == queued and set(names) == {threading.current_thread().name}
+    for name, t in tensors.items():
+        check_row(one.loc[name], t.double().numpy(), rel=1e-7)
+    assert fused.threads() == 2  # the caller's thread count comes back after the call
