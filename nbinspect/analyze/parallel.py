@@ -14,7 +14,7 @@ pays for importing torch and loading the kernels (seconds; measured 17 s for two
 the shared 2-core machine under load) before reading anything, which a folder of a few GB
 never earns back. ``workers=N`` once spread whole shard files over N threads instead; with
 the tensors already spread over every core that was the same speed (2 GB of bf16 shards,
-alternating in one process: 0.147 s both) and a second path to keep.
+alternating in one process: 0.146 s both) and a second path to keep.
 """
 
 from __future__ import annotations
