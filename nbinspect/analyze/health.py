@@ -3,9 +3,9 @@ vanishing scale; per tensor and rolled up per module, read off the stats frame."
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,75 +42,104 @@ def health_frame(
     thresholds: HealthThresholds | None = None,
 ) -> pd.DataFrame:
     """schema.HEALTH from a per-tensor stats frame, the params frame (shapes, ties) and the
-    module paths in pre-order."""
+    module paths in pre-order. By whole columns: a model's tens of thousands of tensors and
+    modules took a second row by row."""
     limits = thresholds or HealthThresholds()
-    info = dict(zip(params["name"], zip(params["shape"], params["tied_to"])))  # a dict: .loc per row is slow
-    rows: list[dict[str, Any]] = []
-    subtree: dict[str, dict[str, dict[str, Any]]] = {m: {} for m in modules}
-    for r in stats.itertuples(index=False):
-        shape, tied_to = info.get(r.name, (None, None))
-        row = _tensor_row(r, shape, limits)
-        rows.append(row)
-        if pd.isna(tied_to):  # a tied path holds the same elements again: count them once
-            for path in ancestors(r.module):
-                subtree.setdefault(path, {})[r.name] = row
-    rows += [_module_row(path, subtree[path]) for path in modules]
-    return HEALTH.build(rows)
+    names, holders = stats["name"].tolist(), stats["module"].tolist()
+    info = dict(zip(params["name"].tolist(), zip(params["shape"].tolist(), params["tied_to"].tolist())))
+    shape_tied = [info.get(name, (None, None)) for name in names]
+    ndim = np.array([-1 if shape is None else len(shape) for shape, _ in shape_tied], dtype=np.int64)
+    # a tied path (tied_to names the first) holds the same elements again: counted once
+    counted = np.array([not isinstance(tied, str) for _, tied in shape_tied], dtype=bool)
+    read = stats["nan"].notna().to_numpy(dtype=bool)  # no values (meta, skipped): nothing to judge
+    numel = stats["numel"].to_numpy(dtype=np.int64)
+    nan, inf = (stats[c].to_numpy(dtype=np.int64, na_value=0) for c in ("nan", "inf"))
+    zeros, std, low, high, abs_mean = (
+        stats[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in ("zeros", "std", "min", "max", "abs_mean")
+    )
+    parameter = stats["kind"].to_numpy(dtype=object) == PARAMETER
+    matrix = parameter & (ndim >= 2) & (numel > 0)
+    measured = ~np.isnan(std)
+    with np.errstate(invalid="ignore"):
+        largest = np.where(measured, np.maximum(np.abs(low), np.abs(high)), 0.0)
+        flags = (
+            np.stack(  # in PROBLEMS order
+                [
+                    nan > 0,
+                    inf > 0,
+                    matrix & (zeros == 1.0),
+                    matrix & measured & (std == 0) & (zeros < 1.0),
+                    parameter & measured & (largest > limits.exploding),
+                    matrix & measured & (abs_mean > 0) & (abs_mean < limits.vanishing),
+                ]
+            )
+            & read
+        )
+    bits = (flags.astype(np.int64) << np.arange(len(PROBLEMS))[:, None]).sum(axis=0)
+
+    tensor, module = _subtree_pairs(holders, counted, modules)
+    known = read[tensor]
+
+    def total(values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+        """Per module, `values` summed over its counted tensors (`where` they are true), in
+        tensor order (as a running sum would add them)."""
+        weights = values[tensor] if where is None else np.where(where, values[tensor], 0)
+        return np.bincount(module, weights=weights, minlength=len(modules))
+
+    def count(values: np.ndarray, where: np.ndarray | None = known) -> np.ndarray:
+        return np.rint(total(values.astype(np.float64), where)).astype(np.int64)  # exact below 2**53
+
+    has_values = count(np.ones(len(names))) > 0
+    module_bits = sum((count((bits >> k) & 1) > 0).astype(np.int64) << k for k in range(len(PROBLEMS)))
+    counted_numel = total(numel.astype(np.float64), known)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        module_zeros = np.where(counted_numel > 0, total(zeros * numel, known) / counted_numel, np.nan)
+    labels = _labels()
+    n, m = len(names), len(modules)
+    measured_rows = np.concatenate((read, has_values))
+    columns = {
+        "name": names + list(modules),
+        "module": holders + list(modules),
+        "kind": stats["kind"].tolist() + ["module"] * m,
+        "numel": pd.array(np.concatenate((numel, count(numel, None))), dtype="Int64"),
+        "nan": pd.arrays.IntegerArray(np.concatenate((nan, count(nan))), ~measured_rows),
+        "inf": pd.arrays.IntegerArray(np.concatenate((inf, count(inf))), ~measured_rows),
+        "zeros": np.where(measured_rows, np.concatenate((zeros, module_zeros)), np.nan),
+        **{
+            column: pd.arrays.BooleanArray(
+                np.concatenate((flags[k], count(flags[k].astype(np.int64)) > 0)), ~measured_rows
+            )
+            for k, column in enumerate(("all_zero", "constant", "exploding", "vanishing"), start=2)
+        },
+        "problems": [labels[b] for b in np.concatenate((bits, module_bits)).tolist()],
+        "problem_tensors": pd.array(
+            np.concatenate(((bits != 0).astype(np.int64), count((bits != 0).astype(np.int64)))), dtype="Int64"
+        ),
+    }
+    return HEALTH.from_columns(columns, n + m)
 
 
-def _tensor_row(r: Any, shape: Any, limits: HealthThresholds) -> dict[str, Any]:
-    row: dict[str, Any] = {"name": r.name, "module": r.module, "kind": r.kind, "numel": r.numel}
-    if pd.isna(r.nan):  # no values (meta, skipped): nothing to judge
-        return {**row, "problems": "", "problem_tensors": 0}
-    matrix = r.kind == PARAMETER and shape is not None and len(shape) >= 2 and r.numel > 0
-    measured = not pd.isna(r.std)
-    largest = max(abs(r.min), abs(r.max)) if measured else 0.0
-    flags = {
-        "NaN": r.nan > 0,
-        "Inf": r.inf > 0,
-        "all zero": matrix and r.zeros == 1.0,
-        "constant": matrix and measured and r.std == 0 and r.zeros < 1.0,
-        "exploding": r.kind == PARAMETER and measured and largest > limits.exploding,
-        "vanishing": matrix and measured and 0 < r.abs_mean < limits.vanishing,
-    }
-    problems = [label for label in PROBLEMS if flags[label]]
-    return {
-        **row,
-        "nan": r.nan,
-        "inf": r.inf,
-        "zeros": r.zeros,
-        "all_zero": flags["all zero"],
-        "constant": flags["constant"],
-        "exploding": flags["exploding"],
-        "vanishing": flags["vanishing"],
-        "problems": ", ".join(problems),
-        "problem_tensors": int(bool(problems)),
-    }
+def _subtree_pairs(holders: list[str], counted: np.ndarray, modules: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(tensor row, module row) for each `counted` tensor and each of `modules` whose subtree
+    holds it (its holder's path and every dotted prefix of it), in tensor order. Each
+    distinct holder's ancestors are looked up once, then spread over its tensors by numpy."""
+    at = {path: i for i, path in enumerate(modules)}
+    rows = np.flatnonzero(counted)
+    codes, paths = pd.factorize(np.asarray([holders[i] for i in rows], dtype=object))
+    above = [[at[p] for p in ancestors(path) if p in at] for path in paths]
+    sizes = np.array([len(a) for a in above], dtype=np.int64)
+    flat = np.array([m for a in above for m in a], dtype=np.int64)
+    first = np.cumsum(sizes) - sizes  # where each holder's ancestors start in `flat`
+    repeat = sizes[codes]  # pairs per tensor
+    tensor = np.repeat(rows, repeat)
+    within = np.arange(len(tensor)) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+    return tensor, flat[np.repeat(first[codes], repeat) + within]
 
 
-def _module_row(path: str, tensors: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    known = [t for t in tensors.values() if t.get("nan") is not None]
-    numel = sum(int(t["numel"]) for t in tensors.values())
-    labels = {label for t in known for label in t["problems"].split(", ") if label}
-    row: dict[str, Any] = {
-        "name": path,
-        "module": path,
-        "kind": "module",
-        "numel": numel,
-        "problems": ", ".join(label for label in PROBLEMS if label in labels),
-        "problem_tensors": sum(int(t["problem_tensors"]) for t in known),
-    }
-    if not known:
-        return row
-    zeros = sum(float(t["zeros"]) * int(t["numel"]) for t in known)
-    counted = sum(int(t["numel"]) for t in known)
-    return {
-        **row,
-        "nan": sum(int(t["nan"]) for t in known),
-        "inf": sum(int(t["inf"]) for t in known),
-        "zeros": zeros / counted if counted else np.nan,
-        **{flag: any(t[flag] for t in known) for flag in ("all_zero", "constant", "exploding", "vanishing")},
-    }
+@functools.cache
+def _labels() -> tuple[str, ...]:
+    """The ``problems`` text of each combination of flags (bit k: PROBLEMS[k])."""
+    return tuple(", ".join(p for k, p in enumerate(PROBLEMS) if bits >> k & 1) for bits in range(1 << len(PROBLEMS)))
 
 
 def problem_tensors(health: pd.DataFrame, tied: Collection[str] = ()) -> pd.DataFrame:

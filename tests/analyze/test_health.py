@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -109,3 +111,102 @@ def test_without_stats_health_says_how_to_get_them():
     assert insp.problems() == {}
     with pytest.raises(ValueError, match="stats=True"):
         insp.health
+
+
+_ORDER = ("NaN", "Inf", "all zero", "constant", "exploding", "vanishing")  # as the document lists them
+
+
+def _planted(seed: int) -> nn.Module:
+    """A random nested model with problems planted at random, and some weights tied."""
+    g = torch.Generator().manual_seed(seed)
+
+    def pick(n: int) -> int:
+        return int(torch.randint(n, (1,), generator=g))
+
+    def block(depth: int) -> nn.Module:
+        if depth == 0 or pick(10) < 3:
+            layer = nn.Linear(1 + pick(6), 1 + pick(6), bias=pick(2) == 0)
+            with torch.no_grad():
+                kind = pick(12)
+                if kind == 0:
+                    layer.weight[0, 0] = math.nan
+                elif kind == 1:
+                    layer.weight.zero_()
+                elif kind == 2:
+                    layer.weight.fill_(2.0)
+                elif kind == 3:
+                    layer.weight.mul_(1e5)
+                elif kind == 4:
+                    layer.weight.mul_(1e-8)
+                elif kind == 5:
+                    layer.weight[-1, -1] = -math.inf
+                elif kind == 6 and layer.bias is not None:
+                    layer.bias.fill_(math.nan)
+            return layer
+        seq = nn.Sequential(*(block(depth - 1) for _ in range(1 + pick(3))))
+        if pick(4) == 0:
+            seq.register_buffer("counts", torch.zeros(3))
+        return seq
+
+    model = nn.Sequential(block(4), block(3))
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    for a, b in itertools.pairwise(linears):
+        if a.weight.shape == b.weight.shape and pick(2) == 0:
+            b.weight = a.weight  # tied: its elements count once, at the first path
+    head = nn.Linear(linears[0].in_features, linears[0].out_features)
+    head.weight = linears[0].weight  # as a language model's head shares its embedding
+    with torch.no_grad():
+        head.bias.mul_(1e-8)  # a vector: never vanishing (only matrices are)
+    model.append(head)
+    return model
+
+
+def _expected_flags(t: torch.Tensor, parameter: bool, thresholds) -> list[str]:
+    """The documented problems of one tensor, from its values in float64."""
+    x = t.detach().double().reshape(-1)
+    finite = x[torch.isfinite(x)]
+    matrix = parameter and t.dim() >= 2 and t.numel() > 0
+    largest = finite.abs().max().item() if len(finite) else 0.0
+    mean_abs = finite.abs().mean().item() if len(finite) else 0.0
+    found = {
+        "NaN": bool(torch.isnan(x).any()),
+        "Inf": bool(torch.isinf(x).any()),
+        "all zero": matrix and bool((x == 0).all()),
+        "constant": matrix and len(finite) > 0 and bool((finite == finite[0]).all()) and finite[0].item() != 0,
+        "exploding": parameter and len(finite) > 0 and largest > thresholds.exploding,
+        "vanishing": matrix and len(finite) > 0 and 0 < mean_abs < thresholds.vanishing,
+    }
+    return [label for label in _ORDER if found[label]]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_row_of_random_models_matches_the_values_and_their_subtrees(seed):
+    """Each tensor's flags from its own values (float64), and each module row as the sum or
+    union over the distinct tensors under its path, tied paths counted once."""
+    model = _planted(seed)
+    for thresholds in (nbinspect.HealthThresholds(), nbinspect.HealthThresholds(exploding=1.5, vanishing=0.05)):
+        health = nbinspect.health(model, **vars(thresholds)).set_index(["kind", "name"])
+        distinct: dict[str, tuple[torch.Tensor, bool, list[str]]] = {}
+        seen: set[int] = set()
+        for path, t in [*model.named_parameters(remove_duplicate=False), *model.named_buffers()]:
+            parameter = isinstance(t, nn.Parameter)
+            flags = _expected_flags(t, parameter, thresholds)
+            row = health.loc[("parameter" if parameter else "buffer", path)]
+            assert row.problems == ", ".join(flags), path
+            assert (row.nan, row.inf) == (int(torch.isnan(t).sum()), int(torch.isinf(t).sum())), path
+            assert row.zeros == pytest.approx(float((t == 0).double().mean()) if t.numel() else math.nan, nan_ok=True)
+            if id(t) not in seen:
+                seen.add(id(t))
+                distinct[path] = (t, parameter, flags)
+        for path, _ in model.named_modules():
+            under = {p: v for p, v in distinct.items() if path == "" or p.startswith(path + ".")}
+            row = health.loc[("module", path)]
+            labels = {f for _, _, flags in under.values() for f in flags}
+            assert row.problems == ", ".join(x for x in _ORDER if x in labels), path
+            assert row.problem_tensors == sum(1 for _, _, flags in under.values() if flags), path
+            assert row.numel == sum(t.numel() for t, _, _ in under.values()), path
+            nan = sum(int(torch.isnan(t).sum()) for t, _, _ in under.values())
+            assert (row.nan == nan) if under else row.nan is pd.NA, path  # no tensors: nothing read
+            zeros = sum(int((t == 0).sum()) for t, _, _ in under.values())
+            total = sum(t.numel() for t, _, _ in under.values())
+            assert row.zeros == pytest.approx(zeros / total if total else math.nan, rel=1e-12, nan_ok=True), path
